@@ -1,0 +1,35 @@
+# The two commands the README promises: `make demo` and `make test`.
+# Each creates .venv and installs what it needs by itself.
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-native test-pure lint bench clean
+
+$(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/_speedups_build.py)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,lint]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	OLMKIT=$(VENV)/bin/olmkit examples/demo.sh
+
+# The whole suite on the C path, then again on the pure-Python twin.
+test: $(STAMP)
+	$(PY) -m pytest -q
+	OLMKIT_PURE_PYTHON=1 $(PY) -m pytest -q -p no:randomly tests/solver tests/resolver
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check olmkit tests benchmarks plugins_contrib
+	$(VENV)/bin/ruff format --check olmkit tests benchmarks plugins_contrib
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(VENV)/bin/olmkit bench all
+
+clean:
+	rm -rf $(VENV) build *.egg-info olmkit/_solver/_speedups*.so olmkit/_solver/_speedups.c

@@ -1,0 +1,76 @@
+"""The ``olmkit`` command line.
+
+Subcommands live in modules listed in :data:`COMMAND_MODULES`; each exposes
+``add_commands(subparsers)``. Plugins add their own through the
+``olmkit_add_commands`` hook. A command's ``func(args, pm)`` returns the exit code.
+
+Errors: an :class:`~olmkit.errors.OlmkitError` prints one line on stderr and exits with
+its ``exit_code`` (2 for user errors); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from olmkit import __version__
+from olmkit.errors import OlmkitError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
+#: Modules contributing subcommand groups, in help order.
+COMMAND_MODULES: tuple[str, ...] = ("olmkit.cli.plugins",)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Usage errors: one line and exit code 2, like every other user error."""
+        self.exit(2, f"olmkit: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser(pm: object | None = None) -> argparse.ArgumentParser:
+    """Build the full parser: built-in command modules, then plugin commands."""
+    parser = _Parser(prog="olmkit", description="The Operator Lifecycle Manager as a pluggable toolkit.")
+    parser.add_argument("--version", action="version", version=f"olmkit {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_commands(subparsers)
+    if pm is not None:
+        pm.hook.olmkit_add_commands(subparsers=subparsers)  # type: ignore[attr-defined]
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or bool(os.environ.get("OLMKIT_DEBUG"))
+    try:
+        from olmkit.manager import get_plugin_manager
+
+        pm = get_plugin_manager()
+        parser = build_parser(pm)
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return int(func(args, pm) or 0)
+    except OlmkitError as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"olmkit: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("olmkit: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug in olmkit or a plugin: still no traceback unless --debug
+        if debug:
+            raise
+        sys.stderr.write(f"olmkit: internal error: {exc!r} (run with --debug for the traceback)\n")
+        return 70

@@ -1,0 +1,213 @@
+"""Hook specifications: every extension point of olmkit.
+
+Sections follow the lifecycle: registration (collected once into the registry),
+resolution, lifecycle events and the command line. Call hooks with keyword arguments
+only, so a spec can gain a parameter without breaking plugins that accept fewer.
+
+Registration hooks yield frozen records (:mod:`olmkit.types`). Two plugins yielding
+the same name for one extension point is a :class:`~olmkit.errors.PluginConflictError`
+naming both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from olmkit import hookspec
+
+if TYPE_CHECKING:
+    import argparse
+
+    from olmkit.types import (
+        AdmissionCheck,
+        CatalogSourceType,
+        ConstraintEvaluator,
+        InstallStrategy,
+        PropertyType,
+        SolverBackend,
+    )
+
+# --------------------------------------------------------------------------- registration
+
+
+@hookspec
+def olmkit_property_types() -> Iterable[PropertyType]:
+    """Register property types that bundles may carry.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.PropertyType`. A property whose type no
+        plugin registers stays an opaque value.
+
+    Example:
+        @hookimpl
+        def olmkit_property_types():
+            yield PropertyType(name="example.io/tier", parse=str)
+    """
+
+
+@hookspec
+def olmkit_constraint_evaluators() -> Iterable[ConstraintEvaluator]:
+    """Register keys of compound constraint objects (``gvk``, ``cel``, ``all`` ...).
+
+    Returns:
+        An iterable of :class:`~olmkit.types.ConstraintEvaluator`.
+
+    Example:
+        @hookimpl
+        def olmkit_constraint_evaluators():
+            yield ConstraintEvaluator(key="tier", build=build_tier_predicate)
+    """
+
+
+@hookspec
+def olmkit_install_strategies() -> Iterable[InstallStrategy]:
+    """Register install strategies for ClusterServiceVersions.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.InstallStrategy`.
+
+    Example:
+        @hookimpl
+        def olmkit_install_strategies():
+            yield InstallStrategy(name="helm", installer=HelmInstaller)
+    """
+
+
+@hookspec
+def olmkit_catalog_source_types() -> Iterable[CatalogSourceType]:
+    """Register kinds of catalog source (``spec.sourceType`` of a CatalogSource).
+
+    Returns:
+        An iterable of :class:`~olmkit.types.CatalogSourceType`.
+
+    Example:
+        @hookimpl
+        def olmkit_catalog_source_types():
+            yield CatalogSourceType(name="http", open=HttpCatalogSource.open)
+    """
+
+
+@hookspec
+def olmkit_admission_checks() -> Iterable[AdmissionCheck]:
+    """Register checks run before objects are written to the cluster store.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.AdmissionCheck`.
+
+    Example:
+        @hookimpl
+        def olmkit_admission_checks():
+            yield AdmissionCheck(name="no-latest", check=refuse_latest_tags, kinds={"ClusterServiceVersion"})
+    """
+
+
+@hookspec
+def olmkit_solver_backends() -> Iterable[SolverBackend]:
+    """Register SAT solver backends.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.SolverBackend`.
+
+    Example:
+        @hookimpl
+        def olmkit_solver_backends():
+            yield SolverBackend(name="minisat", factory=MiniSatBackend)
+    """
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@hookspec(firstresult=True)
+def olmkit_resolve(request: Any) -> Any:
+    """Resolve one namespace; the first non-``None`` answer wins.
+
+    The kernel's resolver implements it; plugins wrap it (``@hookimpl(wrapper=True)``)
+    to time, log or post-process resolutions.
+
+    Args:
+        request: a :class:`olmkit.resolver.ResolutionRequest`.
+
+    Returns:
+        A :class:`olmkit.resolver.Resolution`.
+
+    Example:
+        @hookimpl(wrapper=True)
+        def olmkit_resolve(request):
+            start = time.perf_counter()
+            result = yield
+            print(request.namespace, time.perf_counter() - start)
+            return result
+    """
+
+
+@hookspec
+def olmkit_catalog_loaded(source: str, catalog: Any, seconds: float, cached: bool) -> None:
+    """Called after a catalog source has been read.
+
+    Args:
+        source: the source's display name (``namespace/name`` or a path).
+        catalog: the loaded :class:`olmkit.catalog.Catalog`.
+        seconds: wall time the load took.
+        cached: whether it came from the on-disk cache.
+
+    Example:
+        @hookimpl
+        def olmkit_catalog_loaded(source, catalog, seconds, cached):
+            LOAD_SECONDS.labels(source).observe(seconds)
+    """
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+@hookspec
+def olmkit_csv_phase_changed(csv: Mapping[str, Any], old_phase: str | None, new_phase: str, reason: str) -> None:
+    """Called after a ClusterServiceVersion changed phase (notification only).
+
+    Args:
+        csv: the object as stored after the change.
+        old_phase: the phase before (``None`` for a new CSV).
+        new_phase: the phase now.
+        reason: the reason recorded with the change.
+
+    Example:
+        @hookimpl
+        def olmkit_csv_phase_changed(csv, old_phase, new_phase, reason):
+            log.info("%s: %s -> %s (%s)", csv["metadata"]["name"], old_phase, new_phase, reason)
+    """
+
+
+@hookspec
+def olmkit_install_plan_step(plan: Mapping[str, Any], step: Mapping[str, Any], status: str) -> None:
+    """Called after an InstallPlan step changed status (notification only).
+
+    Args:
+        plan: the InstallPlan as stored.
+        step: the step (``resolving``, ``resource``, ``status``).
+        status: the step's new status (``Created``, ``Present``, ``Failed`` ...).
+
+    Example:
+        @hookimpl
+        def olmkit_install_plan_step(plan, step, status):
+            STEPS.labels(status).inc()
+    """
+
+
+# --------------------------------------------------------------------------- command line
+
+
+@hookspec
+def olmkit_add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add subcommands to the ``olmkit`` command line.
+
+    A command's parser must set ``func`` (``parser.set_defaults(func=run)``); ``run(args)``
+    returns the exit code.
+
+    Example:
+        @hookimpl
+        def olmkit_add_commands(subparsers):
+            p = subparsers.add_parser("hello", help="say hello")
+            p.set_defaults(func=lambda args: print("hello") or 0)
+    """

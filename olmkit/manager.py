@@ -1,0 +1,202 @@
+"""The plugin manager: built-ins by module name, third-party plugins by entry point.
+
+* Built-in plugins are listed by module name in :data:`BUILTIN_PLUGINS`; the kernel
+  never imports :mod:`olmkit.plugins` itself.
+* Third-party plugins come from the ``olmkit`` entry-point group; one that fails to
+  import is reported with a :class:`PluginLoadWarning` and skipped.
+* ``OLMKIT_DISABLE_PLUGINS=a,b`` switches plugins off (full or short name).
+* ``OLMKIT_TRACE_PLUGINS=1`` writes every hook call to stderr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import sys
+import warnings
+from collections.abc import Iterable
+from typing import Any, Final
+
+import attrs
+import pluggy
+
+from olmkit import PROJECT_NAME, hookspecs
+from olmkit.errors import PluginError
+from olmkit.registry import Registry
+
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "ENTRY_POINT_GROUP",
+    "KERNEL_PLUGINS",
+    "PluginInfo",
+    "PluginLoadWarning",
+    "PluginManager",
+    "get_plugin_manager",
+]
+
+ENTRY_POINT_GROUP: Final = "olmkit"
+
+#: Parts of the kernel that implement hooks themselves (always registered).
+KERNEL_PLUGINS: tuple[str, ...] = ()
+
+#: The built-in plugins, by module name: everything OLM means is registered here.
+BUILTIN_PLUGINS: tuple[str, ...] = ()
+
+DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"
+TRACE_ENV: Final = "OLMKIT_TRACE_PLUGINS"
+
+
+class PluginLoadWarning(UserWarning):
+    """A third-party plugin could not be loaded and was skipped."""
+
+
+@attrs.frozen
+class PluginInfo:
+    """What ``olmkit plugins list`` shows of one plugin."""
+
+    name: str
+    origin: str  # "kernel", "built-in", "distribution" or "registered"
+    distribution: str | None
+    version: str | None
+    hooks: tuple[str, ...]
+    registers: dict[str, list[str]]
+
+
+@attrs.frozen
+class _Origin:
+    origin: str
+    distribution: str | None = None
+    version: str | None = None
+
+
+def _disabled() -> frozenset[str]:
+    raw = os.environ.get(DISABLE_ENV, "")
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager plus olmkit's loading rules and the registry."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self._origins: dict[str, _Origin] = {}
+        self._registry: Registry | None = None
+        self.disabled: frozenset[str] = _disabled()
+        self.load_failures: list[tuple[str, str]] = []
+        if os.environ.get(TRACE_ENV):
+            self.trace.root.setwriter(sys.stderr.write)
+            self.enable_tracing()
+
+    # -- registration ---------------------------------------------------------------
+
+    def is_disabled(self, name: str) -> bool:
+        """Whether ``OLMKIT_DISABLE_PLUGINS`` names this plugin (full or short name)."""
+        return name in self.disabled or _short(name) in self.disabled
+
+    def register(self, plugin: Any, name: str | None = None, *, origin: str = "registered") -> str | None:
+        """Register a plugin object; returns its name, or ``None`` if it is disabled."""
+        name = name or self.get_canonical_name(plugin)
+        if self.is_disabled(name):
+            return None
+        registered = super().register(plugin, name)
+        if registered is not None:
+            self._origins.setdefault(registered, _Origin(origin))
+            self._registry = None
+        return registered
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        """Unregister a plugin (by object or name) and drop the cached registry."""
+        result = super().unregister(plugin, name)
+        self._registry = None
+        return result
+
+    def load_modules(self, names: Iterable[str], *, origin: str) -> None:
+        """Import and register plugin modules by name (built-in or kernel plugins).
+
+        Raises:
+            PluginError: a built-in module fails to import (that is a bug in olmkit).
+        """
+        for name in names:
+            if self.is_disabled(name) or self.has_plugin(name):
+                continue
+            try:
+                module = importlib.import_module(name)
+            except ImportError as exc:
+                raise PluginError(f"cannot import built-in plugin: {exc}", plugin=name) from exc
+            self.register(module, name, origin=origin)
+
+    def load_entrypoints(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Load third-party plugins from an entry-point group; broken ones are skipped."""
+        for ep in importlib.metadata.entry_points(group=group):
+            if self.is_disabled(ep.name) or self.has_plugin(ep.name):
+                continue
+            dist = ep.dist
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a third-party plugin must never break olmkit
+                message = f"plugin {ep.name!r} ({ep.value}) failed to load and is skipped: {exc!r}"
+                self.load_failures.append((ep.name, message))
+                warnings.warn(message, PluginLoadWarning, stacklevel=2)
+                continue
+            self.register(plugin, ep.name)
+            self._origins[ep.name] = _Origin(
+                "distribution",
+                dist.metadata["Name"] if dist else None,
+                dist.version if dist else None,
+            )
+
+    # -- the registry ---------------------------------------------------------------
+
+    @property
+    def registry(self) -> Registry:
+        """All registration records, collected once (again after (un)registration)."""
+        if self._registry is None:
+            self._registry = Registry.collect(self)
+        return self._registry
+
+    def plugin_info(self) -> list[PluginInfo]:
+        """Describe every registered plugin: origin, hooks implemented, names registered."""
+        registry = self.registry
+        by_plugin: dict[str, dict[str, list[str]]] = {}
+        for (kind, name), owner in registry.owners.items():
+            by_plugin.setdefault(owner, {}).setdefault(kind, []).append(name)
+        infos = []
+        for name, plugin in self.list_name_plugin():
+            if plugin is None:
+                continue
+            hooks = tuple(sorted(impl.name for impl in self.get_hookcallers(plugin) or ()))
+            origin = self._origins.get(name, _Origin("registered"))
+            infos.append(
+                PluginInfo(
+                    name=name,
+                    origin=origin.origin,
+                    distribution=origin.distribution,
+                    version=origin.version,
+                    hooks=hooks,
+                    registers={k: sorted(v) for k, v in sorted(by_plugin.get(name, {}).items())},
+                )
+            )
+        return infos
+
+
+def get_plugin_manager(*, builtins: bool = True, entrypoints: bool = True) -> PluginManager:
+    """Return a fresh plugin manager.
+
+    Args:
+        builtins: register the built-in plugins (OLM's own meaning).
+        entrypoints: load third-party plugins from the ``olmkit`` entry-point group.
+    """
+    pm = PluginManager()
+    pm.load_modules(KERNEL_PLUGINS, origin="kernel")
+    if builtins:
+        pm.load_modules(BUILTIN_PLUGINS, origin="built-in")
+    if entrypoints:
+        pm.load_entrypoints()
+    return pm
+

@@ -1,0 +1,98 @@
+"""A pytest plugin for plugin authors (opt in with ``pytest_plugins = ["olmkit.testing"]``).
+
+Fixtures:
+    olmkit_pm: a fresh plugin manager with the built-in plugins (no third-party ones).
+    olmkit_bare_pm: a plugin manager with the hook specs only: no built-ins.
+    olmkit_register: ``olmkit_register(plugin, name=None)`` registers a throwaway plugin
+        on ``olmkit_pm`` for one test.
+    hook_recorder: records every hook call made through ``olmkit_pm``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from olmkit.manager import PluginManager, get_plugin_manager
+
+__all__ = ["HookCall", "HookRecorder"]
+
+
+@attrs.frozen
+class HookCall:
+    """One recorded hook call: the hook's name and its keyword arguments."""
+
+    name: str
+    kwargs: dict[str, Any]
+
+
+@attrs.define
+class HookRecorder:
+    """Records hook calls made through a plugin manager until ``undo()``."""
+
+    calls: list[HookCall] = attrs.field(factory=list)
+    _undo: Callable[[], None] | None = None
+
+    def attach(self, pm: PluginManager) -> None:
+        """Start recording on ``pm``."""
+
+        def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+            self.calls.append(HookCall(hook_name, dict(kwargs)))
+
+        def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+            return None
+
+        self._undo = pm.add_hookcall_monitoring(before, after)
+
+    def undo(self) -> None:
+        """Stop recording."""
+        if self._undo is not None:
+            self._undo()
+            self._undo = None
+
+    def names(self) -> list[str]:
+        """Names of the recorded hooks, in call order."""
+        return [call.name for call in self.calls]
+
+    def calls_of(self, name: str) -> list[HookCall]:
+        """The recorded calls of one hook."""
+        return [call for call in self.calls if call.name == name]
+
+
+@pytest.fixture
+def olmkit_pm() -> PluginManager:
+    """A fresh plugin manager with the built-in plugins only."""
+    return get_plugin_manager(entrypoints=False)
+
+
+@pytest.fixture
+def olmkit_bare_pm() -> PluginManager:
+    """A plugin manager with the hook specifications and the kernel only."""
+    return get_plugin_manager(builtins=False, entrypoints=False)
+
+
+@pytest.fixture
+def olmkit_register(olmkit_pm: PluginManager) -> Iterator[Callable[..., str | None]]:
+    """Register a throwaway plugin on ``olmkit_pm`` for the duration of one test."""
+    registered: list[Any] = []
+
+    def register(plugin: Any, name: str | None = None) -> str | None:
+        registered.append(plugin)
+        return olmkit_pm.register(plugin, name)
+
+    yield register
+    for plugin in registered:
+        if olmkit_pm.is_registered(plugin):
+            olmkit_pm.unregister(plugin)
+
+
+@pytest.fixture
+def hook_recorder(olmkit_pm: PluginManager) -> Iterator[HookRecorder]:
+    """Record every hook call made through ``olmkit_pm``."""
+    recorder = HookRecorder()
+    recorder.attach(olmkit_pm)
+    yield recorder
+    recorder.undo()

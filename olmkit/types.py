@@ -1,0 +1,240 @@
+"""Registration records: what plugins yield from the registration hooks.
+
+Each record is a frozen value naming one thing the kernel looks up by name. The plugin
+manager collects them once into a :class:`olmkit.registry.Registry`; hot paths read the
+registry's plain mappings and never call pluggy per catalog entry.
+
+The kernel gives these records no OLM meaning: the built-in plugins in
+:mod:`olmkit.plugins` register OLM's property types, constraint keys, install
+strategies and catalog source types exactly as a third-party plugin registers its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+__all__ = [
+    "AdmissionCheck",
+    "CatalogSourceType",
+    "ConstraintEvaluator",
+    "InstallStrategy",
+    "PackageIdentity",
+    "Predicate",
+    "PropertyType",
+    "PropertyView",
+    "RequirementContext",
+    "SolverBackend",
+    "Uniqueness",
+]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _name(value: str) -> str:
+    """Normalize a registered name: names are compared stripped and case-sensitively."""
+    name = str(value).strip()
+    if not name:
+        raise ValueError("a registered name must not be empty")
+    return name
+
+
+@attrs.frozen
+class PackageIdentity:
+    """The package and version a bundle declares (what an identity property parses to)."""
+
+    package: str
+    version: str | None
+
+
+@attrs.frozen
+class Uniqueness:
+    """A namespace-wide "at most one" rule a property imposes.
+
+    All bundles whose property yields the same ``key`` compete: at most one of them may
+    be installed in a namespace.
+
+    Args:
+        key: identity of the shared thing, also its display form (``Kind (group/version)``).
+        mandatory_text: message of the rule, ``{key}`` is substituted.
+        members_text: message listing the competitors, ``{ids}`` and ``{key}`` substituted.
+    """
+
+    key: str
+    mandatory_text: str
+    members_text: str
+
+
+@runtime_checkable
+class PropertyView(Protocol):
+    """What a predicate sees of a candidate bundle (catalog entry or installed operator)."""
+
+    @property
+    def package(self) -> str: ...
+
+    @property
+    def version(self) -> str | None: ...
+
+    @property
+    def properties(self) -> tuple[Any, ...]:
+        """The raw :class:`olmkit.model.Property` tuple."""
+        ...
+
+    def values(self, type_name: str) -> tuple[Any, ...]:
+        """Parsed values of every property of ``type_name`` (empty when none)."""
+        ...
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """A test over candidate bundles, built from a requirement.
+
+    ``str(predicate)`` is the text shown in explanations (upstream's predicate texts,
+    such as ``providing an API with group: G, version: V, kind: K``).
+
+    ``lookup`` narrows the search: when not ``None`` it is ``(property_type, key)`` and
+    every bundle the predicate matches is filed under that key by the property type's
+    ``index_keys``; ``None`` means "scan every candidate".
+    """
+
+    lookup: tuple[str, Hashable] | None
+
+    def matches(self, candidate: PropertyView) -> bool: ...
+
+
+@runtime_checkable
+class RequirementContext(Protocol):
+    """Handed to requirement builders: lets a builder build nested constraints.
+
+    ``build_constraint(value)`` turns one constraint object (a mapping with exactly one
+    evaluator key) into a predicate, through the registered constraint evaluators.
+    ``bundle`` names the bundle whose requirement is being built (for error messages).
+    """
+
+    bundle: str
+
+    def build_constraint(self, value: Any) -> Predicate: ...
+
+
+@attrs.frozen
+class PropertyType:
+    """A property type bundles may carry.
+
+    Args:
+        name: the property's ``type`` string.
+        parse: turns the raw JSON value into the typed value the other callables receive;
+            raises ``ValueError`` with a human message when the value is malformed.
+        description: one line for ``olmkit plugins list`` and docs.
+        identity: the parsed value is a :class:`PackageIdentity`; the catalog takes a
+            bundle's version from it.
+        inline: the property carries bundle content (manifests, metadata); it is kept
+            out of the properties the resolver and CEL see.
+        index_keys: keys under which the catalog index files a bundle carrying this
+            property, so that predicates with a ``lookup`` find candidates without a scan.
+        uniqueness: namespace-wide "at most one" rule the property imposes, if any.
+        requirement: builds the predicate a bundle carrying this property depends on
+            (the bundle needs at least one installed bundle matching it).
+        prohibits: text (with ``{id}``) of a rule that forbids installing bundles that
+            carry this property, or ``None``.
+        validate: deeper checks than ``parse`` (compiling expressions, size limits);
+            yields one message per problem.
+
+    Example:
+        PropertyType(name="example.io/tier", parse=str, index_keys=lambda v: (v,))
+    """
+
+    name: str = attrs.field(converter=_name)
+    parse: Callable[[Any], Any] = _identity
+    description: str = ""
+    identity: bool = False
+    inline: bool = False
+    index_keys: Callable[[Any], Iterable[Hashable]] | None = None
+    uniqueness: Callable[[Any], Uniqueness | None] | None = None
+    requirement: Callable[[Any, RequirementContext], Predicate] | None = None
+    prohibits: str | None = None
+    validate: Callable[[Any], Iterable[str]] | None = None
+
+
+@attrs.frozen
+class ConstraintEvaluator:
+    """One key of a compound constraint object (``gvk``, ``package``, ``cel``, ``all`` ...).
+
+    Args:
+        key: the key in the constraint object.
+        build: turns the value under the key into a :class:`Predicate`; raises
+            ``ValueError`` when it is malformed. Nested constraints are built through
+            ``context.build_constraint``.
+        description: one line for docs.
+
+    Example:
+        ConstraintEvaluator(key="tier", build=lambda value, ctx: TierPredicate(value))
+    """
+
+    key: str = attrs.field(converter=_name)
+    build: Callable[[Any, RequirementContext], Predicate]
+    description: str = ""
+
+
+@attrs.frozen
+class InstallStrategy:
+    """A way to install an operator's workload (``spec.install.strategy`` of a CSV).
+
+    Args:
+        name: the strategy name.
+        installer: factory of the object that installs, upgrades and checks the workload;
+            its contract is defined by the lifecycle layer.
+    """
+
+    name: str = attrs.field(converter=_name)
+    installer: Callable[..., Any]
+    description: str = ""
+
+
+@attrs.frozen
+class CatalogSourceType:
+    """A kind of catalog source (``spec.sourceType`` of a CatalogSource).
+
+    Args:
+        name: the source type.
+        open: ``open(spec, context)`` returns a catalog source object for a
+            CatalogSource ``spec`` mapping; the contract is defined in
+            :mod:`olmkit.catalog.sources`.
+    """
+
+    name: str = attrs.field(converter=_name)
+    open: Callable[..., Any]
+    description: str = ""
+
+
+@attrs.frozen
+class AdmissionCheck:
+    """A check run before an object is written to the cluster store.
+
+    Args:
+        name: the check's name.
+        check: ``check(obj, context)`` yields one message per reason to refuse ``obj``.
+        kinds: the object kinds it applies to (empty: all).
+    """
+
+    name: str = attrs.field(converter=_name)
+    check: Callable[[Mapping[str, Any], Any], Iterable[str]]
+    kinds: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    description: str = ""
+
+
+@attrs.frozen
+class SolverBackend:
+    """A SAT solver the resolver can use.
+
+    Args:
+        name: the backend's name (``--solver NAME``).
+        factory: returns a fresh solver object; see :mod:`olmkit._solver`.
+    """
+
+    name: str = attrs.field(converter=_name)
+    factory: Callable[[], Any]
+    description: str = ""
