@@ -44,6 +44,7 @@ def olmkit_property_types() -> Iterable[PropertyType]:
         def olmkit_property_types():
             yield PropertyType(name="example.io/tier", parse=str)
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -58,6 +59,7 @@ def olmkit_constraint_evaluators() -> Iterable[ConstraintEvaluator]:
         def olmkit_constraint_evaluators():
             yield ConstraintEvaluator(key="tier", build=build_tier_predicate)
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -72,6 +74,7 @@ def olmkit_install_strategies() -> Iterable[InstallStrategy]:
         def olmkit_install_strategies():
             yield InstallStrategy(name="helm", installer=HelmInstaller)
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -86,6 +89,7 @@ def olmkit_catalog_source_types() -> Iterable[CatalogSourceType]:
         def olmkit_catalog_source_types():
             yield CatalogSourceType(name="http", open=HttpCatalogSource.open)
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -100,6 +104,7 @@ def olmkit_admission_checks() -> Iterable[AdmissionCheck]:
         def olmkit_admission_checks():
             yield AdmissionCheck(name="no-latest", check=refuse_latest_tags, kinds={"ClusterServiceVersion"})
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -114,6 +119,7 @@ def olmkit_solver_backends() -> Iterable[SolverBackend]:
         def olmkit_solver_backends():
             yield SolverBackend(name="minisat", factory=MiniSatBackend)
     """
+    raise NotImplementedError
 
 
 # --------------------------------------------------------------------------- resolution
@@ -140,6 +146,7 @@ def olmkit_resolve(request: Any) -> Any:
             print(request.namespace, time.perf_counter() - start)
             return result
     """
+    raise NotImplementedError
 
 
 @hookspec
@@ -177,6 +184,7 @@ def olmkit_csv_phase_changed(csv: Mapping[str, Any], old_phase: str | None, new_
         def olmkit_csv_phase_changed(csv, old_phase, new_phase, reason):
             log.info("%s: %s -> %s (%s)", csv["metadata"]["name"], old_phase, new_phase, reason)
     """
+    raise NotImplementedError
 
 
 @hookspec

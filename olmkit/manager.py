@@ -199,4 +199,3 @@ def get_plugin_manager(*, builtins: bool = True, entrypoints: bool = True) -> Pl
     if entrypoints:
         pm.load_entrypoints()
     return pm
-

@@ -41,7 +41,9 @@ class ExtensionPoint:
 
 EXTENSION_POINTS: Final = (
     ExtensionPoint("olmkit_property_types", "property_types", "property type", PropertyType),
-    ExtensionPoint("olmkit_constraint_evaluators", "constraint_evaluators", "constraint key", ConstraintEvaluator, "key"),
+    ExtensionPoint(
+        "olmkit_constraint_evaluators", "constraint_evaluators", "constraint key", ConstraintEvaluator, "key"
+    ),
     ExtensionPoint("olmkit_install_strategies", "install_strategies", "install strategy", InstallStrategy),
     ExtensionPoint("olmkit_catalog_source_types", "catalog_source_types", "catalog source type", CatalogSourceType),
     ExtensionPoint("olmkit_admission_checks", "admission_checks", "admission check", AdmissionCheck),
@@ -86,7 +88,7 @@ class Registry:
             PluginConflictError: two plugins register one name for one extension point.
             PluginError: a plugin yields something that is not the expected record type.
         """
-        fields: dict[str, dict[str, Any]] = {}
+        fields: dict[str, Any] = {}
         owners: dict[tuple[str, str], str] = {}
         for point in EXTENSION_POINTS:
             records: dict[str, Any] = {}
@@ -101,7 +103,7 @@ class Registry:
                     owners[key] = impl.plugin_name
                     records[name] = record
             fields[point.field] = records
-        return cls(owners=owners, **fields)
+        return cls(owners=owners, **fields)  # type: ignore[arg-type]
 
 
 def _call(impl: Any, point: ExtensionPoint) -> Iterable[Any]:

@@ -10,11 +10,12 @@ Fixtures:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 import pytest
+from pluggy import HookImpl, Result
 
 from olmkit.manager import PluginManager, get_plugin_manager
 
@@ -39,10 +40,12 @@ class HookRecorder:
     def attach(self, pm: PluginManager) -> None:
         """Start recording on ``pm``."""
 
-        def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+        def before(hook_name: str, hook_impls: Sequence[HookImpl], kwargs: Mapping[str, Any]) -> None:
             self.calls.append(HookCall(hook_name, dict(kwargs)))
 
-        def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+        def after(
+            outcome: Result[Any], hook_name: str, hook_impls: Sequence[HookImpl], kwargs: Mapping[str, Any]
+        ) -> None:
             return None
 
         self._undo = pm.add_hookcall_monitoring(before, after)

@@ -61,7 +61,7 @@ def test_duplicate_registration_names_both_plugins(olmkit_bare_pm):
     olmkit_bare_pm.register(OtherTierPlugin(), "second-plugin")
 
     with pytest.raises(PluginConflictError) as info:
-        olmkit_bare_pm.registry
+        _ = olmkit_bare_pm.registry
 
     assert "'first-plugin'" in str(info.value)
     assert "'second-plugin'" in str(info.value)
@@ -78,8 +78,8 @@ def test_wrong_record_type_is_a_plugin_error(olmkit_bare_pm):
 
     olmkit_bare_pm.register(Wrong(), "wrong")
 
-    with pytest.raises(PluginError, match="'wrong'.*expected ConstraintEvaluator"):
-        olmkit_bare_pm.registry
+    with pytest.raises(PluginError, match=r"'wrong'.*expected ConstraintEvaluator"):
+        _ = olmkit_bare_pm.registry
 
 
 def test_registry_is_refreshed_after_registration(olmkit_bare_pm):
@@ -129,7 +129,7 @@ def test_broken_entry_point_plugin_is_skipped_with_a_warning(site):
     """A plugin that fails to import is reported and skipped; olmkit still works."""
     make_distribution(site, "olmkit-fake-broken", "olmkit_fake_broken", "raise RuntimeError('boom')\n", "broken")
 
-    with pytest.warns(PluginLoadWarning, match="'broken'.*boom"):
+    with pytest.warns(PluginLoadWarning, match=r"'broken'.*boom"):
         pm = get_plugin_manager()
 
     assert not pm.has_plugin("broken")
@@ -176,7 +176,9 @@ def test_throwaway_registration_fixture(olmkit_pm, olmkit_register):
 
 def test_hook_recorder_records_calls(olmkit_pm, hook_recorder):
     """hook_recorder sees hook calls with their keyword arguments."""
-    olmkit_pm.hook.olmkit_csv_phase_changed(csv={"metadata": {"name": "a"}}, old_phase=None, new_phase="Pending", reason="x")
+    olmkit_pm.hook.olmkit_csv_phase_changed(
+        csv={"metadata": {"name": "a"}}, old_phase=None, new_phase="Pending", reason="x"
+    )
 
     (call,) = hook_recorder.calls_of("olmkit_csv_phase_changed")
     assert "Pending" == call.kwargs["new_phase"]

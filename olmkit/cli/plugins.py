@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from olmkit.cli.output import add_output_option, emit
@@ -36,7 +37,7 @@ def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
     ]
     data += [{"name": name, "origin": "failed", "error": message} for name, message in pm.load_failures]
 
-    def registers(row: dict[str, Any]) -> str:
+    def registers(row: Mapping[str, Any]) -> str:
         regs = row.get("registers") or {}
         return "; ".join(f"{kind}: {', '.join(names)}" for kind, names in regs.items())
 
@@ -45,7 +46,10 @@ def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
         args.output,
         columns=[
             ("name", "name"),
-            ("origin", lambda r: r["origin"] + (f" ({r['distribution']} {r['version']})" if r.get("distribution") else "")),
+            (
+                "origin",
+                lambda r: r["origin"] + (f" ({r['distribution']} {r['version']})" if r.get("distribution") else ""),
+            ),
             ("hooks", lambda r: len(r.get("hooks", []))),
             ("registers", registers),
         ],
