@@ -1,0 +1,68 @@
+"""olmkit's SAT layer: identifiers, variables and constraints, nothing of OLM.
+
+``solve(variables)`` returns the variables to install, following upstream OLM's solver
+exactly: activation literals on every constraint, greedy breadth-first preference search
+from the anchors with chronological backtracking, minimisation of extras, and minimal
+explanations of failures. The hot path (clause encoding, unit propagation, the search
+loop) is C (``encode.c``) with a pure-Python twin; :data:`IMPLEMENTATION` says which runs.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from olmkit._solver._encode import IMPLEMENTATION
+from olmkit._solver._solve import solve
+from olmkit._solver.backends import (
+    DEFAULT_BACKEND,
+    Backend,
+    BackendFactory,
+    CryptoMiniSatBackend,
+    backend_names,
+    get_backend,
+    register_backend,
+)
+from olmkit._solver.constraints import (
+    And,
+    AppliedConstraint,
+    AtMost,
+    Conflict,
+    Constraint,
+    Dependency,
+    Mandatory,
+    Not,
+    Or,
+    Prohibited,
+    Variable,
+)
+from olmkit._solver.errors import DuplicateIdentifier, InvalidInput, NotSatisfiable, SolverError
+from olmkit._solver.reporter import PHASES, SolverReporter
+
+__all__ = [
+    "DEFAULT_BACKEND",
+    "IMPLEMENTATION",
+    "PHASES",
+    "And",
+    "AppliedConstraint",
+    "AtMost",
+    "Backend",
+    "BackendFactory",
+    "Conflict",
+    "Constraint",
+    "CryptoMiniSatBackend",
+    "Dependency",
+    "DuplicateIdentifier",
+    "InvalidInput",
+    "Mandatory",
+    "Not",
+    "NotSatisfiable",
+    "Or",
+    "Prohibited",
+    "SolverError",
+    "SolverReporter",
+    "Variable",
+    "backend_names",
+    "get_backend",
+    "register_backend",
+    "solve",
+]

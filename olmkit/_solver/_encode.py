@@ -1,0 +1,58 @@
+"""Pick the implementation of the hot path: the C accelerator or its pure-Python twin.
+
+``_speedups`` (built from ``encode.c``) is used when it imports; otherwise, or when the
+environment sets ``OLMKIT_PURE_PYTHON=1``, the twin in :mod:`olmkit._solver._pure` is.
+Both expose ``encode``, ``encode_counter`` and ``Searcher`` with identical behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+from olmkit._solver import _pure
+
+__all__ = ["IMPLEMENTATION", "available", "get", "set_implementation"]
+
+
+def _load_native() -> ModuleType | None:
+    try:
+        from olmkit._solver import _native
+    except ImportError:
+        return None
+    return _native
+
+
+_NATIVE = _load_native()
+_FORCE_PURE = os.environ.get("OLMKIT_PURE_PYTHON", "") not in ("", "0")
+
+impl: ModuleType = _NATIVE if (_NATIVE is not None and not _FORCE_PURE) else _pure
+
+#: ``"native"`` when the C accelerator is in use, ``"pure"`` otherwise.
+IMPLEMENTATION: str = "native" if impl is _NATIVE else "pure"
+
+
+def available() -> tuple[str, ...]:
+    """Names of the implementations that can be used in this process."""
+    return ("native", "pure") if _NATIVE is not None else ("pure",)
+
+
+def get() -> ModuleType:
+    """The implementation module in use."""
+    return impl
+
+
+def set_implementation(name: str) -> str:
+    """Switch to ``"native"`` or ``"pure"`` (for tests and benchmarks); return the old name."""
+    global impl, IMPLEMENTATION
+    old = IMPLEMENTATION
+    if name == "native":
+        if _NATIVE is None:
+            raise ImportError("olmkit._solver._speedups is not built")
+        impl = _NATIVE
+    elif name == "pure":
+        impl = _pure
+    else:
+        raise ValueError(f"unknown implementation {name!r}")
+    IMPLEMENTATION = name
+    return old

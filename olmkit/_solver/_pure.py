@@ -1,0 +1,598 @@
+"""Pure-Python twin of ``encode.c``: clause encoding and the preference search.
+
+Every function and method here has the same signature and gives the same output as its
+C counterpart in ``encode.c`` (wrapped by :mod:`olmkit._solver._native`): the clause
+buffers are byte-identical, and the search makes the same guesses in the same order.
+Keep the two in step; ``tests/solver`` compares them.
+
+Problem layout (built by :mod:`olmkit._solver._problem`):
+
+* SAT variables ``1..n_vars`` are the input variables, in input order; ``n_vars+1 ..
+  n_vars+n_act`` are the activation literals of the top-level constraints, in order;
+  auxiliary variables of the encoding follow, numbered in encoding order.
+* ``nodes`` holds one record of five ints per constraint node: kind, subject variable,
+  parameter (``n`` of AtMost), start and length of its operands in ``args``. Operands
+  are SAT variables, except for Or/And/Not whose operands are node numbers.
+* ``top`` lists the node numbers of the top-level constraints; ``top[j]`` is activated by
+  variable ``n_vars + 1 + j``.
+
+Clause buffers are ``array('i')`` of zero-terminated clauses, as accepted by
+pycryptosat's ``Solver.add_clauses``.
+
+Cardinality encoding: AtMost(n) is a sequential counter (Sinz 2005, "LTseq"): register
+variables ``s(i, j)`` meaning "at least j+1 of the first i+1 operands are true", implied
+upward by Horn clauses, and one activated clause per operand forbidding it to be the
+(n+1)th. It is arc-consistent under unit propagation, like upstream's sorting network.
+Inside Or/And/Not an AtMost needs both directions, so the counter there is a full
+equivalence ``r(i, j) <-> r(i-1, j) or (x_i and r(i-1, j-1))``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+
+__all__ = ["Searcher", "encode", "encode_counter"]
+
+MANDATORY = 1
+PROHIBITED = 2
+DEPENDENCY = 3
+CONFLICT = 4
+ATMOST = 5
+OR = 6
+AND = 7
+NOT = 8
+
+UNKNOWN = 0
+SAT = 1
+UNSAT = -1
+
+
+class _Encoder:
+    __slots__ = ("args", "nodes", "out", "top_var", "true_var")
+
+    def __init__(self, nodes: array, args: array, next_var: int) -> None:
+        self.nodes = nodes
+        self.args = args
+        self.out = array("i")
+        self.top_var = next_var - 1
+        self.true_var = 0
+
+    def new_var(self) -> int:
+        self.top_var += 1
+        return self.top_var
+
+    def true(self) -> int:
+        if not self.true_var:
+            self.true_var = self.new_var()
+            self.out.extend((self.true_var, 0))
+        return self.true_var
+
+    def clause(self, *lits: int) -> None:
+        self.out.extend(lits)
+        self.out.append(0)
+
+    def atmost_top(self, act: int, xs: array, n: int) -> None:
+        m = len(xs)
+        if n >= m:
+            return
+        if n == 0:
+            for x in xs:
+                self.clause(-act, -x)
+            return
+        base = self.top_var + 1
+        self.top_var += (m - 1) * n
+
+        def s(i: int, j: int) -> int:
+            return base + i * n + j
+
+        for i in range(m - 1):
+            x = xs[i]
+            self.clause(-x, s(i, 0))
+            if i > 0:
+                for j in range(n):
+                    self.clause(-s(i - 1, j), s(i, j))
+                for j in range(1, n):
+                    self.clause(-x, -s(i - 1, j - 1), s(i, j))
+                self.clause(-act, -x, -s(i - 1, n - 1))
+        self.clause(-act, -xs[m - 1], -s(m - 2, n - 1))
+
+    def atmost_full(self, xs: array, n: int) -> int:
+        m = len(xs)
+        if n >= m:
+            return self.true()
+        t = self.true()
+        width = n + 1
+        base = self.top_var + 1
+        self.top_var += m * width
+        for i in range(m):
+            x = xs[i]
+            for j in range(width):
+                r = base + i * width + j
+                a = base + (i - 1) * width + j if i > 0 else -t
+                if j == 0:
+                    c = t
+                elif i > 0:
+                    c = base + (i - 1) * width + j - 1
+                else:
+                    c = -t
+                self.clause(-a, r)
+                self.clause(-x, -c, r)
+                self.clause(-r, a, x)
+                self.clause(-r, a, c)
+        return -(base + (m - 1) * width + n)
+
+    def literal(self, node: int) -> int:
+        """Return a literal equivalent to ``node``, adding its definition (Tseitin)."""
+        nodes = self.nodes
+        args = self.args
+        o = 5 * node
+        kind = nodes[o]
+        x = nodes[o + 1]
+        start = nodes[o + 3]
+        ops = args[start : start + nodes[o + 4]]
+        if kind == MANDATORY:
+            return x
+        if kind == PROHIBITED:
+            return -x
+        if kind == DEPENDENCY:
+            if not ops:
+                return -x
+            g = self.new_var()
+            self.clause(-g, -x, *ops)
+            self.clause(g, x)
+            for d in ops:
+                self.clause(g, -d)
+            return g
+        if kind == CONFLICT:
+            y = ops[0]
+            g = self.new_var()
+            self.clause(-g, -x, -y)
+            self.clause(g, x)
+            self.clause(g, y)
+            return g
+        if kind == ATMOST:
+            return self.atmost_full(ops, nodes[o + 2])
+        if kind == NOT:
+            return -self.literal(ops[0])
+        lits = [self.literal(child) for child in ops]
+        if kind == OR:
+            if not lits:
+                return -self.true()
+            g = self.new_var()
+            self.clause(-g, *lits)
+            for lit in lits:
+                self.clause(g, -lit)
+            return g
+        # AND
+        if not lits:
+            return self.true()
+        g = self.new_var()
+        self.clause(g, *[-lit for lit in lits])
+        for lit in lits:
+            self.clause(-g, lit)
+        return g
+
+
+def encode(n_vars: int, nodes: array, args: array, top: array) -> tuple[array, int]:
+    """Encode the top-level constraints ``top`` as clauses with activation literals.
+
+    Args:
+        n_vars: number of input variables (SAT variables ``1..n_vars``).
+        nodes: constraint node records (five ints each, see the module docstring).
+        args: node operands.
+        top: node numbers of the top-level constraints, activated by ``n_vars+1+j``.
+
+    Returns:
+        The zero-terminated clause buffer and the highest SAT variable used.
+    """
+    n_act = len(top)
+    enc = _Encoder(nodes, args, n_vars + n_act + 1)
+    clause = enc.clause
+    for j in range(n_act):
+        act = n_vars + 1 + j
+        o = 5 * top[j]
+        kind = nodes[o]
+        x = nodes[o + 1]
+        start = nodes[o + 3]
+        ops = args[start : start + nodes[o + 4]]
+        if kind == MANDATORY:
+            clause(-act, x)
+        elif kind == PROHIBITED:
+            clause(-act, -x)
+        elif kind == DEPENDENCY:
+            clause(-act, -x, *ops)
+        elif kind == CONFLICT:
+            clause(-act, -x, -ops[0])
+        elif kind == ATMOST:
+            enc.atmost_top(act, ops, nodes[o + 2])
+        else:
+            clause(-act, enc.literal(top[j]))
+    return enc.out, enc.top_var
+
+
+def encode_counter(first_var: int, lits: array) -> tuple[array, array, int]:
+    """Encode a counter over ``lits`` whose outputs bound how many of them are true.
+
+    Args:
+        first_var: first free SAT variable.
+        lits: the counted literals (k of them).
+
+    Returns:
+        The clause buffer, ``outs`` where assuming ``outs[w]`` allows at most ``w`` of
+        ``lits`` (``w = 0..k-1``), and the highest SAT variable used.
+    """
+    k = len(lits)
+    out = array("i")
+    base = first_var
+
+    def s(i: int, j: int) -> int:
+        return base + i * k + j
+
+    for i in range(k):
+        x = lits[i]
+        out.extend((-x, s(i, 0), 0))
+        if i > 0:
+            for j in range(k):
+                out.extend((-s(i - 1, j), s(i, j), 0))
+            for j in range(1, k):
+                out.extend((-x, -s(i - 1, j - 1), s(i, j), 0))
+    outs = array("i", [-s(k - 1, w) for w in range(k)])
+    return out, outs, first_var + k * k - 1
+
+
+class Searcher:
+    """Greedy preference search with a watched-literal unit propagator.
+
+    The search is upstream OLM's (``solver/search.go``): a FIFO deque of choices, one per
+    anchor first; the front choice is satisfied if one of its candidates is already
+    guessed, else its next untried candidate is guessed, the guess's Dependency
+    constraints are queued at the back and unit propagation runs. A conflict undoes the
+    most recent guess and tries its next candidate; an exhausted choice is skipped. When
+    the deque is empty a model is needed: the searcher first tries to complete the
+    assignment by setting the remaining variables false in order (with propagation);
+    if that fails it stops and :meth:`run` returns 0 so that the caller asks a SAT
+    solver, under :meth:`assumptions`, and reports back with :meth:`resume`.
+
+    Args:
+        n_vars: number of input variables.
+        n_total: highest SAT variable in ``clauses``.
+        clauses: the clause buffer from :func:`encode`.
+        n_act: number of activation literals (assumed true throughout).
+        nodes: constraint nodes, for the candidates of Dependency choices.
+        args: node operands, followed by the anchors.
+        anchor_start: where the anchors start in ``args``.
+        n_anchors: how many anchors there are.
+        vdep_start: ``n_vars + 1`` offsets into ``vdep``, per input variable.
+        vdep: node numbers of each variable's non-empty top-level Dependency constraints.
+    """
+
+    def __init__(
+        self,
+        n_vars: int,
+        n_total: int,
+        clauses: array,
+        n_act: int,
+        nodes: array,
+        args: array,
+        anchor_start: int,
+        n_anchors: int,
+        vdep_start: array,
+        vdep: array,
+    ) -> None:
+        self.n_vars = n_vars
+        self.n_total = n_total
+        self.n_act = n_act
+        self.nodes = nodes
+        self.args = args
+        self.vdep_start = vdep_start
+        self.vdep = vdep
+        # val: 0 unassigned, 1 true, 2 false
+        self.val = bytearray(n_total + 1)
+        self.trail: list[int] = []
+        self.trail_lim: list[int] = []
+        self.qhead = 0
+        self.watches: list[list[int]] = [[] for _ in range(2 * n_total + 2)]
+        self.lits: list[int] = []
+        self.cstart: list[int] = []
+        self.clen: list[int] = []
+        self.assumed = bytearray(n_vars + 1)
+        self.queue: deque[tuple[int, int, int]] = deque()
+        self.guesses: list[tuple[int, int, int, int, int]] = []
+        self.result = UNKNOWN
+        self.backjump = -1
+        self.awaiting = False
+        self.done = 0
+        self.root_unsat = False
+        self._model = bytes(n_vars)
+        self.n_guesses = 0
+        self.n_backtracks = 0
+        self.n_propagations = 0
+        self.n_solver_calls = 0
+        self._load(clauses)
+        for i in range(n_anchors):
+            self.queue.append((anchor_start + i, 1, 0))
+
+    # -- propagation -----------------------------------------------------------
+
+    def _load(self, clauses: array) -> None:
+        stamp = [0] * (self.n_total + 1)
+        sign = bytearray(self.n_total + 1)
+        lits = self.lits
+        watches = self.watches
+        units: list[int] = []
+        cid = 0
+        clause: list[int] = []
+        taut = False
+        for lit in clauses:
+            if lit:
+                v = lit if lit > 0 else -lit
+                neg = 1 if lit < 0 else 0
+                if stamp[v] == cid + 1:
+                    if sign[v] != neg:
+                        taut = True
+                    continue
+                stamp[v] = cid + 1
+                sign[v] = neg
+                clause.append(lit)
+                continue
+            if not taut:
+                if not clause:
+                    self.root_unsat = True
+                elif len(clause) == 1:
+                    units.append(clause[0])
+                else:
+                    c = len(self.cstart)
+                    self.cstart.append(len(lits))
+                    self.clen.append(len(clause))
+                    lits.extend(clause)
+                    watches[_idx(clause[0])].append(c)
+                    watches[_idx(clause[1])].append(c)
+            cid += 1
+            clause = []
+            taut = False
+        for lit in units:
+            if not self._enqueue(lit):
+                self.root_unsat = True
+        for v in range(self.n_vars + 1, self.n_vars + self.n_act + 1):
+            if not self._enqueue(v):
+                self.root_unsat = True
+        if not self.root_unsat and not self._propagate():
+            self.root_unsat = True
+
+    def _value(self, lit: int) -> int:
+        """1 true, 2 false, 0 unassigned."""
+        if lit > 0:
+            return self.val[lit]
+        x = self.val[-lit]
+        return (3 - x) if x else 0
+
+    def _enqueue(self, lit: int) -> bool:
+        value = self._value(lit)
+        if value == 1:
+            return True
+        if value == 2:
+            return False
+        if lit > 0:
+            self.val[lit] = 1
+        else:
+            self.val[-lit] = 2
+        self.trail.append(lit)
+        self.n_propagations += 1
+        return True
+
+    def _propagate(self) -> bool:
+        val = self.val
+        lits = self.lits
+        cstart = self.cstart
+        clen = self.clen
+        watches = self.watches
+        trail = self.trail
+        while self.qhead < len(trail):
+            p = trail[self.qhead]
+            self.qhead += 1
+            fl = -p
+            ws = watches[_idx(fl)]
+            i = j = 0
+            n = len(ws)
+            while i < n:
+                c = ws[i]
+                i += 1
+                s = cstart[c]
+                if lits[s] == fl:
+                    lits[s] = lits[s + 1]
+                    lits[s + 1] = fl
+                first = lits[s]
+                fv = val[first] if first > 0 else (3 - val[-first] if val[-first] else 0)
+                if fv == 1:
+                    ws[j] = c
+                    j += 1
+                    continue
+                for k in range(s + 2, s + clen[c]):
+                    lit = lits[k]
+                    lv = val[lit] if lit > 0 else (3 - val[-lit] if val[-lit] else 0)
+                    if lv != 2:
+                        lits[s + 1] = lit
+                        lits[k] = fl
+                        watches[_idx(lit)].append(c)
+                        break
+                else:
+                    ws[j] = c
+                    j += 1
+                    if fv == 2:
+                        while i < n:
+                            ws[j] = ws[i]
+                            j += 1
+                            i += 1
+                        del ws[j:]
+                        self.qhead = len(trail)
+                        return False
+                    self._enqueue(first)
+            del ws[j:]
+        return True
+
+    def _new_level(self) -> None:
+        self.trail_lim.append(len(self.trail))
+
+    def _undo_level(self) -> None:
+        mark = self.trail_lim.pop()
+        val = self.val
+        trail = self.trail
+        for lit in trail[mark:]:
+            val[lit if lit > 0 else -lit] = 0
+        del trail[mark:]
+        self.qhead = mark
+
+    def _assume(self, lit: int) -> bool:
+        return self._enqueue(lit) and self._propagate()
+
+    # -- search ----------------------------------------------------------------
+
+    def _push_guess(self) -> None:
+        start, length, index = self.queue.popleft()
+        args = self.args
+        m = args[start + index] if index < length else 0
+        for t in range(start, start + length):
+            if self.assumed[args[t]]:
+                m = 0
+                break
+        children = 0
+        if m:
+            nodes = self.nodes
+            for t in range(self.vdep_start[m - 1], self.vdep_start[m]):
+                o = 5 * self.vdep[t]
+                self.queue.append((nodes[o + 3], nodes[o + 4], 0))
+                children += 1
+            self.assumed[m] = 1
+            self.n_guesses += 1
+            self._new_level()
+            self.result = UNKNOWN if self._assume(m) else UNSAT
+        self.guesses.append((m, index, children, start, length))
+
+    def _pop_guess(self) -> None:
+        m, index, children, start, length = self.guesses.pop()
+        self.n_backtracks += 1
+        if m:
+            self.assumed[m] = 0
+            self._undo_level()
+            self.result = UNKNOWN
+            index += 1
+        for _ in range(children):
+            self.queue.pop()
+        self.queue.appendleft((start, length, index))
+
+    def _complete(self) -> bool:
+        """Try to extend the assignment to a model, every open variable false in order."""
+        self._new_level()
+        val = self.val
+        for v in range(1, self.n_total + 1):
+            if not val[v] and not self._assume(-v):
+                self._undo_level()
+                return False
+        self._model = bytes(1 if val[v] == 1 else 0 for v in range(1, self.n_vars + 1))
+        return True
+
+    def run(self) -> int:
+        """Search on; 1 = satisfiable, -1 = unsatisfiable, 0 = a SAT solver is needed."""
+        if self.root_unsat:
+            return UNSAT
+        if self.done or self.awaiting:
+            return self.done
+        while True:
+            if not self.queue and self.result == UNKNOWN:
+                if self._complete():
+                    self.result = SAT
+                else:
+                    self.awaiting = True
+                    self.n_solver_calls += 1
+                    return 0
+            if self.result == UNSAT:
+                if not self.guesses:
+                    self.done = UNSAT
+                    return UNSAT
+                if self.backjump >= 0 and len(self.guesses) > self.backjump:
+                    self._pop_guess()
+                    self.result = UNSAT
+                    continue
+                self.backjump = -1
+                self._pop_guess()
+                continue
+            if not self.queue:
+                self.done = SAT
+                return SAT
+            self._push_guess()
+
+    def assumptions(self) -> array:
+        """The guessed literals, oldest first (the activation literals are not included)."""
+        return array("i", [g[0] for g in self.guesses if g[0]])
+
+    def resume(self, sat: bool, model: bytes | None, core: array | None) -> None:
+        """Report the SAT solver's answer to the question :meth:`run` asked.
+
+        Args:
+            sat: whether the formula is satisfiable under :meth:`assumptions`.
+            model: when ``sat``, one byte (0/1) per input variable.
+            core: when not ``sat``, failed assumptions (may be ``None``); the search
+                then backtracks straight to the newest guess among them, which gives
+                the same result as backtracking one guess at a time.
+        """
+        if not self.awaiting:
+            raise RuntimeError("resume() without a pending question")
+        self.awaiting = False
+        if sat:
+            assert model is not None
+            self._model = bytes(model[: self.n_vars])
+            self.result = SAT
+            return
+        self.result = UNSAT
+        if core is None:
+            return
+        wanted = set(core)
+        pos = -1
+        for p, g in enumerate(self.guesses):
+            if g[0] and g[0] in wanted:
+                pos = p
+        self.backjump = pos + 1
+
+    def model(self) -> bytes:
+        """One byte (0/1) per input variable: the model found by the search."""
+        return self._model
+
+    def forced_extras(self) -> bool:
+        """Whether guesses and model-false variables force every other model-true variable.
+
+        When they do, no cardinality minimisation can drop any of them.
+        """
+        while self.trail_lim:
+            self._undo_level()
+        if self.root_unsat:
+            return False
+        self._new_level()
+        model = self._model
+        for p in range(self.n_vars):
+            v = p + 1
+            if self.assumed[v]:
+                if not self._enqueue(v):
+                    return False
+            elif not model[p] and not self._enqueue(-v):
+                return False
+        if not self._propagate():
+            return False
+        val = self.val
+        for p in range(self.n_vars):
+            if model[p] and val[p + 1] != 1:
+                return False
+        return True
+
+    def stats(self) -> dict[str, int]:
+        """Counters of the search so far."""
+        return {
+            "guesses": self.n_guesses,
+            "backtracks": self.n_backtracks,
+            "propagations": self.n_propagations,
+            "solver_calls": self.n_solver_calls,
+        }
+
+
+def _idx(lit: int) -> int:
+    return 2 * lit if lit > 0 else -2 * lit + 1

@@ -1,0 +1,85 @@
+"""cffi build script of ``olmkit._solver._speedups`` (out-of-line API mode).
+
+setup.py uses it through ``cffi_modules=["olmkit/_solver/_speedups_build.py:ffibuilder"]``.
+Run directly, from the project root, to build the extension in place while developing::
+
+    python olmkit/_solver/_speedups_build.py
+
+Paths are relative to the project root, which is where setuptools runs the build.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from cffi import FFI
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SOURCE_DIR = "olmkit/_solver"
+
+CDEF = """
+typedef struct olm_searcher olm_searcher;
+
+int olm_encode(int n_vars, const int *nodes, const int *args, const int *top, int n_act,
+               int **out, size_t *out_len, int *top_var);
+int olm_encode_counter(int first_var, const int *lits, int k, int **out, size_t *out_len,
+                       int *outs, int *top_var);
+void olm_free(void *p);
+
+olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
+                               int n_act, const int *nodes, const int *args, int anchor_start,
+                               int n_anchors, const int *vdep_start, const int *vdep);
+void olm_searcher_free(olm_searcher *s);
+int olm_searcher_run(olm_searcher *s);
+int olm_searcher_assumptions(const olm_searcher *s, int *out);
+int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, const int *core,
+                        int n_core);
+void olm_searcher_model(const olm_searcher *s, unsigned char *out);
+int olm_searcher_forced_extras(olm_searcher *s);
+void olm_searcher_stats(const olm_searcher *s, long long *out);
+"""
+
+_compile_args = ["-O2"] if os.name != "nt" else ["/O2"]
+
+
+
+def make_builder(source_dir: str = SOURCE_DIR) -> FFI:
+    """Return the FFI builder, reading the C sources from ``source_dir``."""
+    builder = FFI()
+    builder.cdef(CDEF)
+    builder.set_source(
+        "olmkit._solver._speedups",
+        '#include "encode.h"',
+        sources=[f"{source_dir}/encode.c"],
+        include_dirs=[source_dir],
+        extra_compile_args=_compile_args,
+    )
+    return builder
+
+
+ffibuilder = make_builder()
+
+
+def main() -> int:
+    """Compile the extension in ``build/speedups`` and copy it into ``olmkit/_solver/``.
+
+    The build runs outside the project root so that distutils does not read the
+    project's ``pyproject.toml``.
+    """
+    import shutil
+
+    source_dir = ROOT / SOURCE_DIR
+    tmpdir = ROOT / "build" / "speedups"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    os.chdir(tmpdir)
+    built = Path(make_builder(str(source_dir)).compile(tmpdir=str(tmpdir), verbose=False))
+    target = source_dir / built.name
+    shutil.copyfile(built, target)
+    print(f"built {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

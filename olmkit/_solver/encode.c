@@ -1,0 +1,680 @@
+/*
+ * Native hot path of olmkit's SAT layer: clause encoding and the preference search.
+ *
+ * This file has a pure-Python twin, olmkit/_solver/_pure.py, whose docstrings describe
+ * the data layout and the algorithms. Both must give identical output: the same clause
+ * buffers, byte for byte, and the same guesses in the same order. Change them together.
+ *
+ * Built with cffi (out-of-line API mode) by _speedups_build.py. Memory errors are
+ * reported as return codes (-2 / NULL); the Python wrapper raises MemoryError.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "encode.h"
+
+enum { MANDATORY = 1, PROHIBITED, DEPENDENCY, CONFLICT, ATMOST, OR, AND, NOT };
+enum { UNKNOWN = 0, SAT = 1, UNSAT = -1 };
+
+/* ---------------------------------------------------------------- int buffer */
+
+typedef struct {
+    int *data;
+    size_t len, cap;
+    int oom;
+} ibuf;
+
+static int ibuf_reserve(ibuf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra) cap *= 2;
+    int *d = realloc(b->data, cap * sizeof(int));
+    if (!d) { b->oom = 1; return 0; }
+    b->data = d;
+    b->cap = cap;
+    return 1;
+}
+
+static inline void ibuf_push(ibuf *b, int v) {
+    if (b->len == b->cap && !ibuf_reserve(b, 1)) return;
+    b->data[b->len++] = v;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+typedef struct {
+    const int *nodes, *args;
+    ibuf out;
+    int top_var, true_var;
+} encoder;
+
+static inline int new_var(encoder *e) { return ++e->top_var; }
+
+static void cl2(encoder *e, int a, int b) {
+    if (!ibuf_reserve(&e->out, 3)) return;
+    int *d = e->out.data + e->out.len;
+    d[0] = a; d[1] = b; d[2] = 0;
+    e->out.len += 3;
+}
+
+static void cl3(encoder *e, int a, int b, int c) {
+    if (!ibuf_reserve(&e->out, 4)) return;
+    int *d = e->out.data + e->out.len;
+    d[0] = a; d[1] = b; d[2] = c; d[3] = 0;
+    e->out.len += 4;
+}
+
+static int enc_true(encoder *e) {
+    if (!e->true_var) {
+        e->true_var = new_var(e);
+        ibuf_push(&e->out, e->true_var);
+        ibuf_push(&e->out, 0);
+    }
+    return e->true_var;
+}
+
+static void atmost_top(encoder *e, int act, const int *xs, int m, int n) {
+    if (n >= m) return;
+    if (n == 0) {
+        for (int i = 0; i < m; i++) cl2(e, -act, -xs[i]);
+        return;
+    }
+    int base = e->top_var + 1;
+    e->top_var += (m - 1) * n;
+#define S(i, j) (base + (i) * n + (j))
+    for (int i = 0; i < m - 1; i++) {
+        int x = xs[i];
+        cl2(e, -x, S(i, 0));
+        if (i > 0) {
+            for (int j = 0; j < n; j++) cl2(e, -S(i - 1, j), S(i, j));
+            for (int j = 1; j < n; j++) cl3(e, -x, -S(i - 1, j - 1), S(i, j));
+            cl3(e, -act, -x, -S(i - 1, n - 1));
+        }
+    }
+    cl3(e, -act, -xs[m - 1], -S(m - 2, n - 1));
+#undef S
+}
+
+static int atmost_full(encoder *e, const int *xs, int m, int n) {
+    if (n >= m) return enc_true(e);
+    int t = enc_true(e);
+    int width = n + 1;
+    int base = e->top_var + 1;
+    e->top_var += m * width;
+    for (int i = 0; i < m; i++) {
+        int x = xs[i];
+        for (int j = 0; j < width; j++) {
+            int r = base + i * width + j;
+            int a = i > 0 ? base + (i - 1) * width + j : -t;
+            int c = j == 0 ? t : (i > 0 ? base + (i - 1) * width + j - 1 : -t);
+            cl2(e, -a, r);
+            cl3(e, -x, -c, r);
+            cl3(e, -r, a, x);
+            cl3(e, -r, a, c);
+        }
+    }
+    return -(base + (m - 1) * width + n);
+}
+
+static int literal(encoder *e, int node) {
+    const int *nd = e->nodes + 5 * (size_t)node;
+    int kind = nd[0], x = nd[1], len = nd[4];
+    const int *ops = e->args + nd[3];
+    int g;
+    switch (kind) {
+    case MANDATORY:
+        return x;
+    case PROHIBITED:
+        return -x;
+    case DEPENDENCY:
+        if (len == 0) return -x;
+        g = new_var(e);
+        if (!ibuf_reserve(&e->out, (size_t)len + 3)) return g;
+        ibuf_push(&e->out, -g);
+        ibuf_push(&e->out, -x);
+        for (int i = 0; i < len; i++) ibuf_push(&e->out, ops[i]);
+        ibuf_push(&e->out, 0);
+        cl2(e, g, x);
+        for (int i = 0; i < len; i++) cl2(e, g, -ops[i]);
+        return g;
+    case CONFLICT:
+        g = new_var(e);
+        cl3(e, -g, -x, -ops[0]);
+        cl2(e, g, x);
+        cl2(e, g, ops[0]);
+        return g;
+    case ATMOST:
+        return atmost_full(e, ops, len, nd[2]);
+    case NOT:
+        return -literal(e, ops[0]);
+    default:
+        break;
+    }
+    /* OR / AND */
+    int *lits = malloc(((size_t)len + 1) * sizeof(int));
+    if (!lits) { e->out.oom = 1; return 1; }
+    for (int i = 0; i < len; i++) lits[i] = literal(e, ops[i]);
+    if (kind == OR) {
+        if (len == 0) { free(lits); return -enc_true(e); }
+        g = new_var(e);
+        ibuf_push(&e->out, -g);
+        for (int i = 0; i < len; i++) ibuf_push(&e->out, lits[i]);
+        ibuf_push(&e->out, 0);
+        for (int i = 0; i < len; i++) cl2(e, g, -lits[i]);
+    } else {
+        if (len == 0) { free(lits); return enc_true(e); }
+        g = new_var(e);
+        ibuf_push(&e->out, g);
+        for (int i = 0; i < len; i++) ibuf_push(&e->out, -lits[i]);
+        ibuf_push(&e->out, 0);
+        for (int i = 0; i < len; i++) cl2(e, -g, lits[i]);
+    }
+    free(lits);
+    return g;
+}
+
+int olm_encode(int n_vars, const int *nodes, const int *args, const int *top, int n_act,
+               int **out, size_t *out_len, int *top_var) {
+    encoder e;
+    memset(&e, 0, sizeof e);
+    e.nodes = nodes;
+    e.args = args;
+    e.top_var = n_vars + n_act;
+    ibuf_reserve(&e.out, (size_t)n_act * 4 + 16);
+    for (int j = 0; j < n_act; j++) {
+        int act = n_vars + 1 + j;
+        const int *nd = nodes + 5 * (size_t)top[j];
+        int kind = nd[0], x = nd[1], len = nd[4];
+        const int *ops = args + nd[3];
+        switch (kind) {
+        case MANDATORY:
+            cl2(&e, -act, x);
+            break;
+        case PROHIBITED:
+            cl2(&e, -act, -x);
+            break;
+        case DEPENDENCY:
+            if (!ibuf_reserve(&e.out, (size_t)len + 3)) break;
+            e.out.data[e.out.len++] = -act;
+            e.out.data[e.out.len++] = -x;
+            memcpy(e.out.data + e.out.len, ops, (size_t)len * sizeof(int));
+            e.out.len += len;
+            e.out.data[e.out.len++] = 0;
+            break;
+        case CONFLICT:
+            cl3(&e, -act, -x, -ops[0]);
+            break;
+        case ATMOST:
+            atmost_top(&e, act, ops, len, nd[2]);
+            break;
+        default:
+            cl2(&e, -act, literal(&e, top[j]));
+            break;
+        }
+        if (e.out.oom) break;
+    }
+    if (e.out.oom) {
+        free(e.out.data);
+        return -2;
+    }
+    *out = e.out.data;
+    *out_len = e.out.len;
+    *top_var = e.top_var;
+    return 0;
+}
+
+int olm_encode_counter(int first_var, const int *lits, int k, int **out, size_t *out_len,
+                       int *outs, int *top_var) {
+    ibuf b;
+    memset(&b, 0, sizeof b);
+    ibuf_reserve(&b, (size_t)k * (size_t)k * 7 + 8);
+    int base = first_var;
+#define S(i, j) (base + (i) * k + (j))
+    for (int i = 0; i < k && !b.oom; i++) {
+        int x = lits[i];
+        ibuf_push(&b, -x); ibuf_push(&b, S(i, 0)); ibuf_push(&b, 0);
+        if (i > 0) {
+            for (int j = 0; j < k; j++) {
+                ibuf_push(&b, -S(i - 1, j)); ibuf_push(&b, S(i, j)); ibuf_push(&b, 0);
+            }
+            for (int j = 1; j < k; j++) {
+                ibuf_push(&b, -x); ibuf_push(&b, -S(i - 1, j - 1)); ibuf_push(&b, S(i, j));
+                ibuf_push(&b, 0);
+            }
+        }
+    }
+    for (int w = 0; w < k; w++) outs[w] = -S(k - 1, w);
+#undef S
+    if (b.oom) {
+        free(b.data);
+        return -2;
+    }
+    *out = b.data;
+    *out_len = b.len;
+    *top_var = first_var + k * k - 1;
+    return 0;
+}
+
+void olm_free(void *p) { free(p); }
+
+/* ---------------------------------------------------------------- propagator */
+
+typedef struct {
+    int *data;
+    int len, cap;
+} wlist;
+
+typedef struct { int start, len, index; } choice;
+typedef struct { int m, index, children, start, len; } guess;
+
+struct olm_searcher {
+    int n_vars, n_total, n_act;
+    const int *nodes, *args, *vdep_start, *vdep;
+    signed char *val;           /* 0 unassigned, 1 true, -1 false */
+    int *lits;                  /* clause literals, watched ones first */
+    int *cstart, *clen;
+    int n_clauses;
+    wlist *watches;             /* per literal index: clauses watching it */
+    int *trail, trail_len, qhead;
+    int *trail_lim, n_levels;
+    unsigned char *assumed;
+    choice *q;                  /* ring buffer deque */
+    int q_head, q_len, q_cap;
+    guess *guesses;
+    int n_guesses_stack, guesses_cap;
+    int result, backjump, awaiting, done, root_unsat, oom;
+    unsigned char *model, *mark;
+    long long n_guesses, n_backtracks, n_propagations, n_solver_calls;
+};
+
+static inline int lidx(int lit) { return lit > 0 ? 2 * lit : -2 * lit + 1; }
+
+static inline int lval(const olm_searcher *s, int lit) {
+    int v = s->val[lit > 0 ? lit : -lit];
+    return lit > 0 ? v : -v;
+}
+
+static inline int enqueue(olm_searcher *s, int lit) {
+    int v = lval(s, lit);
+    if (v) return v > 0;
+    s->val[lit > 0 ? lit : -lit] = lit > 0 ? 1 : -1;
+    s->trail[s->trail_len++] = lit;
+    s->n_propagations++;
+    return 1;
+}
+
+static int wpush(olm_searcher *s, wlist *w, int c) {
+    if (w->len == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 4;
+        int *d = realloc(w->data, (size_t)cap * sizeof(int));
+        if (!d) { s->oom = 1; return 0; }
+        w->data = d;
+        w->cap = cap;
+    }
+    w->data[w->len++] = c;
+    return 1;
+}
+
+static int propagate(olm_searcher *s) {
+    int *lits = s->lits;
+    while (s->qhead < s->trail_len) {
+        int fl = -s->trail[s->qhead++];
+        wlist *w = &s->watches[lidx(fl)];
+        int *ws = w->data;
+        int n = w->len, i = 0, j = 0;
+        while (i < n) {
+            int c = ws[i++];
+            int *cl = lits + s->cstart[c];
+            if (cl[0] == fl) { cl[0] = cl[1]; cl[1] = fl; }
+            int first = cl[0];
+            int fv = lval(s, first);
+            if (fv > 0) { ws[j++] = c; continue; }
+            int len = s->clen[c], k;
+            for (k = 2; k < len; k++) {
+                if (lval(s, cl[k]) >= 0) {
+                    int lit = cl[k];
+                    cl[1] = lit;
+                    cl[k] = fl;
+                    if (!wpush(s, &s->watches[lidx(lit)], c)) return 0;
+                    break;
+                }
+            }
+            if (k < len) continue;
+            ws[j++] = c;
+            if (fv < 0) {
+                while (i < n) ws[j++] = ws[i++];
+                w->len = j;
+                s->qhead = s->trail_len;
+                return 0;
+            }
+            enqueue(s, first);
+        }
+        w->len = j;
+    }
+    return 1;
+}
+
+static inline void new_level(olm_searcher *s) { s->trail_lim[s->n_levels++] = s->trail_len; }
+
+static void undo_level(olm_searcher *s) {
+    int mark = s->trail_lim[--s->n_levels];
+    for (int i = mark; i < s->trail_len; i++) {
+        int lit = s->trail[i];
+        s->val[lit > 0 ? lit : -lit] = 0;
+    }
+    s->trail_len = mark;
+    s->qhead = mark;
+}
+
+static inline int assume(olm_searcher *s, int lit) { return enqueue(s, lit) && propagate(s); }
+
+/* ---------------------------------------------------------------- deque */
+
+static int q_grow(olm_searcher *s) {
+    int cap = s->q_cap ? s->q_cap * 2 : 64;
+    choice *d = malloc((size_t)cap * sizeof(choice));
+    if (!d) { s->oom = 1; return 0; }
+    for (int i = 0; i < s->q_len; i++) d[i] = s->q[(s->q_head + i) % s->q_cap];
+    free(s->q);
+    s->q = d;
+    s->q_cap = cap;
+    s->q_head = 0;
+    return 1;
+}
+
+static int q_push_back(olm_searcher *s, choice c) {
+    if (s->q_len == s->q_cap && !q_grow(s)) return 0;
+    s->q[(s->q_head + s->q_len) % s->q_cap] = c;
+    s->q_len++;
+    return 1;
+}
+
+static int q_push_front(olm_searcher *s, choice c) {
+    if (s->q_len == s->q_cap && !q_grow(s)) return 0;
+    s->q_head = (s->q_head + s->q_cap - 1) % s->q_cap;
+    s->q[s->q_head] = c;
+    s->q_len++;
+    return 1;
+}
+
+static choice q_pop_front(olm_searcher *s) {
+    choice c = s->q[s->q_head];
+    s->q_head = (s->q_head + 1) % s->q_cap;
+    s->q_len--;
+    return c;
+}
+
+static void q_pop_back(olm_searcher *s) { s->q_len--; }
+
+/* ---------------------------------------------------------------- searcher */
+
+void olm_searcher_free(olm_searcher *s) {
+    if (!s) return;
+    if (s->watches)
+        for (int i = 0; i < 2 * s->n_total + 2; i++) free(s->watches[i].data);
+    free(s->watches);
+    free(s->val);
+    free(s->lits);
+    free(s->cstart);
+    free(s->clen);
+    free(s->trail);
+    free(s->trail_lim);
+    free(s->assumed);
+    free(s->q);
+    free(s->guesses);
+    free(s->model);
+    free(s->mark);
+    free(s);
+}
+
+static int load(olm_searcher *s, const int *clauses, size_t n) {
+    int N = s->n_total;
+    int *stamp = calloc((size_t)N + 1, sizeof(int));
+    unsigned char *sign = calloc((size_t)N + 1, 1);
+    int *units = malloc((n + 1) * sizeof(int));
+    size_t n_clauses = 0;
+    for (size_t i = 0; i < n; i++) n_clauses += clauses[i] == 0;
+    s->lits = malloc((n + 1) * sizeof(int));
+    s->cstart = malloc((n_clauses + 1) * sizeof(int));
+    s->clen = malloc((n_clauses + 1) * sizeof(int));
+    if (!stamp || !sign || !units || !s->lits || !s->cstart || !s->clen) {
+        free(stamp); free(sign); free(units);
+        return 0;
+    }
+    int n_units = 0, cid = 0, taut = 0, nl = 0, clause_start = 0;
+    for (size_t i = 0; i < n; i++) {
+        int lit = clauses[i];
+        if (lit) {
+            int v = lit > 0 ? lit : -lit;
+            unsigned char neg = lit < 0;
+            if (stamp[v] == cid + 1) {
+                if (sign[v] != neg) taut = 1;
+                continue;
+            }
+            stamp[v] = cid + 1;
+            sign[v] = neg;
+            s->lits[nl++] = lit;
+            continue;
+        }
+        int len = nl - clause_start;
+        if (taut) {
+            nl = clause_start;
+        } else if (len == 0) {
+            s->root_unsat = 1;
+        } else if (len == 1) {
+            units[n_units++] = s->lits[clause_start];
+            nl = clause_start;
+        } else {
+            int c = s->n_clauses++;
+            s->cstart[c] = clause_start;
+            s->clen[c] = len;
+            if (!wpush(s, &s->watches[lidx(s->lits[clause_start])], c) ||
+                !wpush(s, &s->watches[lidx(s->lits[clause_start + 1])], c)) {
+                free(stamp); free(sign); free(units);
+                return 0;
+            }
+        }
+        clause_start = nl;
+        cid++;
+        taut = 0;
+    }
+    free(stamp);
+    free(sign);
+    for (int i = 0; i < n_units; i++)
+        if (!enqueue(s, units[i])) s->root_unsat = 1;
+    free(units);
+    for (int v = s->n_vars + 1; v <= s->n_vars + s->n_act; v++)
+        if (!enqueue(s, v)) s->root_unsat = 1;
+    if (!s->root_unsat && !propagate(s)) s->root_unsat = 1;
+    return !s->oom;
+}
+
+olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
+                               int n_act, const int *nodes, const int *args, int anchor_start,
+                               int n_anchors, const int *vdep_start, const int *vdep) {
+    olm_searcher *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->n_vars = n_vars;
+    s->n_total = n_total;
+    s->n_act = n_act;
+    s->nodes = nodes;
+    s->args = args;
+    s->vdep_start = vdep_start;
+    s->vdep = vdep;
+    s->backjump = -1;
+    s->val = calloc((size_t)n_total + 1, 1);
+    s->watches = calloc(2 * (size_t)n_total + 2, sizeof(wlist));
+    s->trail = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->trail_lim = malloc(((size_t)n_total + 3) * sizeof(int));
+    s->assumed = calloc((size_t)n_vars + 1, 1);
+    s->model = calloc((size_t)n_vars + 1, 1);
+    s->mark = calloc((size_t)n_total + 1, 1);
+    if (!s->val || !s->watches || !s->trail || !s->trail_lim || !s->assumed || !s->model ||
+        !s->mark ||
+        !load(s, clauses, n_clause_ints)) {
+        olm_searcher_free(s);
+        return NULL;
+    }
+    for (int i = 0; i < n_anchors; i++) {
+        choice c = {anchor_start + i, 1, 0};
+        if (!q_push_back(s, c)) { olm_searcher_free(s); return NULL; }
+    }
+    return s;
+}
+
+static int push_guess(olm_searcher *s) {
+    choice c = q_pop_front(s);
+    const int *args = s->args;
+    int m = c.index < c.len ? args[c.start + c.index] : 0;
+    for (int t = c.start; t < c.start + c.len; t++)
+        if (s->assumed[args[t]]) { m = 0; break; }
+    int children = 0;
+    if (m) {
+        for (int t = s->vdep_start[m - 1]; t < s->vdep_start[m]; t++) {
+            const int *nd = s->nodes + 5 * (size_t)s->vdep[t];
+            choice d = {nd[3], nd[4], 0};
+            if (!q_push_back(s, d)) return 0;
+            children++;
+        }
+        s->assumed[m] = 1;
+        s->n_guesses++;
+        new_level(s);
+        s->result = assume(s, m) ? UNKNOWN : UNSAT;
+        if (s->oom) return 0;
+    }
+    if (s->n_guesses_stack == s->guesses_cap) {
+        int cap = s->guesses_cap ? s->guesses_cap * 2 : 64;
+        guess *d = realloc(s->guesses, (size_t)cap * sizeof(guess));
+        if (!d) { s->oom = 1; return 0; }
+        s->guesses = d;
+        s->guesses_cap = cap;
+    }
+    guess g = {m, c.index, children, c.start, c.len};
+    s->guesses[s->n_guesses_stack++] = g;
+    return 1;
+}
+
+static int pop_guess(olm_searcher *s) {
+    guess g = s->guesses[--s->n_guesses_stack];
+    s->n_backtracks++;
+    if (g.m) {
+        s->assumed[g.m] = 0;
+        undo_level(s);
+        s->result = UNKNOWN;
+        g.index++;
+    }
+    for (int i = 0; i < g.children; i++) q_pop_back(s);
+    choice c = {g.start, g.len, g.index};
+    return q_push_front(s, c);
+}
+
+static int complete(olm_searcher *s) {
+    new_level(s);
+    for (int v = 1; v <= s->n_total; v++) {
+        if (!s->val[v] && !assume(s, -v)) {
+            undo_level(s);
+            return 0;
+        }
+    }
+    for (int v = 1; v <= s->n_vars; v++) s->model[v - 1] = s->val[v] == 1;
+    return 1;
+}
+
+int olm_searcher_run(olm_searcher *s) {
+    if (s->root_unsat) return UNSAT;
+    if (s->done || s->awaiting) return s->done;
+    for (;;) {
+        if (s->oom) return -2;
+        if (s->q_len == 0 && s->result == UNKNOWN) {
+            if (complete(s)) {
+                s->result = SAT;
+            } else {
+                if (s->oom) return -2;
+                s->awaiting = 1;
+                s->n_solver_calls++;
+                return 0;
+            }
+        }
+        if (s->result == UNSAT) {
+            if (s->n_guesses_stack == 0) {
+                s->done = UNSAT;
+                return UNSAT;
+            }
+            if (s->backjump >= 0 && s->n_guesses_stack > s->backjump) {
+                if (!pop_guess(s)) return -2;
+                s->result = UNSAT;
+                continue;
+            }
+            s->backjump = -1;
+            if (!pop_guess(s)) return -2;
+            continue;
+        }
+        if (s->q_len == 0) {
+            s->done = SAT;
+            return SAT;
+        }
+        if (!push_guess(s)) return -2;
+    }
+}
+
+int olm_searcher_assumptions(const olm_searcher *s, int *out) {
+    int n = 0;
+    for (int i = 0; i < s->n_guesses_stack; i++)
+        if (s->guesses[i].m) {
+            if (out) out[n] = s->guesses[i].m;
+            n++;
+        }
+    return n;
+}
+
+int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, const int *core,
+                        int n_core) {
+    if (!s->awaiting) return -1;
+    s->awaiting = 0;
+    if (sat) {
+        memcpy(s->model, model, (size_t)s->n_vars);
+        s->result = SAT;
+        return 0;
+    }
+    s->result = UNSAT;
+    if (!core) return 0;
+    /* backjump to the newest guess among the failed assumptions */
+    for (int i = 0; i < n_core; i++)
+        if (core[i] > 0 && core[i] <= s->n_total) s->mark[core[i]] = 1;
+    int pos = -1;
+    for (int p = 0; p < s->n_guesses_stack; p++) {
+        int m = s->guesses[p].m;
+        if (m && s->mark[m]) pos = p;
+    }
+    for (int i = 0; i < n_core; i++)
+        if (core[i] > 0 && core[i] <= s->n_total) s->mark[core[i]] = 0;
+    s->backjump = pos + 1;
+    return 0;
+}
+
+void olm_searcher_model(const olm_searcher *s, unsigned char *out) {
+    memcpy(out, s->model, (size_t)s->n_vars);
+}
+
+int olm_searcher_forced_extras(olm_searcher *s) {
+    while (s->n_levels) undo_level(s);
+    if (s->root_unsat) return 0;
+    new_level(s);
+    for (int v = 1; v <= s->n_vars; v++) {
+        if (s->assumed[v]) {
+            if (!enqueue(s, v)) return 0;
+        } else if (!s->model[v - 1] && !enqueue(s, -v)) {
+            return 0;
+        }
+    }
+    if (!propagate(s)) return 0;
+    for (int v = 1; v <= s->n_vars; v++)
+        if (s->model[v - 1] && s->val[v] != 1) return 0;
+    return 1;
+}
+
+void olm_searcher_stats(const olm_searcher *s, long long *out) {
+    out[0] = s->n_guesses;
+    out[1] = s->n_backtracks;
+    out[2] = s->n_propagations;
+    out[3] = s->n_solver_calls;
+}

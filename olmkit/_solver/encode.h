@@ -1,0 +1,26 @@
+/* Declarations of encode.c; the cffi cdef in _speedups_build.py mirrors them. */
+#ifndef OLMKIT_ENCODE_H
+#define OLMKIT_ENCODE_H
+#include <stddef.h>
+
+typedef struct olm_searcher olm_searcher;
+
+int olm_encode(int n_vars, const int *nodes, const int *args, const int *top, int n_act,
+               int **out, size_t *out_len, int *top_var);
+int olm_encode_counter(int first_var, const int *lits, int k, int **out, size_t *out_len,
+                       int *outs, int *top_var);
+void olm_free(void *p);
+
+olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
+                               int n_act, const int *nodes, const int *args, int anchor_start,
+                               int n_anchors, const int *vdep_start, const int *vdep);
+void olm_searcher_free(olm_searcher *s);
+int olm_searcher_run(olm_searcher *s);
+int olm_searcher_assumptions(const olm_searcher *s, int *out);
+int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, const int *core,
+                        int n_core);
+void olm_searcher_model(const olm_searcher *s, unsigned char *out);
+int olm_searcher_forced_extras(olm_searcher *s);
+void olm_searcher_stats(const olm_searcher *s, long long *out);
+
+#endif
