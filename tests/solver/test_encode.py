@@ -1,0 +1,115 @@
+"""The clause buffers: format, cardinality encodings and native/pure identity."""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+
+import pycryptosat
+import pytest
+
+from olmkit._solver import AtMost, Dependency, Mandatory, Not, Or, And, Conflict, Prohibited, Variable
+from olmkit._solver import _encode, _pure
+from olmkit._solver._problem import flatten
+
+needs_native = pytest.mark.skipif("native" not in _encode.available(), reason="C accelerator not built")
+
+
+def encode(variables, impl=None):
+    impl = impl or _encode.get()
+    p = flatten(variables)
+    return impl.encode(p.n_vars, p.nodes, p.args, p.top)
+
+
+def clauses_of(buf):
+    out, cur = [], []
+    for lit in buf:
+        if lit:
+            cur.append(lit)
+        else:
+            out.append(cur)
+            cur = []
+    assert not cur, "buffer must be zero-terminated"
+    return out
+
+
+def test_basic_clauses(implementation):
+    """Each basic constraint is one clause guarded by its activation literal."""
+
+    variables = [
+        Variable("a", (Mandatory(), Dependency(("b", "c")))),
+        Variable("b", (Prohibited(), Conflict("c"))),
+        Variable("c", (Dependency(()),)),
+    ]
+
+    buf, top = encode(variables)
+
+    assert "i" == buf.typecode
+    # activations: 4..8 for the five constraints
+    assert [[-4, 1], [-5, -1, 2, 3], [-6, -2], [-7, -2, -3], [-8, -3]] == clauses_of(buf)
+    assert 8 == top
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+@pytest.mark.parametrize("nested", [False, True])
+def test_atmost_counts_exactly(implementation, n, nested):
+    """AtMost(n) over four variables admits exactly the assignments with <= n true."""
+
+    ids = ("w", "x", "y", "z")
+    c = AtMost(n, ids)
+    constraint = Not(Not(c)) if nested else c
+    variables = [Variable("s", (constraint,))] + [Variable(i) for i in ids]
+    buf, _ = encode(variables)
+    act = len(variables) + 1
+    for bits in itertools.product((False, True), repeat=4):
+        solver = pycryptosat.Solver()
+        solver.add_clauses(buf)
+        assumptions = [act] + [(i + 2) if b else -(i + 2) for i, b in enumerate(bits)]
+        sat, _ = solver.solve(assumptions)
+
+        assert (sum(bits) <= n) == sat, bits
+
+
+def test_counter_bounds(implementation):
+    """The extras counter's output w allows at most w of its literals."""
+
+    lits = array("i", [1, 2, 3])
+    buf, outs, top = _encode.get().encode_counter(4, lits)
+    assert 3 == len(outs)
+    for w in range(3):
+        for bits in itertools.product((False, True), repeat=3):
+            solver = pycryptosat.Solver()
+            solver.add_clauses(buf)
+            sat, _ = solver.solve([outs[w]] + [(i + 1) if b else -(i + 1) for i, b in enumerate(bits)])
+
+            assert (sum(bits) <= w) == sat
+
+
+@needs_native
+def test_native_and_pure_buffers_identical():
+    """Both implementations produce byte-identical clause buffers."""
+
+    from olmkit._solver import _native
+
+    variables = [
+        Variable("a", (Mandatory(), Dependency(("b", "c")), AtMost(2, ("b", "c", "d")))),
+        Variable("b", (Or((Dependency(("c",)), Not(Conflict("d")), And(()))), Or(()))),
+        Variable("c", (AtMost(0, ("a", "d")), Not(AtMost(1, ("a", "b", "c"))))),
+        Variable("d", (And((Prohibited(), Mandatory(), Dependency(()))),)),
+    ]
+    p = flatten(variables)
+    native = _native.encode(p.n_vars, p.nodes, p.args, p.top)
+    pure = _pure.encode(p.n_vars, p.nodes, p.args, p.top)
+
+    assert pure[1] == native[1]
+    assert pure[0].tobytes() == native[0].tobytes()
+    assert _pure.encode_counter(9, array("i", [3, 1, 2])) == _native.encode_counter(9, array("i", [3, 1, 2]))
+
+
+def test_implementation_is_reported():
+    """The package says which implementation is active."""
+
+    import olmkit._solver as solver
+
+    assert solver.IMPLEMENTATION in ("native", "pure")
+    assert _encode.IMPLEMENTATION in _encode.available()
