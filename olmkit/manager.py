@@ -41,7 +41,7 @@ ENTRY_POINT_GROUP: Final = "olmkit"
 KERNEL_PLUGINS: tuple[str, ...] = ()
 
 #: The built-in plugins, by module name: everything OLM means is registered here.
-BUILTIN_PLUGINS: tuple[str, ...] = ()
+BUILTIN_PLUGINS: tuple[str, ...] = ("olmkit.plugins.properties", "olmkit.plugins.sources")
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"
 TRACE_ENV: Final = "OLMKIT_TRACE_PLUGINS"

@@ -1,0 +1,42 @@
+"""File-based catalogs: loading, the indexed snapshot, validation and the upgrade graph.
+
+The public contract the resolver codes against:
+
+* :class:`Catalog`: an immutable, indexed snapshot (``packages``, ``channels``,
+  ``bundles``, ``others``, ``deprecations``; ``channel_head``, ``channel_order``,
+  ``lookup``, ``values``).
+* :func:`load_catalog`: a directory (or a single file) of FBC JSON/YAML streams, with an
+  on-disk cache keyed by content digest.
+* :mod:`olmkit.catalog.semver`: OLM's version and range rules.
+* :mod:`olmkit.catalog.sources`: the catalog-source contract (``file``, ``configmap`` ...).
+
+``deprecations`` maps a package to a :class:`Deprecation` holding the messages of its
+deprecations blob by what they deprecate (the package, channels, bundles).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._load import (
+    LoadResult,
+    build_catalog,
+    cache_dir,
+    catalog_files,
+    load_catalog,
+    load_catalog_result,
+)
+from olmkit.catalog.problems import Problem
+
+__all__ = [
+    "Catalog",
+    "Deprecation",
+    "LoadResult",
+    "Problem",
+    "build_catalog",
+    "cache_dir",
+    "catalog_files",
+    "load_catalog",
+    "load_catalog_result",
+]

@@ -1,0 +1,284 @@
+"""The catalog snapshot: immutable, indexed, cheap to query."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from olmkit.errors import CatalogError
+from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Package, Property
+
+__all__ = ["Catalog", "Deprecation"]
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+@attrs.frozen(slots=True)
+class Deprecation:
+    """What a package's deprecations blob says (messages by what they deprecate).
+
+    ``package_message`` deprecates the whole package; ``channels`` and ``bundles`` map
+    names to messages. ``data`` is the blob as read, written back verbatim.
+    """
+
+    package: str
+    package_message: str | None = None
+    channels: Mapping[str, str] = attrs.field(factory=dict)
+    bundles: Mapping[str, str] = attrs.field(factory=dict)
+    data: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+
+
+class Catalog:
+    """An immutable, indexed snapshot of one catalog.
+
+    Attributes:
+        name: the catalog's name (a directory's base name unless given).
+        packages: package name -> :class:`Package`.
+        channels: package -> channel name -> :class:`Channel` (entries in file order).
+        bundles: package -> bundle name -> :class:`Bundle`.
+        others: opaque blobs of other schemas, in file order (written back verbatim).
+        deprecations: package -> :class:`Deprecation` (from the deprecations blobs).
+        digest: content digest of the files read (the cache key), or ``""``.
+
+    The index: :meth:`lookup` finds bundles by ``(property_type, key)`` as filed by the
+    property types' ``index_keys``; :meth:`values` gives a bundle's parsed property
+    values by type.
+    """
+
+    __slots__ = (
+        "_chains",
+        "_index",
+        "_parse",
+        "_parsed",
+        "bundles",
+        "channels",
+        "deprecations",
+        "digest",
+        "name",
+        "others",
+        "packages",
+    )
+
+    name: str
+    packages: Mapping[str, Package]
+    channels: Mapping[str, Mapping[str, Channel]]
+    bundles: Mapping[str, Mapping[str, Bundle]]
+    others: tuple[Blob, ...]
+    deprecations: Mapping[str, Deprecation]
+    digest: str
+
+    def __init__(
+        self,
+        name: str,
+        packages: Mapping[str, Package],
+        channels: Mapping[str, Mapping[str, Channel]],
+        bundles: Mapping[str, Mapping[str, Bundle]],
+        others: tuple[Blob, ...] = (),
+        deprecations: Mapping[str, Deprecation] | None = None,
+        *,
+        index: Mapping[str, Mapping[Hashable, tuple[Bundle, ...]]] | None = None,
+        parsed: dict[int, Any] | None = None,
+        parse: Mapping[str, Any] | None = None,
+        digest: str = "",
+    ) -> None:
+        self.name = name
+        self.packages = MappingProxyType(dict(packages))
+        self.channels = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in channels.items()})
+        self.bundles = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in bundles.items()})
+        self.others = tuple(others)
+        self.deprecations = MappingProxyType(dict(deprecations or {}))
+        self.digest = digest
+        self._index = dict(index or {})
+        self._parsed: dict[int, Any] = parsed if parsed is not None else {}
+        self._parse: Mapping[str, Any] = parse or {}
+        self._chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError] = {}
+
+    # -- pickling (the on-disk cache) ----------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        props = {}
+        for bundles in self.bundles.values():
+            for bundle in bundles.values():
+                for p in bundle.properties:
+                    if id(p) in self._parsed:
+                        props[id(p)] = p
+        return {
+            "name": self.name,
+            "packages": dict(self.packages),
+            "channels": {k: dict(v) for k, v in self.channels.items()},
+            "bundles": {k: dict(v) for k, v in self.bundles.items()},
+            "others": self.others,
+            "deprecations": dict(self.deprecations),
+            "digest": self.digest,
+            "index": self._index,
+            "parsed": [(props[i], v) for i, v in self._parsed.items() if i in props],
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.name = state["name"]
+        self.packages = MappingProxyType(state["packages"])
+        self.channels = MappingProxyType({k: MappingProxyType(v) for k, v in state["channels"].items()})
+        self.bundles = MappingProxyType({k: MappingProxyType(v) for k, v in state["bundles"].items()})
+        self.others = state["others"]
+        self.deprecations = MappingProxyType(state["deprecations"])
+        self.digest = state["digest"]
+        self._index = state["index"]
+        self._parsed = {id(p): v for p, v in state["parsed"]}
+        self._parse = {}
+        self._chains = {}
+
+    def __repr__(self) -> str:
+        count = sum(len(b) for b in self.bundles.values())
+        return f"<Catalog {self.name!r}: {len(self.packages)} packages, {count} bundles>"
+
+    # -- queries --------------------------------------------------------------------
+
+    def bundle(self, package: str, name: str) -> Bundle | None:
+        """The bundle ``name`` of ``package``, or ``None``."""
+        return self.bundles.get(package, _EMPTY).get(name)
+
+    def iter_bundles(self) -> list[Bundle]:
+        """Every bundle, package by package in catalog order."""
+        return [b for bundles in self.bundles.values() for b in bundles.values()]
+
+    def lookup(self, type_name: str, key: Hashable) -> tuple[Bundle, ...]:
+        """Bundles filed under ``key`` by property type ``type_name``'s ``index_keys``."""
+        return self._index.get(type_name, _EMPTY).get(key, ())
+
+    def index_keys(self, type_name: str) -> Mapping[Hashable, tuple[Bundle, ...]]:
+        """The whole index of one property type (key -> bundles)."""
+        return MappingProxyType(self._index.get(type_name, {}))
+
+    def parsed(self, prop: Property) -> Any:
+        """The parsed value of one of this catalog's properties.
+
+        Raises:
+            ValueError: the value is malformed for its (registered) type.
+        """
+        key = id(prop)
+        try:
+            return self._parsed[key]
+        except KeyError:
+            pass
+        pt = self._parse.get(prop.type)
+        value = pt(prop.value) if pt is not None else prop.value
+        self._parsed[key] = value
+        return value
+
+    def values(self, bundle: Bundle, type_name: str) -> tuple[Any, ...]:
+        """Parsed values of every property of ``type_name`` a bundle carries (malformed ones left out)."""
+        out = []
+        for p in bundle.properties:
+            if p.type == type_name:
+                try:
+                    out.append(self.parsed(p))
+                except ValueError:
+                    continue
+        return tuple(out)
+
+    # -- the upgrade graph ------------------------------------------------------------
+
+    def channel(self, package: str, channel: str) -> Channel:
+        """The channel, or :class:`CatalogError` naming what is missing."""
+        if package not in self.packages and package not in self.channels:
+            raise CatalogError(f'package "{package}" not found in catalog {self.name}')
+        found = self.channels.get(package, _EMPTY).get(channel)
+        if found is None:
+            raise CatalogError(f'channel "{channel}" of package "{package}" not found in catalog {self.name}')
+        return found
+
+    def _chain(self, package: str, channel: str) -> tuple[ChannelEntry, ...]:
+        key = (package, channel)
+        cached = self._chains.get(key)
+        if cached is None:
+            try:
+                cached = _sort_channel(self.channel(package, channel))
+            except CatalogError as exc:
+                cached = exc
+            self._chains[key] = cached
+        if isinstance(cached, CatalogError):
+            raise cached
+        return cached
+
+    def channel_head(self, package: str, channel: str) -> ChannelEntry:
+        """The channel's head: the entry no other entry replaces or skips.
+
+        Raises:
+            CatalogError: no head, several heads, or a replaces cycle (upstream's texts).
+        """
+        return self._chain(package, channel)[0]
+
+    def channel_order(self, package: str, channel: str) -> list[ChannelEntry]:
+        """The resolver's preference order within a channel.
+
+        Head first, then following ``replaces``; entries some other entry ``skips`` are
+        left out entirely (they can never be candidates).
+
+        Raises:
+            CatalogError: no head, several heads, or a replaces cycle (upstream's texts).
+        """
+        return list(self._chain(package, channel))
+
+
+def _sort_channel(channel: Channel) -> tuple[ChannelEntry, ...]:
+    """OLM's ``sortChannel``: one replacement chain from the head, skipped entries dropped."""
+    entries = channel.entries
+    ch, pkg = channel.name, channel.package
+    if not entries:
+        raise CatalogError(
+            f'no channel heads (entries not replaced by another entry) found in channel "{ch}" of package "{pkg}"'
+        )
+    by_name = {e.name: e for e in entries}
+    replaced_by: set[str] = set()
+    replaces: dict[str, ChannelEntry] = {}
+    skipped: set[str] = set()
+    for e in entries:
+        if e.replaces and e.replaces in by_name:
+            replaced_by.add(e.replaces)
+            replaces[e.name] = by_name[e.replaces]
+        for s in e.skips:
+            if s in by_name:
+                replaced_by.add(s)
+                skipped.add(s)
+    heads = [e for e in entries if e.name not in replaced_by]
+    if not heads:
+        raise CatalogError(
+            f'no channel heads (entries not replaced by another entry) found in channel "{ch}" of package "{pkg}"'
+        )
+    chains: list[list[ChannelEntry]] = []
+    for head in heads:
+        chain: list[ChannelEntry] = []
+        visited: set[str] = set()
+        current = head
+        while True:
+            visited.add(current.name)
+            if current.name not in skipped:
+                chain.append(current)
+            nxt = replaces.get(current.name)
+            if nxt is None:
+                break
+            if nxt.name in visited:
+                raise CatalogError(
+                    f'a cycle exists in the chain of replacement beginning with "{head.name}" '
+                    f'in channel "{ch}" of package "{pkg}"'
+                )
+            current = nxt
+        chains.append(chain)
+    if len(chains) > 1:
+        names = []
+        for c in chains:
+            if not c:
+                names.append("[]")
+            elif len(c) == 1:
+                names.append(c[0].name)
+            else:
+                names.append(f"{c[0].name}...{c[-1].name}")
+        raise CatalogError(
+            "a unique replacement chain within a channel is required to determine the relative order "
+            f'between channel entries, but {len(chains)} replacement chains were found in channel "{ch}" '
+            f'of package "{pkg}": {", ".join(names)}'
+        )
+    return tuple(chains[0])

@@ -1,0 +1,1 @@
+"""The built-in plugins: everything OLM means, registered through the ordinary hooks."""

@@ -1,0 +1,336 @@
+"""Wire formats: the one place that knows the JSON/YAML shapes of file-based catalogs.
+
+File-based catalog (FBC) blobs carry a ``schema``; the four OLM schemas are spelled here
+and nowhere else in the kernel (as :data:`SCHEMA_PREFIX` plus a suffix, so the kernel's
+"no OLM concept" rule holds textually too). Any other schema is kept as an opaque
+:class:`~olmkit.model.Blob` and written back verbatim. A schema that starts with
+:data:`SCHEMA_PREFIX` but is none of the four is an error (a mistyped schema would
+otherwise be silently ignored).
+
+Streams: a JSON file holds one or more JSON values one after the other (usually one per
+line); a YAML file holds ``---``-separated documents. Both decoders yield
+``(line, value)`` so that errors can name the line.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
+
+import orjson
+import yaml
+
+from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
+
+__all__ = [
+    "KNOWN_SCHEMAS",
+    "SCHEMA_BUNDLE",
+    "SCHEMA_CHANNEL",
+    "SCHEMA_DEPRECATIONS",
+    "SCHEMA_PACKAGE",
+    "SCHEMA_PREFIX",
+    "WireError",
+    "blob_to_dict",
+    "bundle_from_dict",
+    "bundle_to_dict",
+    "channel_from_dict",
+    "channel_to_dict",
+    "decode_json_stream",
+    "decode_yaml_stream",
+    "dump_json_stream",
+    "dump_yaml_stream",
+    "package_from_dict",
+    "package_to_dict",
+]
+
+SCHEMA_PREFIX: Final = "olm."
+SCHEMA_PACKAGE: Final = SCHEMA_PREFIX + "package"
+SCHEMA_CHANNEL: Final = SCHEMA_PREFIX + "channel"
+SCHEMA_BUNDLE: Final = SCHEMA_PREFIX + "bundle"
+SCHEMA_DEPRECATIONS: Final = SCHEMA_PREFIX + "deprecations"
+KNOWN_SCHEMAS: Final = frozenset({SCHEMA_PACKAGE, SCHEMA_CHANNEL, SCHEMA_BUNDLE, SCHEMA_DEPRECATIONS})
+
+_BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
+_CHANNEL_KEYS: Final = frozenset({"schema", "name", "package", "entries"})
+_PACKAGE_KEYS: Final = frozenset({"schema", "name", "defaultChannel", "description", "icon"})
+_ENTRY_KEYS: Final = frozenset({"name", "replaces", "skips", "skipRange"})
+
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YamlDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class WireError(ValueError):
+    """A blob does not have the shape its schema requires.
+
+    Args:
+        field: the offending field path (``entries[2].replaces``).
+        message: what is wrong with it.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+# --------------------------------------------------------------------------- streams
+
+
+def decode_json_stream(data: bytes) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, value)`` for each JSON value in ``data``.
+
+    The fast path decodes line by line (one value per line, as ``opm`` writes); a file
+    with values spanning lines falls back to a streaming decoder from that point.
+
+    Raises:
+        ValueError: malformed JSON; the message names the line.
+    """
+    lines = data.split(b"\n")
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield index + 1, orjson.loads(line)
+        except orjson.JSONDecodeError:
+            yield from _decode_json_slow(b"\n".join(lines[index:]), index)
+            return
+
+
+def _decode_json_slow(data: bytes, first_line: int) -> Iterator[tuple[int, Any]]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text: {exc}") from None
+    decoder = json.JSONDecoder()
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= end:
+            return
+        line = first_line + text.count("\n", 0, pos) + 1
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {first_line + exc.lineno}: malformed JSON: {exc.msg}") from None
+        yield line, value
+
+
+def decode_yaml_stream(data: bytes | str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, value)`` for each document of a YAML stream (empty ones skipped).
+
+    Raises:
+        ValueError: malformed YAML; the message names the line.
+    """
+    loader = _YamlLoader(data)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            line = node.start_mark.line + 1
+            value = loader.construct_document(node)
+            if value is None:
+                continue
+            yield line, value
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise ValueError(f"{where}malformed YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"malformed YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def dump_json_stream(blobs: Iterable[Mapping[str, Any]]) -> bytes:
+    """A JSON stream: one compact object per line (what ``opm render`` writes)."""
+    return b"".join(orjson.dumps(blob, option=orjson.OPT_APPEND_NEWLINE) for blob in blobs)
+
+
+def dump_yaml_stream(blobs: Iterable[Mapping[str, Any]]) -> str:
+    """A YAML stream: ``---`` before every document."""
+    return yaml.dump_all(
+        [dict(b) for b in blobs],
+        Dumper=_YamlDumper,
+        sort_keys=False,
+        explicit_start=True,
+        default_flow_style=False,
+        allow_unicode=True,
+    )
+
+
+# --------------------------------------------------------------------------- blobs -> model
+
+
+def _str(raw: Mapping[str, Any], key: str, *, required: bool = True) -> str | None:
+    value = raw.get(key)
+    if value is None or value == "":
+        if required:
+            raise WireError(key, "is required")
+        return None
+    if not isinstance(value, str):
+        raise WireError(key, f"must be a string, not {type(value).__name__}")
+    return value
+
+
+def _extra(raw: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any] | None:
+    if len(raw) <= len(known) and all(k in known for k in raw):
+        return None
+    return {k: v for k, v in raw.items() if k not in known} or None
+
+
+def package_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> Package:
+    """An ``olm.package`` blob as a :class:`Package`."""
+    icon = raw.get("icon")
+    if icon is not None and not isinstance(icon, Mapping):
+        raise WireError("icon", "must be an object")
+    return Package(
+        name=_str(raw, "name") or "",
+        default_channel=_str(raw, "defaultChannel", required=False),
+        description=_str(raw, "description", required=False),
+        icon=icon,
+        origin=origin,
+        extra=_extra(raw, _PACKAGE_KEYS),
+    )
+
+
+def channel_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> Channel:
+    """An ``olm.channel`` blob as a :class:`Channel` (entries in file order)."""
+    entries_raw = raw.get("entries")
+    if entries_raw is None:
+        entries_raw = []
+    if not isinstance(entries_raw, list):
+        raise WireError("entries", "must be a list")
+    entries = []
+    for i, e in enumerate(entries_raw):
+        if not isinstance(e, Mapping):
+            raise WireError(f"entries[{i}]", "must be an object")
+        name = e.get("name")
+        if not isinstance(name, str) or not name:
+            raise WireError(f"entries[{i}].name", "is required and must be a string")
+        replaces = e.get("replaces") or None
+        if replaces is not None and not isinstance(replaces, str):
+            raise WireError(f"entries[{i}].replaces", "must be a string")
+        skips = e.get("skips") or ()
+        if not isinstance(skips, list | tuple) or not all(isinstance(s, str) for s in skips):
+            raise WireError(f"entries[{i}].skips", "must be a list of strings")
+        skip_range = e.get("skipRange") or None
+        if skip_range is not None and not isinstance(skip_range, str):
+            raise WireError(f"entries[{i}].skipRange", "must be a string")
+        unknown = [k for k in e if k not in _ENTRY_KEYS]
+        if unknown:
+            raise WireError(f"entries[{i}].{unknown[0]}", "is not a field of a channel entry")
+        entries.append(ChannelEntry(name, replaces, tuple(skips), skip_range))
+    return Channel(
+        package=_str(raw, "package") or "",
+        name=_str(raw, "name") or "",
+        entries=tuple(entries),
+        origin=origin,
+        extra=_extra(raw, _CHANNEL_KEYS),
+    )
+
+
+def bundle_from_dict(
+    raw: Mapping[str, Any],
+    origin: Origin | None = None,
+    *,
+    make_property: Callable[[str, Any], Property] = Property,
+    version_of: Callable[[tuple[Property, ...]], str | None] | None = None,
+) -> Bundle:
+    """An ``olm.bundle`` blob as a :class:`Bundle`.
+
+    Args:
+        make_property: builds (or interns) one :class:`Property`.
+        version_of: takes the bundle's version from its properties (the catalog
+            passes one that reads identity properties); ``None`` leaves it unset.
+    """
+    name = raw.get("name")
+    package = raw.get("package")
+    if not isinstance(name, str) or not name:
+        raise WireError("name", "is required and must be a string")
+    if not isinstance(package, str) or not package:
+        raise WireError("package", "is required and must be a string")
+    props_raw = raw.get("properties")
+    if props_raw is None:
+        props_raw = ()
+    elif not isinstance(props_raw, list):
+        raise WireError("properties", "must be a list")
+    props = []
+    for i, p in enumerate(props_raw):
+        if not isinstance(p, dict):
+            raise WireError(f"properties[{i}]", "must be an object with type and value")
+        ptype = p.get("type")
+        if not isinstance(ptype, str) or not ptype:
+            raise WireError(f"properties[{i}].type", "is required and must be a string")
+        if "value" not in p:
+            raise WireError(f"properties[{i}].value", "is required")
+        props.append(make_property(ptype, p["value"]))
+    properties = tuple(props)
+    image = raw.get("image") or None
+    if image is not None and not isinstance(image, str):
+        raise WireError("image", "must be a string")
+    return Bundle(
+        name=name,
+        package=package,
+        version=version_of(properties) if version_of is not None else None,
+        image=image,
+        properties=properties,
+        origin=origin,
+        extra=_extra(raw, _BUNDLE_KEYS),
+    )
+
+
+# --------------------------------------------------------------------------- model -> blobs
+
+
+def package_to_dict(package: Package) -> dict[str, Any]:
+    """A :class:`Package` as an ``olm.package`` blob."""
+    out: dict[str, Any] = {"schema": SCHEMA_PACKAGE, "name": package.name}
+    if package.default_channel:
+        out["defaultChannel"] = package.default_channel
+    if package.description:
+        out["description"] = package.description
+    if package.icon:
+        out["icon"] = package.icon
+    if package.extra:
+        out.update(package.extra)
+    return out
+
+
+def channel_to_dict(channel: Channel) -> dict[str, Any]:
+    """A :class:`Channel` as an ``olm.channel`` blob."""
+    entries = []
+    for e in channel.entries:
+        entry: dict[str, Any] = {"name": e.name}
+        if e.replaces:
+            entry["replaces"] = e.replaces
+        if e.skips:
+            entry["skips"] = list(e.skips)
+        if e.skip_range:
+            entry["skipRange"] = e.skip_range
+        entries.append(entry)
+    out: dict[str, Any] = {"schema": SCHEMA_CHANNEL, "package": channel.package, "name": channel.name}
+    out["entries"] = entries
+    if channel.extra:
+        out.update(channel.extra)
+    return out
+
+
+def bundle_to_dict(bundle: Bundle) -> dict[str, Any]:
+    """A :class:`Bundle` as an ``olm.bundle`` blob."""
+    out: dict[str, Any] = {"schema": SCHEMA_BUNDLE, "package": bundle.package, "name": bundle.name}
+    if bundle.image:
+        out["image"] = bundle.image
+    out["properties"] = [{"type": p.type, "value": p.value} for p in bundle.properties]
+    if bundle.extra:
+        out.update(bundle.extra)
+    return out
+
+
+def blob_to_dict(blob: Blob) -> dict[str, Any]:
+    """An opaque :class:`Blob` back as the mapping it was read from."""
+    return dict(blob.data)
