@@ -1,0 +1,310 @@
+"""The store interface, its value types and helpers (re-exported by :mod:`olmkit.store`)."""
+
+from __future__ import annotations
+
+import abc
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from olmkit.store.errors import Conflict, Invalid
+from olmkit.store.selectors import LabelSelector
+
+Object = dict[str, Any]
+"""A stored object: a plain JSON-able mapping with ``apiVersion``, ``kind`` and ``metadata``."""
+
+Selector = str | Mapping[str, Any] | LabelSelector | None
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+PatchType = Literal["merge", "json"]
+Propagation = Literal["Background", "Orphan"]
+
+T = TypeVar("T")
+
+# Kinds without a namespace, by (API group, kind). Registration and stored
+# CustomResourceDefinitions add to this; every other kind is namespaced.
+CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("storage.k8s.io", "StorageClass"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("config.openshift.io", "ClusterVersion"),
+    }
+)
+
+
+def group_of(api_version: str) -> str:
+    """The API group of ``api_version`` (``""`` for the core group ``v1``)."""
+    return api_version.rpartition("/")[0]
+
+
+@attrs.frozen
+class WatchEvent:
+    """One change seen by a watch.
+
+    ``object`` is the object after the change (for ``DELETED``, its last state, carrying the
+    resourceVersion of the deletion).
+    """
+
+    type: EventType
+    object: Object
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion of the change; a watch resumes after it."""
+        return str(self.object["metadata"]["resourceVersion"])
+
+
+@attrs.frozen
+class ObjectList:
+    """The result of a list: the items (by namespace, then name) and the store's resourceVersion.
+
+    Start a watch from ``resource_version`` to see every change after this list.
+    """
+
+    items: list[Object]
+    resource_version: str
+
+    def __iter__(self) -> Iterator[Object]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class Watch:
+    """An iterator of :class:`WatchEvent` that a backend feeds; close it (or use ``with``) when done.
+
+    Iteration ends when the watch is closed or ``timeout`` seconds have passed; ``timeout=0``
+    delivers what is pending now and ends (the deterministic mode for tests and single-threaded
+    controllers); ``timeout=None`` waits for changes until closed. ``resource_version`` is the
+    last resourceVersion delivered or scanned: pass it to a new watch to resume.
+    """
+
+    def __init__(
+        self,
+        fetch: Callable[[int], tuple[list[WatchEvent], int]],
+        wait: Callable[[int, float], None],
+        start: int,
+        initial: list[WatchEvent] | None = None,
+        timeout: float | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self._fetch = fetch
+        self._wait = wait
+        self._rv = start
+        self._pending = list(initial or [])
+        self._pending.reverse()
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._closed = False
+        self._on_close = on_close
+
+    @property
+    def resource_version(self) -> str:
+        """Resume a later watch from here."""
+        return str(self._rv)
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        while not self._closed:
+            if self._pending:
+                return self._pending.pop()
+            events, last = self._fetch(self._rv)
+            if events:
+                self._pending = list(reversed(events))
+            self._rv = max(self._rv, last)
+            if self._pending:
+                continue
+            remaining = None if self._deadline is None else self._deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            self._wait(self._rv, 1.0 if remaining is None else min(remaining, 1.0))
+        self.close()
+        raise StopIteration
+
+    def close(self) -> None:
+        """Stop the watch; iteration ends."""
+        if not self._closed:
+            self._closed = True
+            if self._on_close is not None:
+                self._on_close()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Store(abc.ABC):
+    """A cluster store shaped like the Kubernetes API.
+
+    Objects are plain JSON-able mappings addressed by apiVersion, kind, namespace and name;
+    the store maintains ``metadata.uid``, ``resourceVersion`` (one monotonic counter across the
+    store, as etcd's revision), ``generation`` (bumped only when something outside ``metadata``
+    and ``status`` changes), ``creationTimestamp`` and ``deletionTimestamp``. Every method acts
+    on one object (plus the garbage collection a deletion triggers): there are no transactions
+    across objects, so a backend on a real cluster fits the same interface.
+
+    ``status`` is a subresource: :meth:`create`, :meth:`update` and :meth:`patch` keep the stored
+    status; :meth:`update_status` (and ``patch(..., subresource="status")``) change only the status.
+    Objects are addressed by API group, not version: reading with another version of the group
+    returns the stored object with that ``apiVersion`` (no conversion, as a CRD's ``None`` strategy).
+
+    Every method raises a :class:`~olmkit.store.errors.StoreError`: ``NotFound``, ``AlreadyExists``,
+    ``Conflict`` (stale ``metadata.resourceVersion`` or ``uid`` precondition), ``Invalid``,
+    ``Expired`` (a watch resuming from a compacted resourceVersion).
+
+    .. versionadded:: 0.1
+    """
+
+    @abc.abstractmethod
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Object:
+        """The object, or ``NotFound``. ``namespace`` is ignored for cluster-scoped kinds."""
+
+    @abc.abstractmethod
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: Selector = None
+    ) -> ObjectList:
+        """Objects of a kind in ``namespace`` (``None``: all namespaces) matching the label selector."""
+
+    @abc.abstractmethod
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: Selector = None,
+        resource_version: str | None = None,
+        timeout: float | None = None,
+    ) -> Watch:
+        """Changes to objects of a kind.
+
+        Args:
+            resource_version: deliver the changes after this resourceVersion; ``None`` or ``"0"``
+                first delivers every current object as ``ADDED``, then the changes after that.
+            timeout: see :class:`Watch`.
+
+        Raises:
+            Expired: ``resource_version`` is older than the history the store keeps (also raised
+                while iterating, when a slow watcher falls behind the compaction).
+        """
+
+    @abc.abstractmethod
+    def create(self, obj: Mapping[str, Any]) -> Object:
+        """Store a new object and return it as stored.
+
+        ``metadata.generateName`` makes a unique name; ``status`` is dropped (set it with
+        :meth:`update_status`); ``metadata.namespace`` is required for namespaced kinds and
+        dropped for cluster-scoped ones.
+        """
+
+    @abc.abstractmethod
+    def update(self, obj: Mapping[str, Any]) -> Object:
+        """Replace an object's spec and metadata (not its status).
+
+        A ``metadata.resourceVersion`` (or ``uid``) that is not the stored one raises ``Conflict``;
+        without one the update is unconditional. An update that changes nothing writes nothing.
+        Removing the last finalizer of an object being deleted removes it.
+        """
+
+    @abc.abstractmethod
+    def update_status(self, obj: Mapping[str, Any]) -> Object:
+        """Replace an object's status only (same concurrency rules as :meth:`update`)."""
+
+    @abc.abstractmethod
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        subresource: Literal["status"] | None = None,
+    ) -> Object:
+        """Apply a JSON merge patch (RFC 7386) or a JSON patch (RFC 6902, ``patch_type="json"``).
+
+        A ``metadata.resourceVersion`` in a merge patch is a precondition, as in the API.
+        """
+
+    @abc.abstractmethod
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        propagation: Propagation = "Background",
+    ) -> Object:
+        """Delete an object; return its last state.
+
+        While finalizers remain, deletion only sets ``metadata.deletionTimestamp``; the object goes
+        when an update removes the last one. When an object goes, the objects it owns (through
+        ``metadata.ownerReferences``, in its namespace, or anywhere when it is cluster-scoped) are
+        deleted in turn, unless they have another owner still present, or ``propagation`` is
+        ``"Orphan"`` (their reference to it is removed instead).
+        """
+
+    @abc.abstractmethod
+    def register_kind(self, api_version: str, kind: str, *, namespaced: bool) -> None:
+        """Declare the scope of a kind (stored ``CustomResourceDefinition`` objects declare theirs)."""
+
+    @abc.abstractmethod
+    def is_namespaced(self, api_version: str, kind: str) -> bool:
+        """Whether objects of the kind live in a namespace (unknown kinds do)."""
+
+    def close(self) -> None:  # noqa: B027 - optional for backends without resources
+        """Release the backend's resources."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def retry_on_conflict(fn: Callable[[], T], attempts: int = 5, backoff: float = 0.01) -> T:
+    """Call ``fn`` until it does not raise ``Conflict``, at most ``attempts`` times.
+
+    ``fn`` must read the object afresh each time (read, modify, write). Between attempts it
+    sleeps a jittered, doubling delay starting at ``backoff`` seconds (client-go's
+    ``RetryOnConflict``).
+
+    Raises:
+        Conflict: the last attempt conflicted too.
+        Invalid: ``attempts`` is less than 1.
+    """
+    if attempts < 1:
+        raise Invalid(f"retry_on_conflict needs at least one attempt, not {attempts}")
+    delay = backoff
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+            if delay > 0:
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(delay * 2, 1.0)
+    raise AssertionError("unreachable")  # pragma: no cover

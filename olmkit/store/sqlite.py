@@ -1,0 +1,250 @@
+"""The SQLite backend: the embedded default, persistent, shared by processes on one machine.
+
+One write is one ``BEGIN IMMEDIATE`` transaction (WAL journal), so concurrent writers queue on
+the database lock, a stale ``resourceVersion`` is always detected, and a process killed in the
+middle of a write leaves nothing half-written. Every change is appended to an ``events`` table
+keyed by resourceVersion; watches in any process poll it, and it is compacted to a bounded
+history (a watch resuming from before it gets ``Expired``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from olmkit.store._api import EventType, Object
+from olmkit.store._local import Key, LocalStore, Txn, dumps, loads
+from olmkit.store.errors import Expired, StoreError
+
+__all__ = ["SqliteStore"]
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    grp TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    uid TEXT NOT NULL UNIQUE, rv INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (grp, kind, namespace, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS owner_refs (
+    owner_uid TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (owner_uid, grp, kind, namespace, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owner_refs_by_dependent ON owner_refs (grp, kind, namespace, name);
+CREATE TABLE IF NOT EXISTS events (
+    rv INTEGER PRIMARY KEY, type TEXT NOT NULL, grp TEXT NOT NULL, kind TEXT NOT NULL,
+    namespace TEXT NOT NULL, data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_kind ON events (grp, kind, rv);
+CREATE TABLE IF NOT EXISTS kinds (
+    grp TEXT NOT NULL, kind TEXT NOT NULL, namespaced INTEGER NOT NULL, PRIMARY KEY (grp, kind)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta VALUES ('rv', 0), ('compacted', 0);
+"""
+
+
+class _SqliteTxn(Txn):
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.rv = 0
+
+    def get(self, key: Key) -> Object | None:
+        row = self.db.execute(
+            "SELECT data FROM objects WHERE grp=? AND kind=? AND namespace=? AND name=?", key
+        ).fetchone()
+        return None if row is None else loads(row[0])
+
+    def find_uid(self, uid: str) -> Key | None:
+        row = self.db.execute("SELECT grp, kind, namespace, name FROM objects WHERE uid=?", (uid,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3])
+
+    def dependents(self, owner_uid: str) -> list[Key]:
+        rows = self.db.execute(
+            "SELECT grp, kind, namespace, name FROM owner_refs WHERE owner_uid=? ORDER BY grp, kind, namespace, name",
+            (owner_uid,),
+        ).fetchall()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def next_rv(self) -> int:
+        self.rv = int(self.db.execute("UPDATE meta SET value=value+1 WHERE key='rv' RETURNING value").fetchone()[0])
+        return self.rv
+
+    def _drop_refs(self, key: Key) -> None:
+        self.db.execute("DELETE FROM owner_refs WHERE grp=? AND kind=? AND namespace=? AND name=?", key)
+
+    def write(self, key: Key, obj: Object, event: EventType) -> None:
+        meta = obj["metadata"]
+        data = dumps(obj)
+        rv = int(meta["resourceVersion"])
+        self.db.execute("INSERT OR REPLACE INTO objects VALUES (?,?,?,?,?,?,?)", (*key, meta["uid"], rv, data))
+        self._drop_refs(key)
+        refs = meta.get("ownerReferences")
+        if refs:
+            self.db.executemany("INSERT OR IGNORE INTO owner_refs VALUES (?,?,?,?,?)", [(r["uid"], *key) for r in refs])
+        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (rv, event, key[0], key[1], key[2], data))
+
+    def remove(self, key: Key, obj: Object) -> None:
+        self.db.execute("DELETE FROM objects WHERE grp=? AND kind=? AND namespace=? AND name=?", key)
+        self._drop_refs(key)
+        rv = int(obj["metadata"]["resourceVersion"])
+        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (rv, "DELETED", key[0], key[1], key[2], dumps(obj)))
+
+    def set_scope(self, group: str, kind: str, namespaced: bool) -> None:
+        self.db.execute("INSERT OR REPLACE INTO kinds VALUES (?,?,?)", (group, kind, int(namespaced)))
+
+
+class SqliteStore(LocalStore):
+    """A store in an SQLite database file, safe to share between threads and processes.
+
+    Args:
+        path: the database file (created with its directory when missing).
+        history: how many events watches can resume from; older ones are compacted away.
+        poll_interval: how often a watch looks for changes made by other processes (seconds).
+        busy_timeout: how long a write waits for another process's write to finish (seconds).
+        clock: seconds since the epoch, for creation and deletion timestamps.
+
+    Raises:
+        StoreError: the file cannot be opened as an olmkit store.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        history: int = 10_000,
+        poll_interval: float = 0.05,
+        busy_timeout: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(clock)
+        self.path = Path(path)
+        self.history = max(1, history)
+        self.poll_interval = poll_interval
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._before_commit: Callable[[], None] | None = None  # test hook: runs inside each write
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = self._db()
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise StoreError(f"{self.path}: store schema version {version} is not {SCHEMA_VERSION}")
+            db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout)
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a killed process; only power loss may lose the last ones
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            self._local.db = db
+            with self._lock:
+                self._connections.append(db)
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            for db in self._connections:
+                with contextlib.suppress(sqlite3.Error):
+                    db.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Txn]:
+        db = self._db()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot start a write: {exc}") from None
+        txn = _SqliteTxn(db)
+        try:
+            yield txn
+            if txn.rv:
+                self._compact(db, txn.rv)
+            if self._before_commit is not None:
+                self._before_commit()
+            db.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"{self.path}: write failed: {exc}") from None
+            raise
+        if txn.rv:
+            with self._changed:
+                self._changed.notify_all()
+
+    def _compact(self, db: sqlite3.Connection, rv: int) -> None:
+        """Keep the last ``history`` events; trim in batches of a tenth of the history."""
+        compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+        if rv - compacted > self.history + max(1, self.history // 10):
+            keep_after = rv - self.history
+            db.execute("DELETE FROM events WHERE rv <= ?", (keep_after,))
+            db.execute("UPDATE meta SET value=? WHERE key='compacted'", (keep_after,))
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
+
+    def _read(self, key: Key) -> Object | None:
+        row = (
+            self._db()
+            .execute("SELECT data FROM objects WHERE grp=? AND kind=? AND namespace=? AND name=?", key)
+            .fetchone()
+        )
+        return None if row is None else loads(row[0])
+
+    def _scan(self, group: str, kind: str, namespace: str | None) -> tuple[list[Object], int]:
+        with self._snapshot() as db:
+            if namespace is None:
+                rows = db.execute("SELECT data FROM objects WHERE grp=? AND kind=?", (group, kind)).fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT data FROM objects WHERE grp=? AND kind=? AND namespace=?", (group, kind, namespace)
+                ).fetchall()
+            rv = db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0]
+        return [loads(r[0]) for r in rows], int(rv)
+
+    def _events_after(
+        self, rv: int, group: str, kind: str, namespace: str | None, limit: int = 1000
+    ) -> tuple[list[tuple[EventType, Object]], int]:
+        with self._snapshot() as db:
+            compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+            if rv < compacted:
+                raise Expired(kind=kind, resource_version=str(rv), oldest=str(compacted))
+            current = db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0]
+            sql = "SELECT rv, type, data FROM events WHERE grp=? AND kind=? AND rv>?"
+            args: tuple[object, ...] = (group, kind, rv)
+            if namespace is not None:
+                sql += " AND namespace=?"
+                args += (namespace,)
+            rows = db.execute(sql + " ORDER BY rv LIMIT ?", (*args, limit)).fetchall()
+        last = rows[-1][0] if len(rows) == limit else current
+        return [(r[1], loads(r[2])) for r in rows], int(last)
+
+    def _wait(self, rv: int, timeout: float) -> None:
+        # a write in this process wakes the watch at once; other processes' writes are polled
+        with self._changed:
+            self._changed.wait(min(timeout, self.poll_interval))
+
+    def _stored_scope(self, group: str, kind: str) -> bool | None:
+        row = self._db().execute("SELECT namespaced FROM kinds WHERE grp=? AND kind=?", (group, kind)).fetchone()
+        return None if row is None else bool(row[0])
