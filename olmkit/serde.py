@@ -178,7 +178,7 @@ def _str(raw: Mapping[str, Any], key: str, *, required: bool = True) -> str | No
 
 
 def _extra(raw: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any] | None:
-    if len(raw) <= len(known) and all(k in known for k in raw):
+    if raw.keys() <= known:
         return None
     return {k: v for k, v in raw.items() if k not in known} or None
 
@@ -198,8 +198,44 @@ def package_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> P
     )
 
 
+class _Slow(Exception):
+    """Internal: the fast path met something unusual; redo it carefully for a precise error."""
+
+
 def channel_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> Channel:
     """An ``olm.channel`` blob as a :class:`Channel` (entries in file order)."""
+    try:
+        entries = []
+        append = entries.append
+        for e in raw.get("entries") or ():
+            name = e["name"]
+            replaces = e.get("replaces") or None
+            skips = e.get("skips")
+            skip_range = e.get("skipRange") or None
+            if (
+                type(name) is not str
+                or not name
+                or (replaces is not None and type(replaces) is not str)
+                or (skip_range is not None and type(skip_range) is not str)
+                or not e.keys() <= _ENTRY_KEYS
+            ):
+                raise _Slow
+            if skips:
+                if type(skips) is not list or not all(type(x) is str for x in skips):
+                    raise _Slow
+                skips = tuple(skips)
+            else:
+                skips = ()
+            append(ChannelEntry(name, replaces, skips, skip_range))
+        package, name = raw["package"], raw["name"]
+        if type(package) is not str or not package or type(name) is not str or not name:
+            raise _Slow
+    except (_Slow, KeyError, TypeError, AttributeError):
+        return _channel_from_dict_slow(raw, origin)
+    return Channel(package, name, tuple(entries), origin, _extra(raw, _CHANNEL_KEYS))
+
+
+def _channel_from_dict_slow(raw: Mapping[str, Any], origin: Origin | None = None) -> Channel:
     entries_raw = raw.get("entries")
     if entries_raw is None:
         entries_raw = []
@@ -247,7 +283,48 @@ def bundle_from_dict(
         make_property: builds (or interns) one :class:`Property`.
         version_of: takes the bundle's version from its properties (the catalog
             passes one that reads identity properties); ``None`` leaves it unset.
+
+    Raises:
+        WireError: a field is missing or has the wrong type (names the field).
     """
+    try:
+        name, package = raw["name"], raw["package"]
+        image = raw.get("image") or None
+        if (
+            type(name) is not str
+            or not name
+            or type(package) is not str
+            or not package
+            or (image is not None and type(image) is not str)
+        ):
+            raise _Slow
+        props = []
+        append = props.append
+        for p in raw.get("properties") or ():
+            ptype = p["type"]
+            if type(ptype) is not str or not ptype:
+                raise _Slow
+            append(make_property(ptype, p["value"]))
+        properties = tuple(props)
+    except (_Slow, KeyError, TypeError, AttributeError):
+        return _bundle_from_dict_slow(raw, origin, make_property, version_of)
+    return Bundle(
+        name,
+        package,
+        version_of(properties) if version_of is not None else None,
+        image,
+        properties,
+        origin,
+        None if raw.keys() <= _BUNDLE_KEYS else _extra(raw, _BUNDLE_KEYS),
+    )
+
+
+def _bundle_from_dict_slow(
+    raw: Mapping[str, Any],
+    origin: Origin | None,
+    make_property: Callable[[str, Any], Property],
+    version_of: Callable[[tuple[Property, ...]], str | None] | None,
+) -> Bundle:
     name = raw.get("name")
     package = raw.get("package")
     if not isinstance(name, str) or not name:

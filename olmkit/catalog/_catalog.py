@@ -53,6 +53,7 @@ class Catalog:
         "_index",
         "_parse",
         "_parsed",
+        "_refs",
         "bundles",
         "channels",
         "deprecations",
@@ -95,40 +96,49 @@ class Catalog:
         self._parsed: dict[int, Any] = parsed if parsed is not None else {}
         self._parse: Mapping[str, Any] = parse or {}
         self._chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError] = {}
+        self._refs: Mapping[str, Mapping[Hashable, Any]] | None = None
 
-    # -- pickling (the on-disk cache) ----------------------------------------------
+    @classmethod
+    def _lazy(
+        cls,
+        name: str,
+        packages: Mapping[str, Package],
+        channels: Mapping[str, Mapping[str, Channel]],
+        bundles: Mapping[str, Mapping[str, Bundle]],
+        others: tuple[Blob, ...],
+        deprecations: Mapping[str, Deprecation],
+        refs: Mapping[str, Mapping[Hashable, Any]],
+        parse: Mapping[str, Any],
+        digest: str,
+    ) -> Catalog:
+        """A catalog whose packages materialise on first access (the cache's fast path).
 
-    def __getstate__(self) -> dict[str, Any]:
-        props = {}
-        for bundles in self.bundles.values():
-            for bundle in bundles.values():
-                for p in bundle.properties:
-                    if id(p) in self._parsed:
-                        props[id(p)] = p
-        return {
-            "name": self.name,
-            "packages": dict(self.packages),
-            "channels": {k: dict(v) for k, v in self.channels.items()},
-            "bundles": {k: dict(v) for k, v in self.bundles.items()},
-            "others": self.others,
-            "deprecations": dict(self.deprecations),
-            "digest": self.digest,
-            "index": self._index,
-            "parsed": [(props[i], v) for i, v in self._parsed.items() if i in props],
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.name = state["name"]
-        self.packages = MappingProxyType(state["packages"])
-        self.channels = MappingProxyType({k: MappingProxyType(v) for k, v in state["channels"].items()})
-        self.bundles = MappingProxyType({k: MappingProxyType(v) for k, v in state["bundles"].items()})
-        self.others = state["others"]
-        self.deprecations = MappingProxyType(state["deprecations"])
-        self.digest = state["digest"]
-        self._index = state["index"]
-        self._parsed = {id(p): v for p, v in state["parsed"]}
-        self._parse = {}
+        ``channels`` and ``bundles`` are lazy mappings; ``refs`` is the index with
+        ``(package, bundle name)`` pairs in place of bundles.
+        """
+        self = cls.__new__(cls)
+        self.name = name
+        self.packages = MappingProxyType(dict(packages))
+        self.channels = channels
+        self.bundles = bundles
+        self.others = tuple(others)
+        self.deprecations = MappingProxyType(dict(deprecations))
+        self.digest = digest
+        self._index = {}
+        self._parsed = {}
+        self._parse = parse
         self._chains = {}
+        self._refs = refs
+        return self
+
+    def _resolve(self, type_name: str, key: Hashable) -> tuple[Bundle, ...]:
+        assert self._refs is not None
+        pairs = self._refs.get(type_name, _EMPTY).get(key)
+        if not pairs:
+            return ()
+        found = tuple(self.bundles[pkg][name] for pkg, name in pairs)
+        self._index.setdefault(type_name, {})[key] = found
+        return found
 
     def __repr__(self) -> str:
         count = sum(len(b) for b in self.bundles.values())
@@ -146,10 +156,16 @@ class Catalog:
 
     def lookup(self, type_name: str, key: Hashable) -> tuple[Bundle, ...]:
         """Bundles filed under ``key`` by property type ``type_name``'s ``index_keys``."""
-        return self._index.get(type_name, _EMPTY).get(key, ())
+        found = self._index.get(type_name, _EMPTY).get(key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        return self._resolve(type_name, key) if self._refs is not None else ()
 
     def index_keys(self, type_name: str) -> Mapping[Hashable, tuple[Bundle, ...]]:
         """The whole index of one property type (key -> bundles)."""
+        if self._refs is not None:
+            for key in self._refs.get(type_name, _EMPTY):
+                self.lookup(type_name, key)
         return MappingProxyType(self._index.get(type_name, {}))
 
     def parsed(self, prop: Property) -> Any:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import pickle
-import tempfile
 from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -23,10 +21,11 @@ import orjson
 import pathspec
 
 from olmkit import __version__
+from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
-from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
+from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
 from olmkit.registry import Registry
 from olmkit.serde import (
     SCHEMA_BUNDLE,
@@ -41,7 +40,6 @@ from olmkit.serde import (
     decode_yaml_stream,
     package_from_dict,
 )
-from olmkit.types import PackageIdentity
 
 __all__ = [
     "CACHE_ENV",
@@ -215,25 +213,19 @@ class _Builder:
 
     def add(self, raw: Any, path: str, line: int) -> None:
         origin = Origin(path, line)
-        if not isinstance(raw, dict):
-            self.problem(f"a catalog blob must be an object, not {type(raw).__name__}", origin)
-            return
-        schema = raw.get("schema")
-        name = raw.get("name")
-        label = f"{schema} {name}" if isinstance(name, str) else str(schema)
-        pkg = raw.get("package") if schema != SCHEMA_PACKAGE else name
-        pkg = pkg if isinstance(pkg, str) else None
+        schema = raw.get("schema") if type(raw) is dict else None
         try:
             if schema == SCHEMA_BUNDLE:
                 bundle = bundle_from_dict(raw, origin, make_property=self.make_property, version_of=self.version_of)
-                per = self.bundles.setdefault(bundle.package, {})
-                if bundle.name in per:
-                    self.problem(
+                per = self.bundles.get(bundle.package)
+                if per is None:
+                    per = self.bundles[bundle.package] = {}
+                elif bundle.name in per:
+                    self.blob_problem(
                         f"duplicate bundle {bundle.name!r} (first defined at {per[bundle.name].origin})",
+                        raw,
                         origin,
-                        package=pkg,
-                        blob=label,
-                        field="name",
+                        "name",
                     )
                     return
                 per[bundle.name] = bundle
@@ -241,12 +233,11 @@ class _Builder:
                 channel = channel_from_dict(raw, origin)
                 chans = self.channels.setdefault(channel.package, {})
                 if channel.name in chans:
-                    self.problem(
+                    self.blob_problem(
                         f"duplicate channel {channel.name!r} (first defined at {chans[channel.name].origin})",
+                        raw,
                         origin,
-                        package=pkg,
-                        blob=label,
-                        field="name",
+                        "name",
                     )
                     return
                 chans[channel.name] = channel
@@ -254,27 +245,32 @@ class _Builder:
                 package = package_from_dict(raw, origin)
                 if package.name in self.packages:
                     first = self.packages[package.name].origin
-                    self.problem(
-                        f"package {package.name!r} is defined twice (first at {first})",
-                        origin,
-                        package=pkg,
-                        blob=label,
-                        field="name",
+                    self.blob_problem(
+                        f"package {package.name!r} is defined twice (first at {first})", raw, origin, "name"
                     )
                     return
                 self.packages[package.name] = package
             elif schema == SCHEMA_DEPRECATIONS:
-                self.add_deprecations(raw, origin, label)
+                self.add_deprecations(raw, origin)
+            elif type(raw) is not dict:
+                self.problem(f"a catalog blob must be an object, not {type(raw).__name__}", origin)
             elif not isinstance(schema, str) or not schema:
-                self.problem("blob has no schema", origin, package=pkg, blob=label, field="schema")
+                self.blob_problem("blob has no schema", raw, origin, "schema")
             elif schema.startswith(SCHEMA_PREFIX):
-                self.problem(f"unknown schema {schema!r}", origin, package=pkg, blob=label, field="schema")
+                self.blob_problem(f"unknown schema {schema!r}", raw, origin, "schema")
             else:
                 self.others.append(Blob(schema, raw, origin))
         except WireError as exc:
-            self.problem(exc.message, origin, package=pkg, blob=label, field=exc.field)
+            self.blob_problem(exc.message, raw, origin, exc.field)
 
-    def add_deprecations(self, raw: dict[str, Any], origin: Origin, label: str) -> None:
+    def blob_problem(self, message: str, raw: dict[str, Any], origin: Origin, field: str | None) -> None:
+        schema = raw.get("schema")
+        name = raw.get("name")
+        label = f"{schema} {name}" if isinstance(name, str) else str(schema)
+        pkg = raw.get("package") if schema != SCHEMA_PACKAGE else name
+        self.problem(message, origin, package=pkg if isinstance(pkg, str) else None, blob=label, field=field or None)
+
+    def add_deprecations(self, raw: dict[str, Any], origin: Origin) -> None:
         package = raw.get("package")
         if not isinstance(package, str) or not package:
             raise WireError("package", "is required and must be a string")
@@ -310,34 +306,35 @@ class _Builder:
         if not indexers:
             return {}
         lists: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in indexers}
-        keys_of: dict[int, tuple[Hashable, ...]] = {}
+        # one computation per distinct (interned) property: the lists its bundles go to
+        targets: dict[int, tuple[list[Bundle], ...]] = {}
         parsed = self.parsed
+        for prop in self._props.values():
+            pt = indexers.get(prop.type)
+            if pt is None:
+                continue
+            pid = id(prop)
+            try:
+                if pid in parsed:
+                    value = parsed[pid]
+                else:
+                    value = parsed[pid] = pt.parse(prop.value)
+                keys = tuple(pt.index_keys(value))  # type: ignore[misc]
+            except (ValueError, TypeError, AttributeError, KeyError):
+                continue
+            idx = lists[prop.type]
+            targets[pid] = tuple(idx.setdefault(k, []) for k in keys)
+        get = targets.get
         for per in self.bundles.values():
             for bundle in per.values():
                 for p in bundle.properties:
-                    if p.type not in indexers:
+                    found = get(id(p))
+                    if found is None:
                         continue
-                    pid = id(p)
-                    keys = keys_of.get(pid)
-                    if keys is None:
-                        pt = indexers[p.type]
-                        try:
-                            if pid in parsed:
-                                value = parsed[pid]
-                            else:
-                                value = parsed[pid] = pt.parse(p.value)
-                            keys = tuple(pt.index_keys(value))  # type: ignore[misc]
-                        except (ValueError, TypeError, AttributeError, KeyError):
-                            keys = ()
-                        keys_of[pid] = keys
-                    idx = lists[p.type]
-                    for k in keys:
-                        found = idx.get(k)
-                        if found is None:
-                            idx[k] = [bundle]
-                        elif found[-1] is not bundle:
-                            found.append(bundle)
-        return {n: {k: tuple(v) for k, v in idx.items()} for n, idx in lists.items()}
+                    for lst in found:
+                        if not lst or lst[-1] is not bundle:
+                            lst.append(bundle)
+        return {n: {k: tuple(v) for k, v in idx.items() if v} for n, idx in lists.items()}
 
     def catalog(self, name: str, digest: str) -> Catalog:
         return Catalog(
@@ -364,65 +361,8 @@ def build_catalog(
     return LoadResult(builder.catalog(name, digest), tuple(builder.problems))
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles the frozen model classes by their constructor arguments (much faster to load)."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        cls = type(obj)
-        if cls in _BY_ARGS:
-            return cls, tuple(getattr(obj, f) for f in _BY_ARGS[cls])
-        return NotImplemented
-
-
-def _fields(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in attrs.fields(cls))
-
-
-_BY_ARGS: dict[type, tuple[str, ...]] = {
-    cls: _fields(cls)
-    for cls in (Property, Bundle, Origin, Channel, ChannelEntry, Package, Blob, Deprecation, PackageIdentity)
-}
-
-
-def _register_arg_pickling(cls: type) -> None:
-    """Let extra attrs classes (parsed property values) pickle by constructor arguments."""
-    if attrs.has(cls) and all(f.init for f in attrs.fields(cls)):
-        _BY_ARGS.setdefault(cls, _fields(cls))
-
-
 def _cache_path(digest: str) -> Path:
-    return cache_dir() / f"{digest}.pickle"
-
-
-def _read_cache(digest: str) -> LoadResult | None:
-    path = _cache_path(digest)
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        result = pickle.loads(data)
-    except Exception:  # a corrupt or stale cache file is simply rebuilt
-        return None
-    return result if isinstance(result, LoadResult) else None
-
-
-def _write_cache(digest: str, result: LoadResult) -> None:
-    path = _cache_path(digest)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for value in result.catalog._parsed.values():
-            _register_arg_pickling(type(value))
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        return  # caching is an optimisation: a read-only or full disk must not fail a load
+    return cache_dir() / f"{digest}.cache"
 
 
 def load_catalog_result(
@@ -440,10 +380,9 @@ def load_catalog_result(
         digest = ""
         if cache:
             digest = _digest(files, root, _registry_key(registry))
-            hit = _read_cache(digest)
+            hit = read_cache(_cache_path(digest), registry, display, digest)
             if hit is not None:
-                hit.catalog.name = display
-                return attrs.evolve(hit, cached=True)
+                return LoadResult(hit[0], hit[1], cached=True)
         builder = _Builder(registry)
         for f in files:
             data = _read(f)
@@ -454,7 +393,7 @@ def load_catalog_result(
             del data
         result = LoadResult(builder.catalog(display, digest), tuple(builder.problems))
         if cache:
-            _write_cache(digest, result)
+            write_cache(_cache_path(digest), result.catalog, result.problems)
         return result
     finally:
         if enabled:

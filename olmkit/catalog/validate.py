@@ -1,0 +1,440 @@
+"""Catalog validation: everything ``opm validate`` checks, and more, all problems at once.
+
+Errors (the catalog is invalid):
+
+* blobs that cannot be read as their schema, duplicates, blobs without a schema,
+  unknown ``olm.`` schemas (found while loading);
+* a package without its package blob, a missing or unknown default channel, a package
+  name that is not a DNS-1123 label;
+* channels without exactly one head, ``replaces`` cycles, stranded bundles (neither on
+  the replaces chain from the head nor skipped by it), entries naming bundles the
+  package does not have;
+* bundles in no channel, bundles without exactly one identity property or whose
+  identity names another package, duplicate versions in a package;
+* every property of a registered type is parsed and validated by its plugin (invalid
+  semver, malformed values, constraint size, CEL compile errors ...);
+* deprecations naming bundles or channels that do not exist.
+
+Warnings: unknown property types (a mistyped type is silently ignored upstream),
+requirements nothing in the catalog provides, ``skips`` naming missing bundles, a
+``skipRange`` that does not parse (OLM silently ignores it, e.g. ``<v1.13.0``, and the
+real community catalog carries such ranges).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import re
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from olmkit.catalog._catalog import Catalog
+from olmkit.catalog._load import cache_dir, load_catalog_result
+from olmkit.catalog.problems import ERROR, WARNING, Problem
+from olmkit.catalog.semver import parse_range, parse_version
+from olmkit.errors import CatalogError
+from olmkit.model import Bundle, Channel, Property
+from olmkit.registry import Registry
+from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
+
+__all__ = ["validate_catalog", "validate_path"]
+
+_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class _Context:
+    """What requirement builders need: nested constraints through the registered evaluators."""
+
+    def __init__(self, registry: Registry, bundle: str) -> None:
+        self.registry = registry
+        self.bundle = bundle
+
+    def build_constraint(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError("a constraint must be an object")
+        keys = [k for k in value if k in self.registry.constraint_evaluators]
+        if len(keys) != 1:
+            raise ValueError(
+                f"a constraint needs exactly one of: {', '.join(sorted(self.registry.constraint_evaluators))}"
+            )
+        return self.registry.constraint_evaluators[keys[0]].build(value[keys[0]], self)
+
+
+class _View:
+    """A catalog bundle as predicates see it."""
+
+    __slots__ = ("_bundle", "_catalog")
+
+    def __init__(self, catalog: Catalog, bundle: Bundle) -> None:
+        self._catalog = catalog
+        self._bundle = bundle
+
+    @property
+    def package(self) -> str:
+        return self._bundle.package
+
+    @property
+    def version(self) -> str | None:
+        return self._bundle.version
+
+    @property
+    def properties(self) -> tuple[Any, ...]:
+        return self._bundle.properties
+
+    def values(self, type_name: str) -> tuple[Any, ...]:
+        return self._catalog.values(self._bundle, type_name)
+
+
+def _bundle_problem(severity: str, message: str, bundle: Bundle, field: str | None = None) -> Problem:
+    o = bundle.origin
+    return Problem(
+        severity,
+        message,
+        path=o.path if o else None,
+        line=o.line if o else None,
+        package=bundle.package,
+        blob=f"{SCHEMA_BUNDLE} {bundle.name}",
+        field=field,
+    )
+
+
+def _channel_problem(severity: str, message: str, channel: Channel, field: str | None = None) -> Problem:
+    o = channel.origin
+    return Problem(
+        severity,
+        message,
+        path=o.path if o else None,
+        line=o.line if o else None,
+        package=channel.package,
+        blob=f"{SCHEMA_CHANNEL} {channel.name}",
+        field=field,
+    )
+
+
+def validate_catalog(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...] = ()) -> list[Problem]:
+    """Check a catalog; returns every problem found (errors and warnings), load problems first.
+
+    Args:
+        catalog: the catalog (from :func:`~olmkit.catalog.load_catalog_result`).
+        registry: the plugin registry: every registered property type's ``parse`` and
+            ``validate`` run on the properties of that type.
+        problems: problems already found while loading.
+    """
+    enabled = gc.isenabled()
+    gc.disable()  # bulk work on a large heap: full collections would dominate the run time
+    try:
+        return _validate(catalog, registry, problems)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...]) -> list[Problem]:
+    out: list[Problem] = list(problems)
+    types = registry.property_types
+    identity = set(registry.identity_types)
+    checked: dict[int, list[tuple[str, str]]] = {}  # id(property) -> [(severity, message)]
+    requirement_seen: set[int] = set()
+    unknown_seen: set[tuple[str, str]] = set()
+
+    def check_property(prop: Property) -> list[tuple[str, str]]:
+        pid = id(prop)
+        found = checked.get(pid)
+        if found is not None:
+            return found
+        found = []
+        pt = types.get(prop.type)
+        if pt is not None:
+            try:
+                value = catalog.parsed(prop)
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+            else:
+                if pt.validate is not None:
+                    try:
+                        found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
+                    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                        found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+        checked[pid] = found
+        return found
+
+    for pkg_name in sorted(set(catalog.bundles) | set(catalog.channels) | set(catalog.packages)):
+        package = catalog.packages.get(pkg_name)
+        channels = catalog.channels.get(pkg_name, {})
+        bundles = catalog.bundles.get(pkg_name, {})
+        if package is None:
+            first = next(iter(bundles.values()), None) or next(iter(channels.values()), None)
+            o = first.origin if first is not None else None
+            out.append(
+                Problem(
+                    ERROR,
+                    f"package {pkg_name!r} has channels or bundles but no {SCHEMA_PACKAGE} blob",
+                    path=o.path if o else None,
+                    line=o.line if o else None,
+                    package=pkg_name,
+                )
+            )
+        else:
+            po = package.origin
+            where: dict[str, Any] = {
+                "path": po.path if po else None,
+                "line": po.line if po else None,
+                "package": pkg_name,
+                "blob": f"{SCHEMA_PACKAGE} {pkg_name}",
+            }
+            if not _DNS1123_LABEL.fullmatch(pkg_name) or len(pkg_name) > 63:
+                out.append(Problem(ERROR, f"package name {pkg_name!r} is not a DNS-1123 label", field="name", **where))
+            if not package.default_channel:
+                out.append(Problem(ERROR, "defaultChannel is required", field="defaultChannel", **where))
+            elif package.default_channel not in channels:
+                out.append(
+                    Problem(
+                        ERROR,
+                        f"default channel {package.default_channel!r} does not exist"
+                        + (
+                            f" (channels: {', '.join(sorted(channels))})"
+                            if channels
+                            else " (the package has no channels)"
+                        ),
+                        field="defaultChannel",
+                        **where,
+                    )
+                )
+
+        in_channel: set[str] = set()
+        for channel in channels.values():
+            _validate_channel(catalog, channel, bundles, out, in_channel)
+
+        versions: dict[Any, str] = {}
+        for bundle in bundles.values():
+            if bundle.name not in in_channel:
+                out.append(_bundle_problem(ERROR, f"bundle {bundle.name!r} is not in any channel", bundle))
+            identities = 0
+            for i, prop in enumerate(bundle.properties):
+                if prop.type in identity:
+                    identities += 1
+                    try:
+                        ident = catalog.parsed(prop)
+                    except (ValueError, TypeError, AttributeError, KeyError):
+                        ident = None
+                    if ident is not None and getattr(ident, "package", pkg_name) != pkg_name:
+                        out.append(
+                            _bundle_problem(
+                                ERROR,
+                                f"{prop.type} names package {ident.package!r}, but the bundle belongs to {pkg_name!r}",
+                                bundle,
+                                f"properties[{i}]",
+                            )
+                        )
+                if prop.type not in types:
+                    if (pkg_name, prop.type) not in unknown_seen:
+                        unknown_seen.add((pkg_name, prop.type))
+                        out.append(
+                            _bundle_problem(
+                                WARNING,
+                                f"unknown property type {prop.type!r} (no plugin registers it; it is kept as an "
+                                "opaque value and ignored by resolution)",
+                                bundle,
+                                f"properties[{i}].type",
+                            )
+                        )
+                    continue
+                found = check_property(prop)
+                for severity, message in found:
+                    out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
+                pt = types[prop.type]
+                if pt.requirement is not None and not found and id(prop) not in requirement_seen:
+                    requirement_seen.add(id(prop))
+                    out += _check_requirement(catalog, registry, bundle, prop, i)
+            if identity and identities != 1:
+                names = " or ".join(sorted(identity))
+                out.append(
+                    _bundle_problem(
+                        ERROR, f"a bundle needs exactly one {names} property, found {identities}", bundle, "properties"
+                    )
+                )
+            if bundle.version:
+                try:
+                    key: Any = parse_version(bundle.version)
+                except ValueError:
+                    key = None  # reported by the identity property's own validation
+                if key is not None:
+                    if key in versions:
+                        out.append(
+                            _bundle_problem(
+                                ERROR,
+                                f"version {bundle.version} is used by both {versions[key]!r} and {bundle.name!r}",
+                                bundle,
+                                "properties",
+                            )
+                        )
+                    else:
+                        versions[key] = bundle.name
+
+        deprecation = catalog.deprecations.get(pkg_name)
+        if deprecation is not None:
+            data = deprecation.data or {}
+            for name in deprecation.bundles:
+                if name not in bundles:
+                    out.append(
+                        Problem(
+                            ERROR,
+                            f"deprecation names bundle {name!r}, which the package does not have",
+                            package=pkg_name,
+                            blob=f"{data.get('schema', '')} {pkg_name}".strip(),
+                            field="entries",
+                        )
+                    )
+            for name in deprecation.channels:
+                if name not in channels:
+                    out.append(
+                        Problem(
+                            ERROR,
+                            f"deprecation names channel {name!r}, which the package does not have",
+                            package=pkg_name,
+                            blob=f"{data.get('schema', '')} {pkg_name}".strip(),
+                            field="entries",
+                        )
+                    )
+    return out
+
+
+def _validate_channel(
+    catalog: Catalog, channel: Channel, bundles: Any, out: list[Problem], in_channel: set[str]
+) -> None:
+    names = set()
+    for i, entry in enumerate(channel.entries):
+        if entry.name in names:
+            out.append(_channel_problem(ERROR, f"entry {entry.name!r} appears twice", channel, f"entries[{i}].name"))
+        names.add(entry.name)
+        in_channel.add(entry.name)
+        if entry.name not in bundles:
+            out.append(
+                _channel_problem(
+                    ERROR,
+                    f"entry {entry.name!r} names a bundle that package {channel.package!r} does not have",
+                    channel,
+                    f"entries[{i}].name",
+                )
+            )
+        if entry.skip_range:
+            try:
+                parse_range(entry.skip_range)
+            except ValueError as exc:
+                # a warning, not an error: OLM drops an unparsable skipRange silently and
+                # serves the catalog (the real community catalog carries 31 of them)
+                out.append(
+                    _channel_problem(
+                        WARNING,
+                        f"invalid skipRange, OLM ignores it so this entry skips nothing by range: {exc}",
+                        channel,
+                        f"entries[{i}].skipRange",
+                    )
+                )
+        for skip in entry.skips:
+            if skip not in bundles:
+                out.append(
+                    _channel_problem(
+                        WARNING,
+                        f"entry {entry.name!r} skips {skip!r}, which is not a bundle of package {channel.package!r}",
+                        channel,
+                        f"entries[{i}].skips",
+                    )
+                )
+    if not channel.entries:
+        out.append(_channel_problem(ERROR, "channel has no entries", channel, "entries"))
+        return
+    try:
+        catalog.channel_order(channel.package, channel.name)
+    except CatalogError as exc:
+        out.append(_channel_problem(ERROR, str(exc), channel, "entries"))
+        return
+    # stranded: neither on the replaces chain from the head nor skipped by an entry on it
+    by_name = {e.name: e for e in channel.entries}
+    current = catalog.channel_head(channel.package, channel.name)
+    reached: set[str] = set()
+    covered: set[str] = set()
+    while current is not None and current.name not in reached:
+        reached.add(current.name)
+        covered.update(current.skips)
+        current = by_name.get(current.replaces) if current.replaces else None  # type: ignore[assignment]
+    stranded = [e.name for e in channel.entries if e.name not in reached and e.name not in covered]
+    if stranded:
+        out.append(
+            _channel_problem(
+                ERROR,
+                f"channel contains stranded bundles (not reachable from the head {next(iter(reached))!r} by "
+                f"replaces or skips): {', '.join(stranded)}",
+                channel,
+                "entries",
+            )
+        )
+
+
+def _check_requirement(catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, i: int) -> list[Problem]:
+    pt = registry.property_types[prop.type]
+    assert pt.requirement is not None
+    try:
+        predicate = pt.requirement(catalog.parsed(prop), _Context(registry, bundle.name))
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        return [_bundle_problem(ERROR, f"invalid {prop.type} value: {exc}", bundle, f"properties[{i}].value")]
+    except Exception as exc:  # a plugin's requirement builder failing is its bug, reported not raised
+        return [_bundle_problem(ERROR, f"invalid {prop.type} value: {exc!r}", bundle, f"properties[{i}].value")]
+    lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
+    if lookup is None:
+        return []
+    candidates = catalog.lookup(*lookup)
+    try:
+        satisfied = any(predicate.matches(_View(catalog, b)) for b in candidates)
+    except Exception:  # matching is the plugin's business; no verdict, no warning
+        return []
+    if satisfied:
+        return []
+    return [
+        _bundle_problem(
+            WARNING,
+            f"nothing in this catalog satisfies the requirement: an operator {predicate}",
+            bundle,
+            f"properties[{i}]",
+        )
+    ]
+
+
+def validate_path(
+    path: str | os.PathLike[str], registry: Registry, *, cache: bool = True
+) -> tuple[Catalog, list[Problem], bool]:
+    """Load and validate a catalog; an unchanged catalog's report comes from the cache.
+
+    Returns:
+        ``(catalog, problems, cached)``.
+
+    Raises:
+        InputError: a file is missing, unreadable or malformed.
+    """
+    result = load_catalog_result(path, registry, cache=cache)
+    report = _report_path(result.catalog.digest) if cache and result.catalog.digest else None
+    if result.cached and report is not None:
+        try:
+            rows = orjson.loads(report.read_bytes())
+            return result.catalog, [Problem(**row) for row in rows], True
+        except (OSError, orjson.JSONDecodeError, TypeError):
+            pass
+    problems = validate_catalog(result.catalog, registry, result.problems)
+    if report is not None:
+        with contextlib.suppress(OSError):
+            report.parent.mkdir(parents=True, exist_ok=True)
+            tmp = report.with_suffix(".tmp")
+            tmp.write_bytes(orjson.dumps([p.to_dict() for p in problems]))
+            os.replace(tmp, report)
+    return result.catalog, problems, False
+
+
+def _report_path(digest: str) -> Path:
+    return cache_dir() / f"{digest}.validation.json"

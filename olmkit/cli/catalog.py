@@ -1,0 +1,222 @@
+"""``olmkit catalog``: validate, render, list and draw file-based catalogs.
+
+* ``validate PATH...``: every problem, each naming file, line, package, blob and field;
+  exit 0 valid (warnings allowed), 1 invalid, 2 unreadable input.
+* ``render PATH...``: catalogs as one FBC stream (JSON, or ``-o yaml``).
+* ``list packages|channels|bundles PATH``.
+* ``upgrade-path PATH --package P [--channel C] --from BUNDLE``.
+* ``graph PATH PKG [--channel C] -o mermaid|dot``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from olmkit.catalog import Catalog, load_catalog
+from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_path
+from olmkit.catalog.problems import ERROR
+from olmkit.catalog.validate import validate_path
+from olmkit.cli.output import add_output_option, emit
+from olmkit.errors import CatalogError, UsageError
+from olmkit.manager import PluginManager
+from olmkit.serde import (
+    blob_to_dict,
+    bundle_to_dict,
+    channel_to_dict,
+    dump_json_stream,
+    dump_yaml_stream,
+    package_to_dict,
+)
+
+__all__ = ["add_commands", "catalog_blobs"]
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add the ``catalog`` command group."""
+    group = subparsers.add_parser("catalog", help="validate, render and query file-based catalogs")
+    sub = group.add_subparsers(title="catalog commands", metavar="COMMAND")
+    group.set_defaults(func=lambda args, pm: (group.print_help(sys.stderr), 2)[1])
+
+    val = sub.add_parser("validate", help="check catalogs; every problem with file, line, package, blob, field")
+    val.add_argument("paths", nargs="+", metavar="PATH")
+    val.add_argument("--no-cache", action="store_true", help="do not use the on-disk catalog cache")
+    add_output_option(val, formats=("text", "json", "yaml"), default="text")
+    val.set_defaults(func=run_validate)
+
+    ren = sub.add_parser("render", help="print catalogs as one FBC stream")
+    ren.add_argument("paths", nargs="+", metavar="PATH")
+    add_output_option(ren, formats=("json", "yaml"), default="json")
+    ren.set_defaults(func=run_render)
+
+    lst = sub.add_parser("list", help="list packages, channels or bundles")
+    lst.add_argument("what", choices=("packages", "channels", "bundles"))
+    lst.add_argument("path", metavar="PATH")
+    lst.add_argument("--package", help="only this package")
+    add_output_option(lst)
+    lst.set_defaults(func=run_list)
+
+    up = sub.add_parser("upgrade-path", help="the upgrades from an installed bundle to the channel head")
+    up.add_argument("path", metavar="PATH")
+    up.add_argument("--package", required=True)
+    up.add_argument("--channel", help="default: the package's default channel")
+    up.add_argument("--from", dest="start", required=True, metavar="BUNDLE")
+    add_output_option(up)
+    up.set_defaults(func=run_upgrade_path)
+
+    gr = sub.add_parser("graph", help="draw a package's upgrade graph")
+    gr.add_argument("path", metavar="PATH")
+    gr.add_argument("package", metavar="PKG")
+    gr.add_argument("--channel", help="only this channel")
+    gr.add_argument("-o", "--output", choices=("mermaid", "dot"), default="mermaid")
+    gr.set_defaults(func=run_graph)
+
+
+def run_validate(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Validate every path; 1 when any has an error."""
+    registry = pm.registry
+    report = []
+    invalid = False
+    for path in args.paths:
+        _, problems, _ = validate_path(path, registry, cache=not args.no_cache)
+        errors = sum(1 for p in problems if p.severity == ERROR)
+        invalid |= errors > 0
+        report.append(
+            {
+                "path": path,
+                "valid": errors == 0,
+                "errors": errors,
+                "warnings": len(problems) - errors,
+                "problems": [p.to_dict() for p in problems],
+            }
+        )
+        if args.output == "text":
+            for p in problems:
+                sys.stdout.write(f"{p}\n")
+            state = "invalid" if errors else "valid"
+            sys.stdout.write(f"{path}: {state}: {errors} errors, {len(problems) - errors} warnings\n")
+    if args.output != "text":
+        emit(report, args.output)
+    return 1 if invalid else 0
+
+
+def catalog_blobs(catalog: Catalog) -> list[dict[str, Any]]:
+    """A catalog as FBC blobs: per package its package blob, channels, bundles, deprecations."""
+    out: list[dict[str, Any]] = []
+    for name in sorted(set(catalog.packages) | set(catalog.channels) | set(catalog.bundles)):
+        if name in catalog.packages:
+            out.append(package_to_dict(catalog.packages[name]))
+        out += [channel_to_dict(c) for c in catalog.channels.get(name, {}).values()]
+        out += [bundle_to_dict(b) for b in catalog.bundles.get(name, {}).values()]
+        dep = catalog.deprecations.get(name)
+        if dep is not None and dep.data is not None:
+            out.append(dict(dep.data))
+    out += [blob_to_dict(b) for b in catalog.others]
+    return out
+
+
+def run_render(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Print catalogs (and bundle directories, when supported) as FBC."""
+    blobs: list[dict[str, Any]] = []
+    for path in args.paths:
+        blobs += _render_path(path, pm)
+    if args.output == "yaml":
+        sys.stdout.write(dump_yaml_stream(blobs))
+    else:
+        sys.stdout.buffer.write(dump_json_stream(blobs))
+        sys.stdout.flush()
+    return 0
+
+
+def _render_path(path: str, pm: PluginManager) -> list[dict[str, Any]]:
+    try:
+        from olmkit.catalog import bundledir
+    except ImportError:  # bundle directories not supported in this build
+        bundledir = None  # type: ignore[assignment]
+    if bundledir is not None and bundledir.is_bundle_dir(path):
+        return bundledir.render_bundle_dir(path)
+    return catalog_blobs(load_catalog(path, pm.registry))
+
+
+def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
+    """List packages, channels or bundles."""
+    catalog = load_catalog(args.path, pm.registry)
+    packages = [args.package] if args.package else sorted(set(catalog.packages) | set(catalog.bundles))
+    if args.package and args.package not in catalog.packages:
+        raise UsageError(f'package "{args.package}" not found in {args.path}')
+    rows: list[dict[str, Any]] = []
+    if args.what == "packages":
+        for name in packages:
+            pkg = catalog.packages.get(name)
+            default = pkg.default_channel if pkg else None
+            head = _head(catalog, name, default) if default else None
+            rows.append(
+                {
+                    "name": name,
+                    "defaultChannel": default,
+                    "head": head,
+                    "channels": list(catalog.channels.get(name, {})),
+                }
+            )
+        columns = [("name", "name"), ("default channel", "defaultChannel"), ("head", "head"), ("channels", "channels")]
+    elif args.what == "channels":
+        for name in packages:
+            for ch in catalog.channels.get(name, {}).values():
+                rows.append(
+                    {
+                        "package": name,
+                        "name": ch.name,
+                        "head": _head(catalog, name, ch.name),
+                        "entries": len(ch.entries),
+                    }
+                )
+        columns = [("package", "package"), ("name", "name"), ("head", "head"), ("entries", "entries")]
+    else:
+        for name in packages:
+            for b in catalog.bundles.get(name, {}).values():
+                chans = [
+                    c.name for c in catalog.channels.get(name, {}).values() if any(e.name == b.name for e in c.entries)
+                ]
+                rows.append(
+                    {"package": name, "name": b.name, "version": b.version, "image": b.image, "channels": chans}
+                )
+        columns = [("package", "package"), ("name", "name"), ("version", "version"), ("channels", "channels")]
+    emit(rows, args.output, columns=columns)
+    return 0
+
+
+def _head(catalog: Catalog, package: str, channel: str) -> str:
+    try:
+        return catalog.channel_head(package, channel).name
+    except CatalogError:
+        return "(invalid)"
+
+
+def run_upgrade_path(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Print the upgrade steps from ``--from`` to the head."""
+    catalog = load_catalog(args.path, pm.registry)
+    package = catalog.packages.get(args.package)
+    if package is None:
+        raise UsageError(f'package "{args.package}" not found in {args.path}')
+    channel = args.channel or package.default_channel
+    if not channel:
+        raise UsageError(f'package "{args.package}" has no default channel; pass --channel')
+    steps = upgrade_path(catalog, args.package, channel, args.start)
+    rows = [
+        {"step": i + 1, "from": prev, "to": name, "via": how}
+        for i, ((name, how), prev) in enumerate(zip(steps, [args.start] + [s[0] for s in steps], strict=False))
+    ]
+    if args.output == "table" and not rows:
+        sys.stdout.write(f"{args.start} is the head of channel {channel}: nothing to upgrade\n")
+        return 0
+    emit(rows, args.output, columns=[("step", "step"), ("from", "from"), ("to", "to"), ("via", "via")])
+    return 0
+
+
+def run_graph(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Print the upgrade graph as mermaid or dot."""
+    catalog = load_catalog(args.path, pm.registry)
+    draw = to_dot if args.output == "dot" else to_mermaid
+    sys.stdout.write(draw(catalog, args.package, args.channel))
+    return 0
