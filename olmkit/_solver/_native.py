@@ -59,6 +59,10 @@ def encode_counter(first_var: int, lits: array) -> tuple[array, array, int]:
 class Searcher:
     """See :class:`olmkit._solver._pure.Searcher`."""
 
+    #: Completing an assignment is cheap here, so conflict minimisation tries it before
+    #: asking the backend whether a subset is satisfiable (it only saves time).
+    cheap_completion = True
+
     def __init__(
         self,
         n_vars: int,
@@ -129,6 +133,13 @@ class Searcher:
     def forced_extras(self) -> bool:
         """See :meth:`olmkit._solver._pure.Searcher.forced_extras`."""
         return bool(lib.olm_searcher_forced_extras(self._s))
+
+    def check(self, lits: array, complete: bool) -> int:
+        """See :meth:`olmkit._solver._pure.Searcher.check`."""
+        rc: int = lib.olm_searcher_check(self._s, _ptr(lits), len(lits), 1 if complete else 0)
+        if rc == -2:
+            raise MemoryError("olmkit._solver: out of memory during propagation")
+        return rc
 
     def stats(self) -> dict[str, int]:
         """See :meth:`olmkit._solver._pure.Searcher.stats`."""

@@ -144,22 +144,47 @@ def flatten(variables: Sequence[Variable]) -> Problem:
             nodes.extend((AND, x, 0, 0, 0))
         return node
 
+    getitem = index.__getitem__
+    nodes_extend = nodes.extend
+    args_extend = args.extend
+    top_append = top.append
+    owner_append = top_owner.append
+    kidx_append = top_index.append
+    vdep_append = vdep.append
+    vdep_start_append = vdep_start.append
+    n_nodes = 0
     for i, variable in enumerate(variables):
         x = i + 1
         anchor = False
-        for k, c in enumerate(variable.constraints):
-            node = add_node(variable.id, x, c)
-            top.append(node)
-            top_owner.append(i)
-            top_index.append(k)
+        k = 0
+        for c in variable.constraints:
             cls = type(c)
-            if cls is Mandatory:
+            # The common kinds inline; combinators and bad input through add_node.
+            if cls is Dependency:
+                ids = c.ids  # type: ignore[union-attr]
+                try:
+                    vs = list(map(getitem, ids))
+                except KeyError:
+                    vs = [lookup(variable.id, d) for d in ids]
+                nodes_extend((DEPENDENCY, x, 0, len(args), len(vs)))
+                args_extend(vs)
+                if vs:
+                    vdep_append(n_nodes)
+                node = n_nodes
+            elif cls is Mandatory:
+                nodes_extend((MANDATORY, x, 0, 0, 0))
                 anchor = True
-            elif cls is Dependency and c.ids:  # type: ignore[union-attr]
-                vdep.append(node)
+                node = n_nodes
+            else:
+                node = add_node(variable.id, x, c)
+            n_nodes = len(nodes) // 5
+            top_append(node)
+            owner_append(i)
+            kidx_append(k)
+            k += 1
         if anchor:
             anchors.append(x)
-        vdep_start.append(len(vdep))
+        vdep_start_append(len(vdep))
 
     if problems:
         raise InvalidInput(problems=problems)

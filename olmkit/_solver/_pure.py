@@ -267,6 +267,10 @@ class Searcher:
         vdep: node numbers of each variable's non-empty top-level Dependency constraints.
     """
 
+    #: Whether :meth:`check` with ``complete=True`` is cheap enough to try before the
+    #: backend when minimising conflicts (it only saves time; answers are the same).
+    cheap_completion = False
+
     def __init__(
         self,
         n_vars: int,
@@ -304,6 +308,9 @@ class Searcher:
         self.awaiting = False
         self.done = 0
         self.root_unsat = False
+        self.units_unsat = False
+        self.empty_clause = False
+        self.units_end = 0
         self._model = bytes(n_vars)
         self.n_guesses = 0
         self.n_backtracks = 0
@@ -339,6 +346,7 @@ class Searcher:
             if not taut:
                 if not clause:
                     self.root_unsat = True
+                    self.empty_clause = True
                 elif len(clause) == 1:
                     units.append(clause[0])
                 else:
@@ -353,7 +361,9 @@ class Searcher:
             taut = False
         for lit in units:
             if not self._enqueue(lit):
-                self.root_unsat = True
+                self.units_unsat = True
+        self.root_unsat = self.root_unsat or self.units_unsat
+        self.units_end = len(self.trail)
         for v in range(self.n_vars + 1, self.n_vars + self.n_act + 1):
             if not self._enqueue(v):
                 self.root_unsat = True
@@ -583,6 +593,34 @@ class Searcher:
             if model[p] and val[p + 1] != 1:
                 return False
         return True
+
+    def check(self, lits: array, complete: bool) -> int:
+        """Decide ``lits`` (activation literals, typically) cheaply, if possible.
+
+        Returns -1 when unit propagation refutes them, 1 when ``complete`` is true and
+        setting the open variables false in order (with propagation) gives a model, and
+        0 otherwise. Only for after the search: it discards the search state.
+        """
+        if self.units_unsat or self.empty_clause:
+            return -1
+        self.trail_lim.clear()
+        val = self.val
+        trail = self.trail
+        for lit in trail[self.units_end :]:
+            val[lit if lit > 0 else -lit] = 0
+        del trail[self.units_end :]
+        self.qhead = 0
+        for lit in lits:
+            if not self._enqueue(lit):
+                return -1
+        if not self._propagate():
+            return -1
+        if not complete:
+            return 0
+        for v in range(1, self.n_total + 1):
+            if not val[v] and not self._assume(-v):
+                return 0
+        return 1
 
     def stats(self) -> dict[str, int]:
         """Counters of the search so far."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from time import perf_counter
+from typing import Any
 
 from olmkit._solver import _encode
 from olmkit._solver._problem import Problem, flatten
@@ -131,7 +132,7 @@ def solve(
     rep.on_counters(searcher.stats())
 
     if status < 0:
-        applied = _explain(problem, lazy, acts, minimize_conflict)
+        applied = _explain(problem, searcher, lazy, acts, minimize_conflict)
         rep.on_phase("explain", perf_counter() - t2)
         rep.on_unsatisfiable(applied)
         raise NotSatisfiable(applied=applied)
@@ -179,7 +180,7 @@ def _minimize_extras(
 
 
 def _explain(
-    problem: Problem, lazy: _LazyBackend, acts: array, minimize: bool
+    problem: Problem, searcher: Any, lazy: _LazyBackend, acts: array, minimize: bool
 ) -> tuple[AppliedConstraint, ...]:
     """The constraints that cannot hold together, as the backend's failed assumptions."""
     backend = lazy.get()
@@ -188,7 +189,7 @@ def _explain(
         raise SolverError("unexpected internal error: the search found no model, the backend did")
     core = sorted({lit for lit in backend.get_conflict() if problem.applied(lit) is not None})
     if minimize:
-        core = _shrink(backend, core)
+        core = _shrink(searcher, backend, core)
     applied = []
     for lit in core:
         a = problem.applied(lit)
@@ -197,20 +198,26 @@ def _explain(
     return tuple(applied)
 
 
-def _shrink(backend: Backend, core: list[int]) -> list[int]:
+def _shrink(searcher: Any, backend: Backend, core: list[int]) -> list[int]:
     """Deletion-based minimal unsatisfiable subset of the assumptions ``core``.
 
-    Each member is dropped in turn; if the rest is still unsatisfiable the member goes
-    (and so does everything outside the backend's new, smaller core), otherwise it is
-    necessary and stays.
+    Each member is dropped in turn: if the rest is still unsatisfiable the member goes,
+    otherwise it is necessary and stays. The searcher's propagator is tried before the
+    backend: unit propagation refutes most subsets of dependency problems, and (native
+    only, where it is cheap) completing an assignment proves most others satisfiable.
+    The answer depends only on which subsets are satisfiable, never on who decided it
+    or on the backend's state, so both implementations give the same explanation.
     """
+    complete = bool(searcher.cheap_completion)
     i = 0
     while i < len(core):
         trial = core[:i] + core[i + 1 :]
-        sat, _ = backend.solve(trial)
-        if sat:
+        quick = searcher.check(array("i", trial), complete)
+        if quick == 0:
+            sat, _ = backend.solve(trial)
+            quick = 1 if sat else -1
+        if quick < 0:
+            core = trial
+        else:
             i += 1
-            continue
-        failed = set(backend.get_conflict())
-        core = [lit for lit in trial if lit in failed]
     return core

@@ -38,6 +38,7 @@ int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, co
                         int n_core);
 void olm_searcher_model(const olm_searcher *s, unsigned char *out);
 int olm_searcher_forced_extras(olm_searcher *s);
+int olm_searcher_check(olm_searcher *s, const int *lits, int n, int complete);
 void olm_searcher_stats(const olm_searcher *s, long long *out);
 """
 
@@ -76,7 +77,10 @@ def main() -> int:
     os.chdir(tmpdir)
     built = Path(make_builder(str(source_dir)).compile(tmpdir=str(tmpdir), verbose=False))
     target = source_dir / built.name
-    shutil.copyfile(built, target)
+    # Replace atomically: overwriting a loaded shared library in place crashes its users.
+    partial = target.with_name(target.name + ".tmp")
+    shutil.copyfile(built, partial)
+    os.replace(partial, target)
     print(f"built {target}")
     return 0
 

@@ -64,13 +64,22 @@ class CryptoMiniSatBackend:
         import pycryptosat
 
         self._solver = pycryptosat.Solver(threads=1)
+        self._n_vars = 0
 
     def add_clauses(self, clauses: array) -> None:
         if len(clauses):
             self._solver.add_clauses(clauses)
+            self._n_vars = self._solver.nb_vars()
 
     def solve(self, assumptions: Sequence[int]) -> tuple[bool, Sequence[bool | None] | None]:
-        sat, model = self._solver.solve(list(assumptions))
+        assumptions = list(assumptions)
+        top = max(map(abs, assumptions), default=0)
+        if top > self._n_vars:
+            # CryptoMiniSat refuses assumptions on variables no clause mentions (an
+            # activation literal of a trivially true constraint); a tautology declares it.
+            self._solver.add_clause([top, -top])
+            self._n_vars = self._solver.nb_vars()
+        sat, model = self._solver.solve(assumptions)
         return bool(sat), model
 
     def get_conflict(self) -> list[int]:

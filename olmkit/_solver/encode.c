@@ -282,6 +282,7 @@ struct olm_searcher {
     guess *guesses;
     int n_guesses_stack, guesses_cap;
     int result, backjump, awaiting, done, root_unsat, oom;
+    int units_unsat, empty_clause, units_end;
     unsigned char *model, *mark;
     long long n_guesses, n_backtracks, n_propagations, n_solver_calls;
 };
@@ -460,6 +461,7 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
             nl = clause_start;
         } else if (len == 0) {
             s->root_unsat = 1;
+            s->empty_clause = 1;
         } else if (len == 1) {
             units[n_units++] = s->lits[clause_start];
             nl = clause_start;
@@ -480,8 +482,10 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     free(stamp);
     free(sign);
     for (int i = 0; i < n_units; i++)
-        if (!enqueue(s, units[i])) s->root_unsat = 1;
+        if (!enqueue(s, units[i])) s->units_unsat = 1;
     free(units);
+    if (s->units_unsat) s->root_unsat = 1;
+    s->units_end = s->trail_len;
     for (int v = s->n_vars + 1; v <= s->n_vars + s->n_act; v++)
         if (!enqueue(s, v)) s->root_unsat = 1;
     if (!s->root_unsat && !propagate(s)) s->root_unsat = 1;
@@ -669,6 +673,24 @@ int olm_searcher_forced_extras(olm_searcher *s) {
     if (!propagate(s)) return 0;
     for (int v = 1; v <= s->n_vars; v++)
         if (s->model[v - 1] && s->val[v] != 1) return 0;
+    return 1;
+}
+
+int olm_searcher_check(olm_searcher *s, const int *lits, int n, int complete) {
+    if (s->units_unsat || s->empty_clause) return -1;
+    s->n_levels = 0;
+    for (int i = s->units_end; i < s->trail_len; i++) {
+        int lit = s->trail[i];
+        s->val[lit > 0 ? lit : -lit] = 0;
+    }
+    s->trail_len = s->units_end;
+    s->qhead = 0;
+    for (int i = 0; i < n; i++)
+        if (!enqueue(s, lits[i])) return -1;
+    if (!propagate(s)) return s->oom ? -2 : -1;
+    if (!complete) return 0;
+    for (int v = 1; v <= s->n_total; v++)
+        if (!s->val[v] && !assume(s, -v)) return s->oom ? -2 : 0;
     return 1;
 }
 

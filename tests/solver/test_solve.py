@@ -439,37 +439,33 @@ def test_reporter_sees_phases_and_counters(implementation):
     ] == rec.events
 
 
-class BruteForceBackend:
-    """A tiny backend for tests: tries every assignment, preferring models with many true."""
+class MaximalModelBackend:
+    """A test backend whose models make as many variables true as it can, greedily."""
 
     def __init__(self):
-        self.clauses = []
-        self.conflict = []
+        import pycryptosat
+
+        self.solver = pycryptosat.Solver()
+        self.n = 0
         self.calls = 0
 
     def add_clauses(self, buf):
-        cur = []
-        for lit in buf:
-            if lit:
-                cur.append(lit)
-            else:
-                self.clauses.append(cur)
-                cur = []
+        self.n = max([self.n, *(abs(x) for x in buf)])
+        self.solver.add_clauses(buf)
 
     def solve(self, assumptions):
         self.calls += 1
-        n = max([abs(x) for c in self.clauses for x in c] + [abs(a) for a in assumptions] + [0])
-        for bits in itertools.product((True, False), repeat=n):
-            model = (None, *bits)
-            if all(model[a] if a > 0 else not model[-a] for a in assumptions) and all(
-                any(model[x] if x > 0 else not model[-x] for x in c) for c in self.clauses
-            ):
-                return True, model
-        self.conflict = list(assumptions)
-        return False, None
+        fixed = list(assumptions)
+        sat, _ = self.solver.solve(fixed)
+        if not sat:
+            return False, None
+        for var in range(1, self.n + 1):
+            ok, _ = self.solver.solve([*fixed, var])
+            fixed.append(var if ok else -var)
+        return self.solver.solve(fixed)
 
     def get_conflict(self):
-        return self.conflict
+        return [-x for x in self.solver.get_conflict()]
 
 
 @pytest.fixture
@@ -477,7 +473,7 @@ def brute_backend():
     created = []
 
     def factory():
-        backend = BruteForceBackend()
+        backend = MaximalModelBackend()
         created.append(backend)
         return backend
 
