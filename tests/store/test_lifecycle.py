@@ -1,0 +1,323 @@
+"""Deletion, finalizers, owner garbage collection, watches and retry_on_conflict, on both backends."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import cm, owner_ref
+
+from olmkit.store import Conflict, Expired, Invalid, NotFound, retry_on_conflict
+
+
+def exists(store, name, namespace="default", kind="ConfigMap", api_version="v1"):
+    try:
+        store.get(api_version, kind, name, namespace)
+    except NotFound:
+        return False
+    return True
+
+
+# -- delete and finalizers ---------------------------------------------------------------
+
+
+def test_delete_removes_and_returns_last_state(store):
+    """delete without finalizers removes the object and returns it with the deletion's resourceVersion."""
+    store.create(cm("a"))
+
+    gone = store.delete("v1", "ConfigMap", "a", "default")
+
+    assert "2" == gone["metadata"]["resourceVersion"]
+    assert not exists(store, "a")
+    with pytest.raises(NotFound):
+        store.delete("v1", "ConfigMap", "a", "default")
+
+
+def test_delete_preconditions(store):
+    """delete with a stale resourceVersion or another uid conflicts and keeps the object."""
+    store.create(cm("a"))
+    store.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "default")
+
+    with pytest.raises(Conflict):
+        store.delete("v1", "ConfigMap", "a", "default", resource_version="1")
+    with pytest.raises(Conflict):
+        store.delete("v1", "ConfigMap", "a", "default", uid="other")
+
+    assert exists(store, "a")
+
+
+def test_finalizers_hold_deletion_until_removed(store):
+    """With finalizers, delete only sets deletionTimestamp; removing the last finalizer removes the object."""
+    store.create(cm("a", finalizers=["one", "two"]))
+
+    marked = store.delete("v1", "ConfigMap", "a", "default")
+    again = store.delete("v1", "ConfigMap", "a", "default")
+    marked_meta = marked["metadata"]
+    one_left = store.patch("v1", "ConfigMap", "a", {"metadata": {"finalizers": ["two"]}}, "default")
+
+    assert "2024-01-01T00:00:01Z" == marked_meta["deletionTimestamp"]
+    assert marked == again
+    assert marked_meta["deletionTimestamp"] == one_left["metadata"]["deletionTimestamp"]
+    assert exists(store, "a")
+    last = store.get("v1", "ConfigMap", "a", "default")
+    last["metadata"]["finalizers"] = []
+    store.update(last)
+    assert not exists(store, "a")
+
+
+def test_no_new_finalizers_while_deleting(store):
+    """A finalizer cannot be added to an object being deleted."""
+    store.create(cm("a", finalizers=["one"]))
+    store.delete("v1", "ConfigMap", "a", "default")
+
+    with pytest.raises(Invalid) as info:
+        store.patch("v1", "ConfigMap", "a", {"metadata": {"finalizers": ["one", "two"]}}, "default")
+
+    assert "metadata.finalizers" == info.value.field
+
+
+# -- owner garbage collection --------------------------------------------------------------
+
+
+def test_deleting_an_owner_deletes_what_it_owns_transitively(store):
+    """Deleting an owner removes its dependents, and theirs, in the same namespace."""
+    top = store.create(cm("top"))
+    mid = store.create(cm("mid", ownerReferences=[owner_ref(top)]))
+    store.create(cm("leaf", ownerReferences=[owner_ref(mid)]))
+    store.create(cm("unrelated"))
+
+    store.delete("v1", "ConfigMap", "top", "default")
+
+    assert ["unrelated"] == [o["metadata"]["name"] for o in store.list("v1", "ConfigMap")]
+
+
+def test_namespaced_owner_does_not_reach_other_namespaces(store):
+    """A dependent in another namespace than its namespaced owner is not collected."""
+    owner = store.create(cm("owner", "ns1"))
+    store.create(cm("elsewhere", "ns2", ownerReferences=[owner_ref(owner)]))
+
+    store.delete("v1", "ConfigMap", "owner", "ns1")
+
+    assert exists(store, "elsewhere", "ns2")
+
+
+def test_cluster_scoped_owner_collects_namespaced_dependents(store):
+    """A cluster-scoped owner's namespaced dependents go with it, in any namespace."""
+    role = store.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}})
+    store.create(cm("a", "ns1", ownerReferences=[owner_ref(role)]))
+    store.create(cm("b", "ns2", ownerReferences=[owner_ref(role)]))
+
+    store.delete("rbac.authorization.k8s.io/v1", "ClusterRole", "r")
+
+    assert [] == store.list("v1", "ConfigMap").items
+
+
+def test_dependent_with_another_owner_survives(store):
+    """A dependent that still has a present owner only loses the reference to the deleted one."""
+    one = store.create(cm("one"))
+    two = store.create(cm("two"))
+    store.create(cm("shared", ownerReferences=[owner_ref(one), owner_ref(two)]))
+
+    store.delete("v1", "ConfigMap", "one", "default")
+
+    assert [owner_ref(two)] == store.get("v1", "ConfigMap", "shared", "default")["metadata"]["ownerReferences"]
+    store.delete("v1", "ConfigMap", "two", "default")
+    assert not exists(store, "shared")
+
+
+def test_dependent_with_finalizer_is_marked_not_removed(store):
+    """A dependent with finalizers gets a deletionTimestamp; its own dependents wait for it."""
+    owner = store.create(cm("owner"))
+    dep = store.create(cm("dep", finalizers=["keep"], ownerReferences=[owner_ref(owner)]))
+    store.create(cm("grandchild", ownerReferences=[owner_ref(dep)]))
+
+    store.delete("v1", "ConfigMap", "owner", "default")
+
+    assert "deletionTimestamp" in store.get("v1", "ConfigMap", "dep", "default")["metadata"]
+    assert exists(store, "grandchild")
+    store.patch("v1", "ConfigMap", "dep", {"metadata": {"finalizers": None}}, "default")
+    assert not exists(store, "dep")
+    assert not exists(store, "grandchild")
+
+
+def test_owner_with_finalizer_keeps_dependents_until_it_goes(store):
+    """Dependents stay while their owner waits on a finalizer, and go when it does."""
+    owner = store.create(cm("owner", finalizers=["f"]))
+    store.create(cm("dep", ownerReferences=[owner_ref(owner)]))
+
+    store.delete("v1", "ConfigMap", "owner", "default")
+    kept = exists(store, "dep")
+    store.patch("v1", "ConfigMap", "owner", {"metadata": {"finalizers": []}}, "default")
+
+    assert kept
+    assert not exists(store, "dep")
+
+
+def test_orphan_propagation_keeps_dependents(store):
+    """propagation=Orphan removes the owner and only the dependents' reference to it."""
+    owner = store.create(cm("owner"))
+    store.create(cm("dep", ownerReferences=[owner_ref(owner)]))
+
+    store.delete("v1", "ConfigMap", "owner", "default", propagation="Orphan")
+
+    assert "ownerReferences" not in store.get("v1", "ConfigMap", "dep", "default")["metadata"]
+
+
+def test_owner_reference_cycle_terminates(store):
+    """Objects owning each other are all collected once one is deleted."""
+    a = store.create(cm("a"))
+    b = store.create(cm("b", ownerReferences=[owner_ref(a)]))
+    a = store.get("v1", "ConfigMap", "a", "default")
+    a["metadata"]["ownerReferences"] = [owner_ref(b)]
+    store.update(a)
+
+    store.delete("v1", "ConfigMap", "b", "default")
+
+    assert [] == store.list("v1", "ConfigMap").items
+
+
+# -- watch ---------------------------------------------------------------------------------
+
+
+def events(watch):
+    return [(e.type, e.object["metadata"]["name"], e.resource_version) for e in watch]
+
+
+def test_watch_from_resource_version(store):
+    """A watch from a resourceVersion delivers ADDED, MODIFIED and DELETED after it, in order."""
+    store.create(cm("before"))
+    rv = store.list("v1", "ConfigMap").resource_version
+    store.create(cm("a"))
+    store.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "default")
+    store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    store.delete("v1", "ConfigMap", "a", "default")
+
+    seen = events(store.watch("v1", "ConfigMap", resource_version=rv, timeout=0))
+
+    assert [("ADDED", "a", "2"), ("MODIFIED", "a", "3"), ("DELETED", "a", "5")] == seen
+
+
+def test_watch_without_resource_version_starts_with_current_objects(store):
+    """A watch without resourceVersion first lists current objects as ADDED, then follows changes."""
+    store.create(cm("a"))
+    store.create(cm("b"))
+    store.delete("v1", "ConfigMap", "b", "default")
+    watch = store.watch("v1", "ConfigMap", timeout=0)
+    first = events(watch)
+    store.create(cm("c"))
+
+    resumed = events(store.watch("v1", "ConfigMap", resource_version=watch.resource_version, timeout=0))
+
+    assert [("ADDED", "a", "1")] == first
+    assert [("ADDED", "c", "4")] == resumed
+
+
+def test_watch_filters_namespace_and_labels(store):
+    """A watch delivers only its namespace's and selector's objects."""
+    store.create(cm("a", "ns1", {"app": "x"}))
+    store.create(cm("b", "ns2", {"app": "x"}))
+    store.create(cm("c", "ns1", {"app": "y"}))
+
+    seen = events(store.watch("v1", "ConfigMap", "ns1", "app=x", resource_version="0", timeout=0))
+
+    assert [("ADDED", "a", "1")] == seen
+
+
+def test_watch_reads_as_the_version_asked(store):
+    """Watch events carry the apiVersion the watch asked for."""
+    store.create({"apiVersion": "example.io/v1alpha1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"}})
+
+    seen = list(store.watch("example.io/v1", "Thing", resource_version="0", timeout=0))
+
+    assert ["example.io/v1"] == [e.object["apiVersion"] for e in seen]
+
+
+def test_watch_from_compacted_history_expires(small_store):
+    """Resuming from a resourceVersion older than the kept history raises Expired (the API's 410)."""
+    for i in range(60):
+        small_store.create(cm(f"o{i}"))
+
+    with pytest.raises(Expired) as info:
+        small_store.watch("v1", "ConfigMap", resource_version="1", timeout=0)
+
+    assert 410 == info.value.code
+    assert "1" == info.value.resource_version
+    assert "too old" in str(info.value)
+    recent = events(small_store.watch("v1", "ConfigMap", resource_version="55", timeout=0))
+    assert ["o55", "o56", "o57", "o58", "o59"] == [name for _, name, _ in recent]
+
+
+def test_slow_watcher_expires_while_iterating(small_store):
+    """A watch that falls behind the compaction raises Expired instead of skipping changes."""
+    small_store.create(cm("first"))
+    watch = small_store.watch("v1", "ConfigMap", resource_version="1", timeout=0)
+    for i in range(60):
+        small_store.create(cm(f"o{i}"))
+
+    with pytest.raises(Expired):
+        next(watch)
+
+
+def test_blocking_watch_wakes_on_a_write(store):
+    """A waiting watch delivers a change made by another thread."""
+    rv = store.list("v1", "ConfigMap").resource_version
+    watch = store.watch("v1", "ConfigMap", resource_version=rv, timeout=10)
+    writer = threading.Timer(0.1, lambda: store.create(cm("late")))
+    writer.start()
+
+    event = next(watch)
+    watch.close()
+    writer.join()
+
+    assert ("ADDED", "late") == (event.type, event.object["metadata"]["name"])
+    assert [] == list(watch)
+
+
+def test_watch_timeout_ends_iteration(store):
+    """A watch with a timeout and no changes ends after the timeout."""
+    with store.watch("v1", "ConfigMap", resource_version="0", timeout=0.05) as watch:
+        assert [] == list(watch)
+
+
+def test_bad_watch_resource_version_is_invalid(store):
+    """A non-numeric resourceVersion is Invalid."""
+    with pytest.raises(Invalid):
+        store.watch("v1", "ConfigMap", resource_version="abc")
+
+
+# -- retry_on_conflict -----------------------------------------------------------------------
+
+
+def test_retry_on_conflict_retries_a_read_modify_write(store):
+    """retry_on_conflict re-runs fn after a Conflict until it succeeds."""
+    store.create(cm("counter", data={"n": "0"}))
+    calls = []
+
+    def bump():
+        obj = store.get("v1", "ConfigMap", "counter", "default")
+        if not calls:  # someone else writes between our read and our write, once
+            store.patch("v1", "ConfigMap", "counter", {"data": {"n": "10"}}, "default")
+        calls.append(obj["metadata"]["resourceVersion"])
+        obj["data"]["n"] = str(int(obj["data"]["n"]) + 1)
+        return store.update(obj)
+
+    result = retry_on_conflict(bump, attempts=3, backoff=0)
+
+    assert "11" == result["data"]["n"]
+    assert ["1", "2"] == calls
+
+
+def test_retry_on_conflict_gives_up(store):
+    """After the last attempt the Conflict propagates."""
+    calls = []
+
+    def always():
+        calls.append(1)
+        raise Conflict(kind="ConfigMap", name="x", expected="1", actual="2")
+
+    with pytest.raises(Conflict):
+        retry_on_conflict(always, attempts=4, backoff=0)
+
+    assert 4 == len(calls)
+    with pytest.raises(Invalid):
+        retry_on_conflict(always, attempts=0)
