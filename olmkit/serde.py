@@ -184,7 +184,7 @@ def _extra(raw: Mapping[str, Any], known: frozenset[str]) -> Mapping[str, Any] |
 
 
 def package_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> Package:
-    """An ``olm.package`` blob as a :class:`Package`."""
+    """A package blob (:data:`SCHEMA_PACKAGE`) as a :class:`Package`."""
     icon = raw.get("icon")
     if icon is not None and not isinstance(icon, Mapping):
         raise WireError("icon", "must be an object")
@@ -365,7 +365,7 @@ def _bundle_from_dict_slow(
 
 
 def package_to_dict(package: Package) -> dict[str, Any]:
-    """A :class:`Package` as an ``olm.package`` blob."""
+    """A :class:`Package` as a package blob (:data:`SCHEMA_PACKAGE`)."""
     out: dict[str, Any] = {"schema": SCHEMA_PACKAGE, "name": package.name}
     if package.default_channel:
         out["defaultChannel"] = package.default_channel

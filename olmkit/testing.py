@@ -99,3 +99,26 @@ def hook_recorder(olmkit_pm: PluginManager) -> Iterator[HookRecorder]:
     recorder.attach(olmkit_pm)
     yield recorder
     recorder.undo()
+
+
+@pytest.fixture
+def make_catalog(olmkit_pm: PluginManager, tmp_path: Any) -> Callable[..., Any]:
+    """``make_catalog(blobs, name="test", pm=None)``: write FBC blobs to a tmp dir and load them.
+
+    ``blobs`` is a list of mappings (one JSON line each) or a mapping ``{relative file: [blobs]}``.
+    Returns the loaded :class:`olmkit.catalog.Catalog` (no on-disk cache).
+    """
+    import orjson
+
+    from olmkit.catalog import load_catalog
+
+    def make(blobs: Any, name: str = "test", pm: PluginManager | None = None) -> Any:
+        root = tmp_path / name
+        files = blobs if isinstance(blobs, dict) else {"catalog.json": blobs}
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"".join(orjson.dumps(b) + b"\n" for b in content))
+        return load_catalog(root, (pm or olmkit_pm).registry, name=name, cache=False)
+
+    return make
