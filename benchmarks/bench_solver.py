@@ -1,19 +1,21 @@
 """Benchmarks of the SAT layer (pytest-benchmark; kept out of the default test run).
 
-Run::
+Run (the file is named bench_*, so pytest must be told to collect it)::
 
-    pytest benchmarks/bench_solver.py --benchmark-only
-    python benchmarks/bench_solver.py          # quick table without pytest-benchmark
+    pytest benchmarks/bench_solver.py -o python_files='bench_*.py' -o python_functions='bench_*'
+    python benchmarks/bench_solver.py          # quick table with phases and counters
 
 Problems, all from fixed seeds:
 
 * ``olm256``: the shape of upstream OLM's ``solver/bench_test.go``: 256 variables, each
   Mandatory with p=.1, a Dependency on 1-5 random others with p=.15, and 1-2 Conflicts
   with p=.05 (Python's RNG, so the same shape, not the same instance).
-* ``catalog``: an OLM-like problem of ~100k variables: P packages of B bundles, a
-  package-uniqueness variable per package (Mandatory + AtMost(1)), bundles depending on
-  lower-numbered packages (candidate lists in preference order), upgrade conflicts, and
-  S subscriptions (Mandatory + Dependency on one package's bundles).
+* ``catalog-*``: OLM-like problems of ~40k and ~100k variables: P packages of B
+  bundles, a package-uniqueness variable per package (Mandatory + AtMost(1)), bundles
+  depending on lower-numbered packages (candidate lists in preference order), upgrade
+  conflicts, and S subscriptions (Mandatory + Dependency on one package's bundles);
+  ``-apis`` adds GVK-like uniqueness rules shared by neighbouring packages (the search
+  backtracks), ``-unsat`` prohibits what a subscription needs (explanation path).
 
 Every result records which implementation (native C or pure Python) and which SAT
 backend ran, in ``extra_info``.
@@ -33,6 +35,7 @@ from olmkit._solver import (
     Dependency,
     Mandatory,
     NotSatisfiable,
+    Prohibited,
     SolverReporter,
     Variable,
     _encode,
@@ -64,8 +67,21 @@ def olm256(seed: int = 9) -> list[Variable]:
     return out
 
 
-def catalog(packages: int = 5000, bundles: int = 20, subscriptions: int = 200, seed: int = 1) -> list[Variable]:
-    """An OLM-like resolution problem: ~packages*bundles bundle variables."""
+def catalog(
+    packages: int = 5000,
+    bundles: int = 20,
+    subscriptions: int = 200,
+    seed: int = 1,
+    shared_api: float = 0.0,
+    unsatisfiable: bool = False,
+) -> list[Variable]:
+    """An OLM-like resolution problem: ~packages*bundles bundle variables.
+
+    ``shared_api``: probability that package p's newest five bundles provide an API that
+    package p+1's newest five also provide (a GVK uniqueness rule: Mandatory + AtMost(1)),
+    which makes the search backtrack. ``unsatisfiable``: every bundle of the first
+    subscription's package is prohibited, so the explanation path runs.
+    """
     rng = random.Random(seed)
     names = [[f"cat/ns/stable/p{p}.v{b}" for b in range(bundles - 1, -1, -1)] for p in range(packages)]
     out: list[Variable] = []
@@ -82,9 +98,17 @@ def catalog(packages: int = 5000, bundles: int = 20, subscriptions: int = 200, s
             out.append(Variable(name, tuple(cs)))
     for p in range(packages):
         out.append(Variable(f"p{p}", (Mandatory(), AtMost(1, tuple(names[p])))))
+    for p in range(packages - 1):
+        if rng.random() < shared_api:
+            members = tuple(names[p][:5] + names[p + 1][:5])
+            out.append(Variable(f"api{p}", (Mandatory(), AtMost(1, members))))
     for s in range(subscriptions):
         p = rng.randrange(packages)
         out.append(Variable(f"subscription:s{s}", (Mandatory(), Dependency(tuple(names[p])))))
+    if unsatisfiable:
+        sub = out[-subscriptions]
+        doomed = set(sub.constraints[1].ids)  # type: ignore[union-attr]
+        out = [Variable(v.id, (*v.constraints, Prohibited())) if v.id in doomed else v for v in out]
     return out
 
 
@@ -92,6 +116,8 @@ PROBLEMS: dict[str, Callable[[], list[Variable]]] = {
     "olm256": olm256,
     "catalog-2k": lambda: catalog(packages=2000, subscriptions=100),
     "catalog-100k": catalog,
+    "catalog-100k-apis": lambda: catalog(shared_api=0.2),
+    "catalog-100k-unsat": lambda: catalog(unsatisfiable=True),
 }
 
 
@@ -130,7 +156,7 @@ if pytest is not None:
 
     @pytest.mark.parametrize("problem", list(PROBLEMS))
     def bench_solve(benchmark, implementation, problem):
-        if problem == "catalog-100k" and implementation == "pure":
+        if problem.startswith("catalog-100k") and implementation == "pure":
             rounds = 1
         else:
             rounds = 5
