@@ -60,8 +60,11 @@ def write_forever(path: str, ready: str) -> None:
         ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": f"o{n}", "uid": owner["metadata"]["uid"]}
         for i in range(3):
             store.create(
-                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"o{n}-{i}", "namespace": "a",
-                                                                    "ownerReferences": [ref]}}
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": f"o{n}-{i}", "namespace": "a", "ownerReferences": [ref]},
+                }
             )
         store.patch("v1", "ConfigMap", f"o{n}", {"data": {"k": "v"}}, "a")
         if n % 2:

@@ -57,3 +57,6 @@ def owner_ref(obj):
         "name": obj["metadata"]["name"],
         "uid": obj["metadata"]["uid"],
     }
+
+
+RBAC_ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}}

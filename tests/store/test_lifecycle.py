@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import cm, owner_ref
+from conftest import RBAC_ROLE, cm, owner_ref
 
 from olmkit.store import Conflict, Expired, Invalid, NotFound, retry_on_conflict
 
@@ -103,7 +103,7 @@ def test_namespaced_owner_does_not_reach_other_namespaces(store):
 
 def test_cluster_scoped_owner_collects_namespaced_dependents(store):
     """A cluster-scoped owner's namespaced dependents go with it, in any namespace."""
-    role = store.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}})
+    role = store.create(RBAC_ROLE)
     store.create(cm("a", "ns1", ownerReferences=[owner_ref(role)]))
     store.create(cm("b", "ns2", ownerReferences=[owner_ref(role)]))
 

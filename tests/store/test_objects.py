@@ -79,7 +79,11 @@ def test_namespaced_kind_needs_a_namespace(store):
 def test_cluster_scoped_kinds_have_no_namespace(store):
     """A cluster-scoped object loses a namespace it was given, and get ignores one."""
     created = store.create(
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r", "namespace": "x"}}
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "r", "namespace": "x"},
+        }
     )
 
     assert "namespace" not in created["metadata"]
@@ -129,7 +133,10 @@ def test_reading_another_version_of_the_group(store):
         ({"apiVersion": "v1", "metadata": {"name": "a", "namespace": "n"}}, "kind"),
         ({"apiVersion": "v1", "kind": "ConfigMap"}, "metadata"),
         ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "n"}}, "metadata.name"),
-        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name", "namespace": "n"}}, "metadata.name"),
+        (
+            cm("Bad_Name", "n"),
+            "metadata.name",
+        ),
         (cm("a", labels={"x": 1}), "metadata.labels"),
         (cm("a", finalizers="f"), "metadata.finalizers"),
         (cm("a", ownerReferences=[{"name": "x"}]), "metadata.ownerReferences[0]"),
@@ -197,8 +204,10 @@ def names(objs):
         ({"matchLabels": {"app": "x"}}, ["a", "c"]),
         ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, ["b", "d"]),
         ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["y", "z"]}]}, ["b"]),
-        ({"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]},
-         ["a"]),
+        (
+            {"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]},
+            ["a"],
+        ),
         ({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, ["a", "b", "c"]),
     ],
 )
@@ -220,11 +229,24 @@ def test_list_one_namespace_in_name_order(labelled):
 
 @pytest.mark.parametrize(
     "selector",
-    ["=x", "app in x", "app in ()", "a,,b", "app=x,", "a b", "bad key!=x", "a=(", "!", "k=v v",
-     {"matchExpressions": [{"key": "a", "operator": "Like"}]},
-     {"matchExpressions": [{"key": "a", "operator": "In"}]},
-     {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
-     {"matchLabels": {"a": 1}}, {"selector": {}}, 42],
+    [
+        "=x",
+        "app in x",
+        "app in ()",
+        "a,,b",
+        "app=x,",
+        "a b",
+        "bad key!=x",
+        "a=(",
+        "!",
+        "k=v v",
+        {"matchExpressions": [{"key": "a", "operator": "Like"}]},
+        {"matchExpressions": [{"key": "a", "operator": "In"}]},
+        {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+        {"matchLabels": {"a": 1}},
+        {"selector": {}},
+        42,
+    ],
 )
 def test_malformed_selectors_are_invalid(labelled, selector):
     """A malformed selector is Invalid with field labelSelector."""
@@ -287,8 +309,14 @@ def test_uid_precondition(store):
 
 def test_generation_bumps_only_on_spec_changes(store):
     """generation grows when anything outside metadata and status changes, not on label changes."""
-    obj = store.create({"apiVersion": "example.io/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"},
-                        "spec": {"size": 1}})
+    obj = store.create(
+        {
+            "apiVersion": "example.io/v1",
+            "kind": "Thing",
+            "metadata": {"name": "t", "namespace": "n"},
+            "spec": {"size": 1},
+        }
+    )
     obj["metadata"]["labels"] = {"new": "label"}
     relabelled = store.update(obj)
     relabelled["spec"]["size"] = 2
@@ -300,8 +328,9 @@ def test_generation_bumps_only_on_spec_changes(store):
 
 def test_update_ignores_status_and_system_metadata(store):
     """update keeps the stored status, uid, creationTimestamp and generation whatever it carries."""
-    created = store.create({"apiVersion": "example.io/v1", "kind": "Thing",
-                            "metadata": {"name": "t", "namespace": "n"}, "spec": {"a": 1}})
+    created = store.create(
+        {"apiVersion": "example.io/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"}, "spec": {"a": 1}}
+    )
     store.update_status(dict(created, status={"phase": "Ready"}))
     fresh = store.get("example.io/v1", "Thing", "t", "n")
     fresh["status"] = {"phase": "Hacked"}
@@ -327,8 +356,14 @@ def test_update_that_changes_nothing_writes_nothing(store):
 
 def test_update_status_changes_only_status(store):
     """update_status replaces status, keeps spec and metadata, and does not bump generation."""
-    created = store.create({"apiVersion": "example.io/v1", "kind": "Thing",
-                            "metadata": {"name": "t", "namespace": "n", "labels": {"a": "b"}}, "spec": {"x": 1}})
+    created = store.create(
+        {
+            "apiVersion": "example.io/v1",
+            "kind": "Thing",
+            "metadata": {"name": "t", "namespace": "n", "labels": {"a": "b"}},
+            "spec": {"x": 1},
+        }
+    )
     changed = dict(created, spec={"x": 99}, status={"phase": "Ready"})
     changed["metadata"] = dict(created["metadata"], labels={"a": "changed"})
 
@@ -347,11 +382,22 @@ def test_update_status_changes_only_status(store):
 
 def test_merge_patch(store):
     """A merge patch merges mappings, replaces lists and scalars, and removes keys set to null."""
-    store.create({"apiVersion": "example.io/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"},
-                  "spec": {"a": {"b": 1, "c": 2}, "list": [1, 2], "gone": True}})
+    store.create(
+        {
+            "apiVersion": "example.io/v1",
+            "kind": "Thing",
+            "metadata": {"name": "t", "namespace": "n"},
+            "spec": {"a": {"b": 1, "c": 2}, "list": [1, 2], "gone": True},
+        }
+    )
 
-    patched = store.patch("example.io/v1", "Thing", "t", {"spec": {"a": {"c": 3, "d": 4}, "list": [9], "gone": None},
-                                                          "metadata": {"labels": {"l": "v"}}}, "n")
+    patched = store.patch(
+        "example.io/v1",
+        "Thing",
+        "t",
+        {"spec": {"a": {"c": 3, "d": 4}, "list": [9], "gone": None}, "metadata": {"labels": {"l": "v"}}},
+        "n",
+    )
 
     assert {"a": {"b": 1, "c": 3, "d": 4}, "list": [9]} == patched["spec"]
     assert {"l": "v"} == patched["metadata"]["labels"]
@@ -371,8 +417,9 @@ def test_merge_patch_with_stale_resource_version_conflicts(store):
 
 def test_status_patch_touches_only_status(store):
     """patch with subresource=status changes status; a plain patch cannot change status."""
-    store.create({"apiVersion": "example.io/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"},
-                  "spec": {"x": 1}})
+    store.create(
+        {"apiVersion": "example.io/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"}, "spec": {"x": 1}}
+    )
 
     store.patch("example.io/v1", "Thing", "t", {"status": {"phase": "A"}, "spec": {"x": 2}}, "n", subresource="status")
     after_plain = store.patch("example.io/v1", "Thing", "t", {"status": {"phase": "B"}}, "n")
