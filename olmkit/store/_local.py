@@ -258,7 +258,8 @@ class LocalStore(Store):
                 field="metadata.resourceVersion",
             )
         generate = meta.get("generateName")
-        if not meta.get("name") and isinstance(generate, str) and generate:
+        generated = not meta.get("name") and isinstance(generate, str) and bool(generate)
+        if generated:
             meta["name"] = generate + "xxxxx"  # placeholder for validation; replaced below
         key = self._address(new)
         self._check_name(key[3], kind, meta.get("namespace"))
@@ -268,7 +269,7 @@ class LocalStore(Store):
         if (key[0], kind) == (CRD_GROUP, CRD_KIND):
             crd_scope = self._crd_scope(new)
         with self._transaction() as txn:
-            if meta.get("generateName") and meta["name"] == generate + "xxxxx":
+            if generated:
                 while True:
                     meta["name"] = generate + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
                     key = (*key[:3], meta["name"])

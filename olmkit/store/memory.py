@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -152,7 +153,7 @@ class MemoryStore(LocalStore):
             first = self._events[0][0] if self._events else rv + 1
             picked = [
                 e
-                for e in list(self._events)[max(0, rv + 1 - first) :]
+                for e in itertools.islice(self._events, max(0, rv + 1 - first), None)
                 if e[2] == group and e[3] == kind and (namespace is None or e[4] == namespace)
             ]
             last = self._rv

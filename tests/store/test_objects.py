@@ -475,3 +475,12 @@ def test_patch_of_missing_object_is_not_found(store):
     """patch never creates."""
     with pytest.raises(NotFound):
         store.patch("v1", "ConfigMap", "ghost", {"data": {}}, "default")
+
+
+def test_explicit_name_wins_over_generate_name(store):
+    """With both metadata.name and generateName, the name is kept as given."""
+    obj = cm("install-xxxxx", "n", generateName="install-")
+
+    assert "install-xxxxx" == store.create(obj)["metadata"]["name"]
+    with pytest.raises(AlreadyExists):
+        store.create(obj)
