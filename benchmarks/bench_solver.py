@@ -156,15 +156,10 @@ if pytest is not None:
 
     @pytest.mark.parametrize("problem", list(PROBLEMS))
     def bench_solve(benchmark, implementation, problem):
-        if problem.startswith("catalog-100k") and implementation == "pure":
-            rounds = 1
-        else:
-            rounds = 5
+        rounds = 1 if problem.startswith("catalog-100k") and implementation == "pure" else 5
         variables = _CACHE.setdefault(problem, PROBLEMS[problem]())
         timer = PhaseTimer()
-        benchmark.extra_info.update(
-            implementation=implementation, backend=DEFAULT_BACKEND, variables=len(variables)
-        )
+        benchmark.extra_info.update(implementation=implementation, backend=DEFAULT_BACKEND, variables=len(variables))
         result = benchmark.pedantic(run, args=(variables, timer), rounds=rounds, iterations=1)
         benchmark.extra_info.update(result=result, phases=timer.phases, counters=timer.counters)
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found]
+from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["Searcher", "encode", "encode_counter"]
 
 
-def _ptr(buf: array, ctype: str = "int *") -> Any:
+def _ptr(buf: array[int], ctype: str = "int *") -> Any:
     if len(buf) == 0:
         return ffi.NULL
     return ffi.cast(ctype, ffi.from_buffer(buf))
 
 
-def _take(out: Any, out_len: Any) -> array:
+def _take(out: Any, out_len: Any) -> array[int]:
     n = out_len[0]
     try:
         result = array("i")
@@ -32,7 +32,7 @@ def _take(out: Any, out_len: Any) -> array:
     return result
 
 
-def encode(n_vars: int, nodes: array, args: array, top: array) -> tuple[array, int]:
+def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) -> tuple[array[int], int]:
     """See :func:`olmkit._solver._pure.encode`."""
     out = ffi.new("int **")
     out_len = ffi.new("size_t *")
@@ -43,7 +43,7 @@ def encode(n_vars: int, nodes: array, args: array, top: array) -> tuple[array, i
     return _take(out, out_len), top_var[0]
 
 
-def encode_counter(first_var: int, lits: array) -> tuple[array, array, int]:
+def encode_counter(first_var: int, lits: array[int]) -> tuple[array[int], array[int], int]:
     """See :func:`olmkit._solver._pure.encode_counter`."""
     k = len(lits)
     out = ffi.new("int **")
@@ -67,14 +67,14 @@ class Searcher:
         self,
         n_vars: int,
         n_total: int,
-        clauses: array,
+        clauses: array[int],
         n_act: int,
-        nodes: array,
-        args: array,
+        nodes: array[int],
+        args: array[int],
         anchor_start: int,
         n_anchors: int,
-        vdep_start: array,
-        vdep: array,
+        vdep_start: array[int],
+        vdep: array[int],
     ) -> None:
         self.n_vars = n_vars
         # The C side keeps pointers into these arrays: hold on to them.
@@ -103,7 +103,7 @@ class Searcher:
             raise MemoryError("olmkit._solver: out of memory during the search")
         return rc
 
-    def assumptions(self) -> array:
+    def assumptions(self) -> array[int]:
         """See :meth:`olmkit._solver._pure.Searcher.assumptions`."""
         n = lib.olm_searcher_assumptions(self._s, ffi.NULL)
         out = array("i", bytes(4 * n))
@@ -111,7 +111,7 @@ class Searcher:
             lib.olm_searcher_assumptions(self._s, _ptr(out))
         return out
 
-    def resume(self, sat: bool, model: bytes | None, core: array | None) -> None:
+    def resume(self, sat: bool, model: bytes | None, core: array[int] | None) -> None:
         """See :meth:`olmkit._solver._pure.Searcher.resume`."""
         if sat:
             assert model is not None
@@ -134,7 +134,7 @@ class Searcher:
         """See :meth:`olmkit._solver._pure.Searcher.forced_extras`."""
         return bool(lib.olm_searcher_forced_extras(self._s))
 
-    def check(self, lits: array, complete: bool) -> int:
+    def check(self, lits: array[int], complete: bool) -> int:
         """See :meth:`olmkit._solver._pure.Searcher.check`."""
         rc: int = lib.olm_searcher_check(self._s, _ptr(lits), len(lits), 1 if complete else 0)
         if rc == -2:

@@ -41,15 +41,15 @@ class Problem:
 
     variables: Sequence[Variable]
     n_vars: int
-    nodes: array
-    args: array
-    top: array
-    top_owner: array
-    top_index: array
+    nodes: array[int]
+    args: array[int]
+    top: array[int]
+    top_owner: array[int]
+    top_index: array[int]
     anchor_start: int
     n_anchors: int
-    vdep_start: array
-    vdep: array
+    vdep_start: array[int]
+    vdep: array[int]
 
     @property
     def n_act(self) -> int:
@@ -156,8 +156,7 @@ def flatten(variables: Sequence[Variable]) -> Problem:
     for i, variable in enumerate(variables):
         x = i + 1
         anchor = False
-        k = 0
-        for c in variable.constraints:
+        for k, c in enumerate(variable.constraints):
             cls = type(c)
             # The common kinds inline; combinators and bad input through add_node.
             if cls is Dependency:
@@ -181,7 +180,6 @@ def flatten(variables: Sequence[Variable]) -> Problem:
             top_append(node)
             owner_append(i)
             kidx_append(k)
-            k += 1
         if anchor:
             anchors.append(x)
         vdep_start_append(len(vdep))

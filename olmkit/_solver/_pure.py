@@ -51,7 +51,7 @@ UNSAT = -1
 class _Encoder:
     __slots__ = ("args", "nodes", "out", "top_var", "true_var")
 
-    def __init__(self, nodes: array, args: array, next_var: int) -> None:
+    def __init__(self, nodes: array[int], args: array[int], next_var: int) -> None:
         self.nodes = nodes
         self.args = args
         self.out = array("i")
@@ -72,7 +72,7 @@ class _Encoder:
         self.out.extend(lits)
         self.out.append(0)
 
-    def atmost_top(self, act: int, xs: array, n: int) -> None:
+    def atmost_top(self, act: int, xs: array[int], n: int) -> None:
         m = len(xs)
         if n >= m:
             return
@@ -97,7 +97,7 @@ class _Encoder:
                 self.clause(-act, -x, -s(i - 1, n - 1))
         self.clause(-act, -xs[m - 1], -s(m - 2, n - 1))
 
-    def atmost_full(self, xs: array, n: int) -> int:
+    def atmost_full(self, xs: array[int], n: int) -> int:
         m = len(xs)
         if n >= m:
             return self.true()
@@ -174,7 +174,7 @@ class _Encoder:
         return g
 
 
-def encode(n_vars: int, nodes: array, args: array, top: array) -> tuple[array, int]:
+def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) -> tuple[array[int], int]:
     """Encode the top-level constraints ``top`` as clauses with activation literals.
 
     Args:
@@ -211,7 +211,7 @@ def encode(n_vars: int, nodes: array, args: array, top: array) -> tuple[array, i
     return enc.out, enc.top_var
 
 
-def encode_counter(first_var: int, lits: array) -> tuple[array, array, int]:
+def encode_counter(first_var: int, lits: array[int]) -> tuple[array[int], array[int], int]:
     """Encode a counter over ``lits`` whose outputs bound how many of them are true.
 
     Args:
@@ -275,14 +275,14 @@ class Searcher:
         self,
         n_vars: int,
         n_total: int,
-        clauses: array,
+        clauses: array[int],
         n_act: int,
-        nodes: array,
-        args: array,
+        nodes: array[int],
+        args: array[int],
         anchor_start: int,
         n_anchors: int,
-        vdep_start: array,
-        vdep: array,
+        vdep_start: array[int],
+        vdep: array[int],
     ) -> None:
         self.n_vars = n_vars
         self.n_total = n_total
@@ -322,7 +322,7 @@ class Searcher:
 
     # -- propagation -----------------------------------------------------------
 
-    def _load(self, clauses: array) -> None:
+    def _load(self, clauses: array[int]) -> None:
         stamp = [0] * (self.n_total + 1)
         sign = bytearray(self.n_total + 1)
         lits = self.lits
@@ -532,11 +532,11 @@ class Searcher:
                 return SAT
             self._push_guess()
 
-    def assumptions(self) -> array:
+    def assumptions(self) -> array[int]:
         """The guessed literals, oldest first (the activation literals are not included)."""
         return array("i", [g[0] for g in self.guesses if g[0]])
 
-    def resume(self, sat: bool, model: bytes | None, core: array | None) -> None:
+    def resume(self, sat: bool, model: bytes | None, core: array[int] | None) -> None:
         """Report the SAT solver's answer to the question :meth:`run` asked.
 
         Args:
@@ -589,12 +589,9 @@ class Searcher:
         if not self._propagate():
             return False
         val = self.val
-        for p in range(self.n_vars):
-            if model[p] and val[p + 1] != 1:
-                return False
-        return True
+        return all(val[p + 1] == 1 for p in range(self.n_vars) if model[p])
 
-    def check(self, lits: array, complete: bool) -> int:
+    def check(self, lits: array[int], complete: bool) -> int:
         """Decide ``lits`` (activation literals, typically) cheaply, if possible.
 
         Returns -1 when unit propagation refutes them, 1 when ``complete`` is true and

@@ -41,7 +41,7 @@ _NO_REPORTER = SolverReporter()
 class _LazyBackend:
     """Creates the backend and teaches it the clauses on first use only."""
 
-    def __init__(self, factory: object, clauses: array) -> None:
+    def __init__(self, factory: object, clauses: array[int]) -> None:
         self._factory = factory
         self._clauses = clauses
         self._backend: Backend | None = None
@@ -139,19 +139,17 @@ def solve(
 
     guessed = searcher.assumptions()
     rep.on_guesses([variables[m - 1].id for m in guessed])
-    model = searcher.model()
+    final = searcher.model()
     if not searcher.forced_extras():
-        model = _minimize_extras(lazy, acts, guessed, model, n_total)
+        final = _minimize_extras(lazy, acts, guessed, final, n_total)
     rep.on_phase("minimize", perf_counter() - t2)
 
-    selected = [v for v, bit in zip(variables, model) if bit]
+    selected = [v for v, bit in zip(variables, final, strict=True) if bit]
     rep.on_result([v.id for v in selected])
     return selected
 
 
-def _minimize_extras(
-    lazy: _LazyBackend, acts: array, guessed: array, model: bytes, n_total: int
-) -> bytes:
+def _minimize_extras(lazy: _LazyBackend, acts: array[int], guessed: array[int], model: bytes, n_total: int) -> bytes:
     """Fix model-false variables false and find a model with the fewest extras."""
     n_vars = len(model)
     is_guessed = bytearray(n_vars + 1)
@@ -180,7 +178,7 @@ def _minimize_extras(
 
 
 def _explain(
-    problem: Problem, searcher: Any, lazy: _LazyBackend, acts: array, minimize: bool
+    problem: Problem, searcher: Any, lazy: _LazyBackend, acts: array[int], minimize: bool
 ) -> tuple[AppliedConstraint, ...]:
     """The constraints that cannot hold together, as the backend's failed assumptions."""
     backend = lazy.get()

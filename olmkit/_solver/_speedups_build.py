@@ -45,7 +45,6 @@ void olm_searcher_stats(const olm_searcher *s, long long *out);
 _compile_args = ["-O2"] if os.name != "nt" else ["/O2"]
 
 
-
 def make_builder(source_dir: str = SOURCE_DIR) -> FFI:
     """Return the FFI builder, reading the C sources from ``source_dir``."""
     builder = FFI()

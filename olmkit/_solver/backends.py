@@ -37,7 +37,7 @@ class Backend(Protocol):
     Literals are non-zero ints in DIMACS style: ``v`` or ``-v`` for variable ``v >= 1``.
     """
 
-    def add_clauses(self, clauses: array) -> None:
+    def add_clauses(self, clauses: array[int]) -> None:
         """Add clauses: an ``array('i')`` of zero-terminated clauses."""
 
     def solve(self, assumptions: Sequence[int]) -> tuple[bool, Sequence[bool | None] | None]:
@@ -66,7 +66,7 @@ class CryptoMiniSatBackend:
         self._solver = pycryptosat.Solver(threads=1)
         self._n_vars = 0
 
-    def add_clauses(self, clauses: array) -> None:
+    def add_clauses(self, clauses: array[int]) -> None:
         if len(clauses):
             self._solver.add_clauses(clauses)
             self._n_vars = self._solver.nb_vars()

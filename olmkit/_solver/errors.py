@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
-from olmkit.errors import OlmkitError
 from olmkit._solver.constraints import AppliedConstraint
+from olmkit.errors import OlmkitError
 
 __all__ = ["DuplicateIdentifier", "InvalidInput", "NotSatisfiable", "SolverError"]
 
@@ -32,6 +34,10 @@ class DuplicateIdentifier(SolverError):
         return f'duplicate identifier "{self.identifier}" in input'
 
 
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.define(auto_exc=True, eq=False)
 class InvalidInput(SolverError):
     """The input is inconsistent: constraints name unknown variables or carry bad values.
@@ -40,7 +46,7 @@ class InvalidInput(SolverError):
         problems: one text per problem, in input order.
     """
 
-    problems: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=tuple)
+    problems: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_strings)
 
     def __str__(self) -> str:
         return f"{len(self.problems)} errors encountered: {', '.join(self.problems)}"
@@ -60,9 +66,7 @@ class NotSatisfiable(SolverError):
         applied: the conflicting constraints (minimal unless the caller asked otherwise).
     """
 
-    applied: tuple[AppliedConstraint, ...] = attrs.field(
-        default=(), kw_only=True, converter=_sorted_applied
-    )
+    applied: tuple[AppliedConstraint, ...] = attrs.field(default=(), kw_only=True, converter=_sorted_applied)
     exit_code: int = attrs.field(default=1, kw_only=True)
 
     def __str__(self) -> str:

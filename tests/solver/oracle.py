@@ -54,11 +54,9 @@ def brute_force(
 ) -> set[str] | None:
     """Some set of identifiers satisfying the constraints (all of them, or ``applied``)."""
     ids = [v.id for v in variables]
-    pairs = (
-        [(v.id, c) for v in variables for c in v.constraints] if applied is None else list(applied)
-    )
+    pairs = [(v.id, c) for v in variables for c in v.constraints] if applied is None else list(applied)
     for bits in itertools.product((False, True), repeat=len(ids)):
-        chosen = {i for i, b in zip(ids, bits) if b}
+        chosen = {i for i, b in zip(ids, bits, strict=True) if b}
         if all(holds(c, s, chosen) for s, c in pairs):
             return chosen
     return None
@@ -112,7 +110,7 @@ def upstream_guesses(variables: Sequence[Variable]) -> list[str] | None:
     def solvable(assign: dict[str, bool]) -> bool:
         free = [i for i in ids if i not in assign]
         for bits in itertools.product((False, True), repeat=len(free)):
-            chosen = {i for i, b in assign.items() if b} | {i for i, b in zip(free, bits) if b}
+            chosen = {i for i, b in assign.items() if b} | {i for i, b in zip(free, bits, strict=True) if b}
             if satisfies(variables, chosen):
                 return True
         return False

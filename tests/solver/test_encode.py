@@ -8,8 +8,7 @@ from array import array
 import pycryptosat
 import pytest
 
-from olmkit._solver import AtMost, Dependency, Mandatory, Not, Or, And, Conflict, Prohibited, Variable
-from olmkit._solver import _encode, _pure
+from olmkit._solver import And, AtMost, Conflict, Dependency, Mandatory, Not, Or, Prohibited, Variable, _encode, _pure
 from olmkit._solver._problem import flatten
 
 needs_native = pytest.mark.skipif("native" not in _encode.available(), reason="C accelerator not built")
@@ -74,7 +73,7 @@ def test_counter_bounds(implementation):
     """The extras counter's output w allows at most w of its literals."""
 
     lits = array("i", [1, 2, 3])
-    buf, outs, top = _encode.get().encode_counter(4, lits)
+    buf, outs, _ = _encode.get().encode_counter(4, lits)
     assert 3 == len(outs)
     for w in range(3):
         for bits in itertools.product((False, True), repeat=3):

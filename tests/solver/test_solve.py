@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 import pytest
@@ -246,7 +245,14 @@ CASES = [
     (
         "AtMost 2 allows two of three",
         [
-            v("a", Mandatory(), Dependency(("b",)), Dependency(("c",)), Dependency(("d", "c")), AtMost(2, ("b", "c", "d"))),
+            v(
+                "a",
+                Mandatory(),
+                Dependency(("b",)),
+                Dependency(("c",)),
+                Dependency(("d", "c")),
+                AtMost(2, ("b", "c", "d")),
+            ),
             v("b"),
             v("c"),
             v("d"),
@@ -291,7 +297,12 @@ def test_exhausted_choice_result(implementation):
     """When every candidate of a choice fails, the SAT solver still finds a model."""
 
     variables = [
-        v("a", Mandatory(), Or((Dependency(("p",)), Dependency(("q",)))), Or((Dependency(("p",)), Not(Dependency(("q",)))))),
+        v(
+            "a",
+            Mandatory(),
+            Or((Dependency(("p",)), Dependency(("q",)))),
+            Or((Dependency(("p",)), Not(Dependency(("q",))))),
+        ),
         v("p"),
         v("q"),
     ]
@@ -315,7 +326,10 @@ def test_exhausted_choice_result(implementation):
             ],
             "a permits at most 1 of x, y, x is mandatory, y is mandatory",
         ),
-        ([v("a", Mandatory(), Dependency(()))], "a has a dependency without any candidates to satisfy it, a is mandatory"),
+        (
+            [v("a", Mandatory(), Dependency(()))],
+            "a has a dependency without any candidates to satisfy it, a is mandatory",
+        ),
         (
             [v("s", Mandatory(message="subscription s exists"), Dependency((), message="no operators found"))],
             "no operators found, subscription s exists",
@@ -337,7 +351,8 @@ def test_conflict_set_is_minimal(implementation):
     noise = [v(f"n{i}", Mandatory(), Dependency((f"m{i}", "c")), Conflict(f"z{i}")) for i in range(20)]
     noise += [v(f"m{i}", AtMost(1, (f"m{i}", f"z{i}", "b"))) for i in range(20)]
     noise += [v(f"z{i}") for i in range(20)]
-    variables = noise + [
+    variables = [
+        *noise,
         v("a", Mandatory(), Dependency(("b", "c"))),
         v("b", Prohibited()),
         v("c", Conflict("a")),
@@ -385,8 +400,7 @@ def test_deterministic(implementation):
         ([v("a"), v("a")], 'duplicate identifier "a" in input'),
         (
             [v("a", Dependency(("x", "b")), Conflict("y")), v("b")],
-            '2 errors encountered: variable "x" referenced but not provided, '
-            'variable "y" referenced but not provided',
+            '2 errors encountered: variable "x" referenced but not provided, variable "y" referenced but not provided',
         ),
         ([v("a", AtMost(-1, ("a",)))], '1 errors encountered: variable "a" permits at most -1: n must be >= 0'),
         ([v("a", Not(Conflict("zz")))], '1 errors encountered: variable "zz" referenced but not provided'),
@@ -486,7 +500,12 @@ def test_plugin_backend_and_extras_minimisation(implementation, brute_backend):
     """A registered backend is used; the extras of its model are minimised away."""
 
     variables = [
-        v("a", Mandatory(), Or((Dependency(("p",)), Dependency(("q",)))), Or((Dependency(("p",)), Not(Dependency(("q",)))))),
+        v(
+            "a",
+            Mandatory(),
+            Or((Dependency(("p",)), Dependency(("q",)))),
+            Or((Dependency(("p",)), Not(Dependency(("q",))))),
+        ),
         v("p"),
         v("q"),
         v("z"),
@@ -495,7 +514,8 @@ def test_plugin_backend_and_extras_minimisation(implementation, brute_backend):
     result = solve(variables, backend="brute")
 
     assert ["a", "p"] == ids(result)
-    assert brute_backend and brute_backend[0].calls >= 2
+    assert brute_backend
+    assert brute_backend[0].calls >= 2
     assert "brute" in backend_names()
 
 
