@@ -1,0 +1,266 @@
+"""``olmkit resolve``, ``olmkit explain`` and ``olmkit bench resolve``.
+
+``olmkit resolve -f FILE [-f FILE ...] [-n NS] [--global-namespace NS] [-o json|yaml|text]``
+resolves one namespace from manifest files; ``--catalog DIR --subscribe PKG[/CHANNEL]`` is
+the short form. Exit 0 resolved, 1 unsatisfiable or resolution error, 2 invalid input.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from olmkit.cli.output import dump_json, dump_yaml
+from olmkit.errors import UsageError
+
+__all__ = ["add_commands"]
+
+DEFAULT_GENERATOR = "/work/shared/bench/gen_catalog.py"
+
+
+def _add_resolve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="manifest file (CatalogSource, OperatorGroup, Subscription, CSV); repeatable",
+    )
+    p.add_argument("-n", "--namespace", default=None, help="namespace to resolve (default: the subscriptions')")
+    p.add_argument("--global-namespace", default="olm", help="global catalog namespace (default olm)")
+    p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text", help="output format")
+    p.add_argument("--catalog", default=None, metavar="DIR", help="short form: a file-based catalog directory")
+    p.add_argument(
+        "--subscribe",
+        action="append",
+        default=[],
+        metavar="PKG[/CHANNEL]",
+        help="short form: subscribe to a package (repeatable)",
+    )
+    p.add_argument("--solver", default=None, help="SAT backend name")
+    p.add_argument("--no-cache", action="store_true", help="do not use the on-disk catalog cache")
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``resolve``, ``explain`` and ``bench resolve``."""
+    p = subparsers.add_parser("resolve", help="resolve a namespace's subscriptions to install steps")
+    _add_resolve_options(p)
+    p.add_argument("--explain", action="store_true", help="on failure, show the conflicting constraints as a tree")
+    p.set_defaults(func=run_resolve)
+
+    e = subparsers.add_parser("explain", help="resolve and explain why it fails")
+    _add_resolve_options(e)
+    e.set_defaults(func=run_resolve, explain=True)
+
+    bench = subparsers._name_parser_map.get("bench")
+    if bench is None:
+        bench = subparsers.add_parser("bench", help="benchmarks")
+        bench_sub = bench.add_subparsers(title="benchmarks", metavar="BENCHMARK")
+    else:  # another command module made the group already
+        bench_sub = next(a for a in bench._actions if isinstance(a, argparse._SubParsersAction))
+    b = bench_sub.add_parser("resolve", help="time resolution on a generated workload")
+    b.add_argument("--packages", "-P", type=int, default=500)
+    b.add_argument("--bundles", "-B", type=int, default=10)
+    b.add_argument("--subscriptions", "-S", type=int, default=20)
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--repeat", type=int, default=3)
+    b.add_argument("--workload", default=None, help="an existing gen_catalog output directory")
+    b.add_argument("--generator", default=DEFAULT_GENERATOR, help="path of gen_catalog.py")
+    b.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    b.set_defaults(func=run_bench)
+
+
+def _short_form(args: argparse.Namespace) -> list[dict[str, Any]]:
+    ns = args.namespace or "default"
+    catalog = Path(args.catalog).resolve()
+    name = catalog.name or "catalog"
+    objs: list[dict[str, Any]] = [
+        {
+            "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"sourceType": "file", "path": str(catalog)},
+        },
+        {"kind": "OperatorGroup", "metadata": {"name": "default", "namespace": ns}},
+    ]
+    for item in args.subscribe:
+        package, _, channel = item.partition("/")
+        if not package:
+            raise UsageError(f"--subscribe {item!r}: expected PKG[/CHANNEL]")
+        spec = {"name": package, "source": name, "sourceNamespace": ns}
+        if channel:
+            spec["channel"] = channel
+        objs.append({"kind": "Subscription", "metadata": {"name": package, "namespace": ns}, "spec": spec})
+    return objs
+
+
+def build(args: argparse.Namespace, pm: Any) -> Any:
+    """The ResolutionRequest the arguments describe."""
+    from olmkit.resolver.manifests import Manifest, build_request, load_manifests
+
+    if args.catalog is None and args.subscribe:
+        raise UsageError("--subscribe needs --catalog")
+    if args.catalog is None and not args.files:
+        raise UsageError("give manifest files with -f, or --catalog DIR --subscribe PKG")
+    manifests = load_manifests(args.files)
+    if args.catalog is not None:
+        manifests += [Manifest(obj, "<command line>") for obj in _short_form(args)]
+    return build_request(
+        manifests,
+        pm=pm,
+        namespace=args.namespace or ("default" if args.catalog and not args.files else None),
+        global_namespace=args.global_namespace,
+        cache=not args.no_cache,
+        backend=args.solver,
+    )
+
+
+def _text(resolution: Any, explain: bool) -> str:
+    lines = []
+    if resolution.ok:
+        if not resolution.steps:
+            lines.append(f"namespace {resolution.namespace}: nothing to do")
+        for s in resolution.steps:
+            what = f"upgrade {s.replaces} -> {s.bundle}" if s.replaces else f"install {s.bundle}"
+            why = f"subscription {s.subscription}" if s.subscription else "dependency"
+            lines.append(
+                f"{what}  ({s.package} {s.version or ''}, {s.catalog_namespace}/{s.catalog} channel {s.channel}; {why})"
+            )
+    else:
+        lines.append(f"{resolution.status}: {resolution.message}")
+        if explain and resolution.explanation:
+            lines.append("")
+            lines.append("why:")
+            for root in resolution.explanation:
+                lines += ["  " + line for line in root.render()]
+    return "\n".join(lines) + "\n"
+
+
+def run_resolve(args: argparse.Namespace, pm: Any) -> int:
+    """Resolve and print; exit 0/1."""
+    request = build(args, pm)
+    resolution = pm.hook.olmkit_resolve(request=request)
+    explain = bool(getattr(args, "explain", False))
+    if args.output == "json":
+        sys.stdout.write(dump_json(resolution.to_json(explain=explain)) + "\n")
+    elif args.output == "yaml":
+        sys.stdout.write(dump_yaml(resolution.to_json(explain=explain)))
+    else:
+        sys.stdout.write(_text(resolution, explain))
+    return int(resolution.exit_code)
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def problem_request(workload: Path, pm: Any, *, cache: bool = True) -> Any:
+    """Turn a gen_catalog output (``catalog/`` + ``problem.json``) into a ResolutionRequest.
+
+    Installed bundles become installed CSVs carrying the bundle's properties annotation,
+    and their subscriptions point at them through ``status.installedCSV``.
+    """
+    from olmkit.catalog import load_catalog
+    from olmkit.resolver.manifests import Manifest, build_request
+
+    problem = json.loads((workload / "problem.json").read_text())
+    ns, cat = problem["namespace"], problem["catalog"]
+    catalog = load_catalog(workload / "catalog", pm.registry, name=cat, cache=cache)
+    installed = {i["package"]: i["bundle"] for i in problem["installed"]}
+    objs: list[dict[str, Any]] = [
+        {
+            "kind": "CatalogSource",
+            "metadata": {"name": cat, "namespace": ns},
+            "spec": {"sourceType": "file", "path": str(workload / "catalog")},
+        },
+        {"kind": "OperatorGroup", "metadata": {"name": "og", "namespace": ns}},
+    ]
+    for sub in problem["subscriptions"]:
+        status = {"installedCSV": installed[sub["package"]]} if sub["package"] in installed else {}
+        objs.append(
+            {
+                "kind": "Subscription",
+                "metadata": {"name": sub["package"], "namespace": ns},
+                "spec": {
+                    "name": sub["package"],
+                    "channel": sub["channel"],
+                    "source": sub["source"],
+                    "sourceNamespace": ns,
+                },
+                "status": status,
+            }
+        )
+    for package, name in installed.items():
+        b = catalog.bundles[package][name]
+        props = [{"type": p.type, "value": p.value} for p in b.properties]
+        objs.append(
+            {
+                "kind": "ClusterServiceVersion",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "annotations": {"operatorframework.io/properties": json.dumps({"properties": props})},
+                },
+                "spec": {"version": b.version},
+            }
+        )
+    return build_request([Manifest(o, str(workload / "problem.json")) for o in objs], pm=pm, namespace=ns, cache=cache)
+
+
+def run_bench(args: argparse.Namespace, pm: Any) -> int:
+    """Generate (or reuse) a workload and time resolution, split by phase."""
+    from olmkit.resolver import resolve
+
+    if args.workload:
+        workload = Path(args.workload)
+    else:
+        workload = Path(tempfile.mkdtemp(prefix="olmkit-bench-"))
+        subprocess.run(
+            [
+                sys.executable,
+                args.generator,
+                "--packages",
+                str(args.packages),
+                "--bundles",
+                str(args.bundles),
+                "--subscriptions",
+                str(args.subscriptions),
+                "--seed",
+                str(args.seed),
+                str(workload),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    start = time.perf_counter()
+    request = problem_request(workload, pm)
+    request.sources[0].source.load()
+    load_seconds = time.perf_counter() - start
+    runs = []
+    for _ in range(max(1, args.repeat)):
+        resolution = resolve(request)
+        runs.append(resolution)
+    best = min(runs, key=lambda r: r.timings.get("total", 0.0))
+    data = {
+        "workload": str(workload),
+        "catalog_load_seconds": round(load_seconds, 4),
+        "status": best.status,
+        "steps": len(best.steps),
+        "timings": {k: round(v, 4) for k, v in best.timings.items()},
+        "first_run_total": round(runs[0].timings.get("total", 0.0), 4),
+        "counters": dict(best.counters),
+    }
+    if args.output == "json":
+        sys.stdout.write(dump_json(data) + "\n")
+    else:
+        for k, v in data.items():
+            sys.stdout.write(f"{k}: {v}\n")
+    return 0

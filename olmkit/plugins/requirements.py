@@ -1,0 +1,482 @@
+"""Built-in plugin: what a bundle requires of others, and the keys of ``olm.constraint``.
+
+Property types (each contributes a *requirement*: a predicate that at least one
+installed bundle must match):
+
+* ``olm.gvk.required`` ``{group, version, kind}``: a provider of that exact API;
+* ``olm.package.required`` ``{packageName, versionRange}``: a bundle of that package
+  whose version is in the blang/semver range (an unparsable range is an error);
+* ``olm.label.required`` ``{label}``: a bundle carrying that ``olm.label``;
+* ``olm.constraint``: a generic constraint, parsed strictly (unknown fields are errors,
+  at most 131072 raw bytes), with exactly one evaluator key.
+
+Constraint keys (``olmkit_constraint_evaluators``): ``gvk``, ``package``, ``cel``, ``all``,
+``any``, ``not``; they nest. A plugin's own key works exactly like these.
+
+CEL rules run on cel-python with the variable ``properties`` (the candidate's property
+list as ``{type, value}`` maps) and the function ``semver_compare(a, b)``. A rule is
+compiled once per process; each distinct rule is evaluated at most once per distinct
+property set. A compile error is a hard error naming the bundle; an evaluation error
+or a non-boolean result means "no match".
+
+This module also answers ``olmkit_csv_properties``: the properties of an installed
+ClusterServiceVersion that carries no properties annotation (owned APIs become
+``olm.gvk``, required ones ``olm.gvk.required``).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+import orjson
+
+from olmkit import hookimpl
+from olmkit.catalog.semver import Range, parse_range, parse_version
+from olmkit.types import ConstraintEvaluator, PackageIdentity, PropertyType, PropertyView, RequirementContext
+
+__all__ = [
+    "MAX_CONSTRAINT_SIZE",
+    "AllOf",
+    "AnyOf",
+    "CelRule",
+    "GvkProvided",
+    "LabelCarried",
+    "NoneOf",
+    "PackageInRange",
+    "csv_properties",
+]
+
+GVK: Final = "olm.gvk"
+PACKAGE: Final = "olm.package"
+LABEL: Final = "olm.label"
+CONSTRAINT: Final = "olm.constraint"
+
+#: Upstream's limit on the raw size of one olm.constraint value (``2 << 16``).
+MAX_CONSTRAINT_SIZE: Final = 131072
+
+
+# --------------------------------------------------------------------------- predicates
+
+
+def _gvk_key(value: Any) -> tuple[str, str, str] | None:
+    if isinstance(value, Mapping):
+        g, v, k = value.get("group"), value.get("version"), value.get("kind")
+    else:
+        g, v, k = getattr(value, "group", None), getattr(value, "version", None), getattr(value, "kind", None)
+    if not isinstance(g, str) or not isinstance(v, str) or not isinstance(k, str):
+        return None
+    return (g, v, k)
+
+
+@attrs.frozen
+class GvkProvided:
+    """Matches bundles providing the API ``group/version/kind`` (an ``olm.gvk`` property)."""
+
+    group: str
+    version: str
+    kind: str
+
+    @property
+    def lookup(self) -> tuple[str, Hashable]:
+        return (GVK, (self.group, self.version, self.kind))
+
+    def matches(self, candidate: PropertyView) -> bool:
+        key = (self.group, self.version, self.kind)
+        return any(_gvk_key(v) == key for v in candidate.values(GVK))
+
+    def __str__(self) -> str:
+        return f"providing an API with group: {self.group}, version: {self.version}, kind: {self.kind}"
+
+
+@attrs.frozen
+class PackageInRange:
+    """Matches bundles of ``package`` whose version lies in ``version_range``."""
+
+    package: str
+    version_range: str
+    range: Range = attrs.field(eq=False, repr=False)
+
+    @property
+    def lookup(self) -> tuple[str, Hashable]:
+        return (PACKAGE, self.package)
+
+    def matches(self, candidate: PropertyView) -> bool:
+        for identity in candidate.values(PACKAGE):
+            if not isinstance(identity, PackageIdentity) or identity.package != self.package:
+                continue
+            if identity.version is None:
+                continue
+            try:
+                version = parse_version(identity.version, tolerant=True)
+            except ValueError:
+                continue
+            if self.range.matches(version):
+                return True
+        return False
+
+    def __str__(self) -> str:
+        return f"with package: {self.package} and with version in range: {self.version_range}"
+
+
+def _label_of(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return value.get("label")
+    return getattr(value, "label", value)
+
+
+@attrs.frozen
+class LabelCarried:
+    """Matches bundles carrying the ``olm.label`` ``label``."""
+
+    label: str
+
+    @property
+    def lookup(self) -> tuple[str, Hashable]:
+        return (LABEL, self.label)
+
+    def matches(self, candidate: PropertyView) -> bool:
+        return any(_label_of(v) == self.label for v in candidate.values(LABEL))
+
+    def __str__(self) -> str:
+        return f"with label: {self.label}"
+
+
+@attrs.frozen
+class AllOf:
+    """Matches bundles matched by every child; narrows through any child's lookup."""
+
+    children: tuple[Any, ...]
+
+    @property
+    def lookup(self) -> tuple[str, Hashable] | None:
+        for child in self.children:
+            if getattr(child, "lookup", None) is not None:
+                return child.lookup  # type: ignore[no-any-return]
+        return None
+
+    def matches(self, candidate: PropertyView) -> bool:
+        return all(child.matches(candidate) for child in self.children)
+
+    def __str__(self) -> str:
+        return " and ".join(str(c) for c in self.children)
+
+
+@attrs.frozen
+class AnyOf:
+    """Matches bundles matched by at least one child.
+
+    ``lookups`` lists every child's lookup when all children have one: the resolver then
+    looks the candidates up under each instead of scanning.
+    """
+
+    children: tuple[Any, ...]
+    lookup: tuple[str, Hashable] | None = None
+
+    @property
+    def lookups(self) -> tuple[tuple[str, Hashable], ...] | None:
+        keys = []
+        for child in self.children:
+            many = getattr(child, "lookups", None)
+            if many is not None:
+                keys.extend(many)
+            elif getattr(child, "lookup", None) is not None:
+                keys.append(child.lookup)
+            else:
+                return None
+        return tuple(keys)
+
+    def matches(self, candidate: PropertyView) -> bool:
+        return any(child.matches(candidate) for child in self.children)
+
+    def __str__(self) -> str:
+        return " or ".join(str(c) for c in self.children)
+
+
+@attrs.frozen
+class NoneOf:
+    """Matches bundles matched by none of the children (upstream's ``not``)."""
+
+    children: tuple[Any, ...]
+    lookup: tuple[str, Hashable] | None = None
+
+    def matches(self, candidate: PropertyView) -> bool:
+        return not any(child.matches(candidate) for child in self.children)
+
+    def __str__(self) -> str:
+        return " and not ".join(str(c) for c in self.children)
+
+
+# --------------------------------------------------------------------------- CEL
+
+
+def _semver_compare(left: Any, right: Any) -> Any:
+    import celpy
+
+    try:
+        a = parse_version(str(left), tolerant=True)
+        b = parse_version(str(right), tolerant=True)
+    except ValueError as exc:
+        return celpy.CELEvalError(f"semver_compare: {exc}")
+    return celpy.celtypes.IntType(a.compare(b))
+
+
+_PROGRAMS: dict[str, Any] = {}
+_CEL_RESULTS: dict[tuple[str, bytes], bool] = {}
+_CEL_STATS = {"compiled": 0, "evaluated": 0}
+
+
+def _compile(rule: str) -> Any:
+    program = _PROGRAMS.get(rule)
+    if program is None:
+        import celpy
+
+        env = celpy.Environment()
+        try:
+            ast = env.compile(rule)
+        except Exception as exc:  # celpy raises several parser error types
+            raise ValueError(f"cel: {str(exc).strip() or type(exc).__name__}") from None
+        program = env.program(ast, functions={"semver_compare": _semver_compare})
+        _PROGRAMS[rule] = program
+        _CEL_STATS["compiled"] += 1
+    return program
+
+
+def property_set_key(properties: Sequence[Any]) -> bytes:
+    """A canonical key of a property list: equal lists give equal keys."""
+    return orjson.dumps(
+        [[getattr(p, "type", None), getattr(p, "value", None)] for p in properties],
+        option=orjson.OPT_SORT_KEYS,
+        default=str,
+    )
+
+
+@attrs.frozen
+class CelRule:
+    """Matches bundles whose properties satisfy a CEL ``rule``."""
+
+    rule: str
+    failure_message: str = ""
+    lookup: tuple[str, Hashable] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        _compile(self.rule)
+
+    def matches(self, candidate: PropertyView) -> bool:
+        key = getattr(candidate, "property_key", None)
+        if key is None:
+            key = property_set_key(candidate.properties)
+        cached = _CEL_RESULTS.get((self.rule, key))
+        if cached is not None:
+            return cached
+        result = self._evaluate(candidate.properties)
+        _CEL_RESULTS[(self.rule, key)] = result
+        return result
+
+    def _evaluate(self, properties: Sequence[Any]) -> bool:
+        import celpy
+
+        _CEL_STATS["evaluated"] += 1
+        data = []
+        for p in properties:
+            value = getattr(p, "value", None)
+            try:
+                orjson.dumps(value)
+            except TypeError:
+                data.append({})
+                continue
+            data.append({"type": getattr(p, "type", ""), "value": value})
+        try:
+            result = _compile(self.rule).evaluate({"properties": celpy.json_to_cel(data)})
+        except Exception:  # an evaluation error means "no match", as upstream
+            return False
+        return isinstance(result, (bool, celpy.celtypes.BoolType)) and bool(result)
+
+    def __str__(self) -> str:
+        return f'with constraint: "{self.rule}" and message: "{self.failure_message}"'
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _mapping(value: Any, what: str, allowed: Sequence[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} must be an object, not {type(value).__name__}")
+    for key in value:
+        if key not in allowed:
+            raise ValueError(f'json: unknown field "{key}"')
+    return value
+
+
+def _string(value: Mapping[str, Any], key: str, what: str, *, empty: bool = False) -> str:
+    item = value.get(key, "" if empty else None)
+    if not isinstance(item, str) or (not item and not empty):
+        raise ValueError(f"{what}: {key} must be a non-empty string")
+    return item
+
+
+def build_gvk(value: Any, context: RequirementContext | None = None) -> GvkProvided:
+    """``{group, version, kind}`` -> :class:`GvkProvided`."""
+    raw = _mapping(value, "gvk", ("group", "version", "kind"))
+    return GvkProvided(
+        _string(raw, "group", "gvk", empty=True), _string(raw, "version", "gvk"), _string(raw, "kind", "gvk")
+    )
+
+
+def build_package(value: Any, context: RequirementContext | None = None) -> PackageInRange:
+    """``{packageName, versionRange}`` -> :class:`PackageInRange` (a bad range is an error)."""
+    raw = _mapping(value, "package", ("packageName", "versionRange"))
+    name = _string(raw, "packageName", "package")
+    text = _string(raw, "versionRange", "package")
+    try:
+        parsed = parse_range(text)
+    except ValueError as exc:
+        raise ValueError(f"package {name}: invalid version range {text!r}: {exc}") from None
+    return PackageInRange(name, text, parsed)
+
+
+def build_label(value: Any, context: RequirementContext | None = None) -> LabelCarried:
+    """``{label}`` -> :class:`LabelCarried`."""
+    return LabelCarried(_string(_mapping(value, "label", ("label",)), "label", "label"))
+
+
+def build_cel(value: Any, context: RequirementContext | None = None, failure_message: str = "") -> CelRule:
+    """``{rule}`` -> :class:`CelRule`, compiled now (a compile error is a ValueError)."""
+    raw = _mapping(value, "cel", ("rule",))
+    return CelRule(_string(raw, "rule", "cel"), failure_message)
+
+
+def _children(value: Any, key: str, context: RequirementContext) -> tuple[Any, ...]:
+    raw = _mapping(value, key, ("constraints",))
+    items = raw.get("constraints")
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{key}: constraints must be a non-empty list")
+    return tuple(context.build_constraint(item) for item in items)
+
+
+def build_all(value: Any, context: RequirementContext) -> AllOf:
+    """``{constraints: [...]}`` -> :class:`AllOf`."""
+    return AllOf(_children(value, "all", context))
+
+
+def build_any(value: Any, context: RequirementContext) -> AnyOf:
+    """``{constraints: [...]}`` -> :class:`AnyOf`."""
+    return AnyOf(_children(value, "any", context))
+
+
+def build_not(value: Any, context: RequirementContext) -> NoneOf:
+    """``{constraints: [...]}`` -> :class:`NoneOf`."""
+    return NoneOf(_children(value, "not", context))
+
+
+def _check_size(value: Any) -> None:
+    size = len(orjson.dumps(value, default=str))
+    if size > MAX_CONSTRAINT_SIZE:
+        raise ValueError(f"olm.constraint value is greater than max constraint size {MAX_CONSTRAINT_SIZE} bytes")
+
+
+def parse_constraint(value: Any) -> Mapping[str, Any]:
+    """Check an ``olm.constraint`` value's shape and size; keys are checked when built."""
+    _check_size(value)
+    if not isinstance(value, Mapping):
+        raise ValueError(f"olm.constraint must be an object, not {type(value).__name__}")
+    message = value.get("failureMessage", "")
+    if not isinstance(message, str):
+        raise ValueError("olm.constraint: failureMessage must be a string")
+    return value
+
+
+def constraint_requirement(value: Mapping[str, Any], context: RequirementContext) -> Any:
+    """Build the predicate of an ``olm.constraint`` (through the registered keys)."""
+    message = value.get("failureMessage", "")
+    rule = value.get("cel")
+    if rule is not None and set(value) <= {"cel", "failureMessage"}:
+        # failureMessage is shown only for CEL, as upstream
+        return build_cel(rule, context, failure_message=message)
+    return context.build_constraint({k: v for k, v in value.items() if k != "failureMessage"})
+
+
+# --------------------------------------------------------------------------- registration
+
+
+@hookimpl
+def olmkit_property_types() -> Iterator[PropertyType]:
+    yield PropertyType(
+        name="olm.gvk.required",
+        parse=lambda v: build_gvk(v),
+        requirement=lambda pred, ctx: pred,
+        description="requires a provider of an API (group, version, kind)",
+    )
+    yield PropertyType(
+        name="olm.package.required",
+        parse=lambda v: build_package(v),
+        requirement=lambda pred, ctx: pred,
+        description="requires a bundle of a package in a version range",
+    )
+    yield PropertyType(
+        name="olm.label.required",
+        parse=lambda v: build_label(v),
+        requirement=lambda pred, ctx: pred,
+        description="requires a bundle carrying an olm.label",
+    )
+    yield PropertyType(
+        name=CONSTRAINT,
+        parse=parse_constraint,
+        requirement=constraint_requirement,
+        description="a generic constraint: gvk, package, cel, all, any, not (or a plugin's key)",
+    )
+
+
+@hookimpl
+def olmkit_constraint_evaluators() -> Iterator[ConstraintEvaluator]:
+    yield ConstraintEvaluator(key="gvk", build=build_gvk, description="a provider of an API")
+    yield ConstraintEvaluator(key="package", build=build_package, description="a package in a version range")
+    yield ConstraintEvaluator(key="cel", build=build_cel, description="a CEL rule over the candidate's properties")
+    yield ConstraintEvaluator(key="all", build=build_all, description="every nested constraint")
+    yield ConstraintEvaluator(key="any", build=build_any, description="at least one nested constraint")
+    yield ConstraintEvaluator(key="not", build=build_not, description="none of the nested constraints")
+
+
+# --------------------------------------------------------------------------- installed CSVs
+
+
+def _crd_gvks(items: Any) -> Iterator[dict[str, str]]:
+    if not isinstance(items, list):
+        return
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        name, version, kind = item.get("name"), item.get("version"), item.get("kind")
+        group = item.get("group")
+        if group is None and isinstance(name, str) and "." in name:
+            group = name.split(".", 1)[1]
+        if isinstance(group, str) and isinstance(version, str) and isinstance(kind, str):
+            yield {"group": group, "version": version, "kind": kind}
+
+
+def csv_properties(csv: Mapping[str, Any], package: str | None) -> list[dict[str, Any]]:
+    """Properties of an installed CSV without a properties annotation, as upstream derives them.
+
+    Owned CRDs and API services become ``olm.gvk``, required ones ``olm.gvk.required``; an
+    ``olm.package`` is added when ``package`` (inferred from subscriptions) is known.
+    """
+    spec = csv.get("spec") or {}
+    props: list[dict[str, Any]] = []
+    for section in ("customresourcedefinitions", "apiservicedefinitions"):
+        defs = spec.get(section) or {}
+        if not isinstance(defs, Mapping):
+            continue
+        props += [{"type": GVK, "value": g} for g in _crd_gvks(defs.get("owned"))]
+        props += [{"type": "olm.gvk.required", "value": g} for g in _crd_gvks(defs.get("required"))]
+    if package:
+        version = spec.get("version")
+        props.append({"type": PACKAGE, "value": {"packageName": package, "version": str(version or "")}})
+    return props
+
+
+@hookimpl
+def olmkit_csv_properties(csv: Mapping[str, Any], package: str | None) -> list[dict[str, Any]]:
+    return csv_properties(csv, package)

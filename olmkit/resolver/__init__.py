@@ -1,0 +1,163 @@
+"""Dependency resolution: one namespace's subscriptions and installed CSVs to install steps.
+
+:func:`resolve` gives upstream OLM v0's answers (see the behaviour document): catalog
+entries and installed CSVs become solver variables with upstream's constraints and
+message texts, solved by :func:`olmkit._solver.solve` (greedy preference search, then
+extras minimised). This module is also the kernel's ``olmkit_resolve`` implementation,
+so plugins can wrap resolution.
+
+Example:
+    request = ResolutionRequest(namespace="operators", registry=pm.registry, ...)
+    resolution = pm.hook.olmkit_resolve(request=request)
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from olmkit import hookimpl
+from olmkit._solver import NotSatisfiable, SolverReporter, solve
+from olmkit.errors import OlmkitError
+from olmkit.resolver._build import Entry, Problem
+from olmkit.resolver.explain import explain
+from olmkit.resolver.request import (
+    CONSTRAINTS_NOT_SATISFIABLE,
+    ERROR_PREVENTED_RESOLUTION,
+    ExplanationNode,
+    InstalledCSV,
+    Resolution,
+    ResolutionRequest,
+    SourceRef,
+    Step,
+    SubscriptionRef,
+)
+
+__all__ = [
+    "CONSTRAINTS_NOT_SATISFIABLE",
+    "ERROR_PREVENTED_RESOLUTION",
+    "ExplanationNode",
+    "InstalledCSV",
+    "Resolution",
+    "ResolutionRequest",
+    "SourceRef",
+    "Step",
+    "SubscriptionRef",
+    "olmkit_resolve",
+    "resolve",
+]
+
+
+class _Timer(SolverReporter):
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+
+    def on_phase(self, name: str, seconds: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + seconds
+
+
+def _cel_count() -> int:
+    """CEL evaluations so far (0 when no CEL plugin reports them)."""
+    import sys
+
+    module = sys.modules.get("olmkit.plugins.requirements")
+    stats = getattr(module, "_CEL_STATS", None)
+    return int(stats["evaluated"]) if stats else 0
+
+
+def resolve(request: ResolutionRequest) -> Resolution:
+    """Resolve one namespace.
+
+    Returns:
+        A :class:`Resolution`: ``ok`` with steps, ``unsatisfiable`` with upstream's message
+        and an explanation, or ``error`` (a hard error: bad constraint, broken catalog,
+        unreachable source, not exactly one OperatorGroup).
+    """
+    start = time.perf_counter()
+    problem = Problem(request)
+    cel_before = _cel_count()
+    try:
+        variables = problem.build()
+        solve_start = time.perf_counter()
+        chosen = solve(variables, backend=request.backend, reporter=_Timer(problem.timings))
+        problem.timings["solve"] = time.perf_counter() - solve_start
+    except NotSatisfiable as exc:
+        problem.timings["total"] = time.perf_counter() - start
+        return Resolution(
+            namespace=request.namespace,
+            status="unsatisfiable",
+            message=str(exc),
+            reason=CONSTRAINTS_NOT_SATISFIABLE,
+            explanation=explain(problem, exc.applied),
+            timings=problem.timings,
+            counters=problem.counters,
+        )
+    except OlmkitError as exc:
+        problem.timings["total"] = time.perf_counter() - start
+        return Resolution(
+            namespace=request.namespace,
+            status="error",
+            message=str(exc),
+            reason=ERROR_PREVENTED_RESOLUTION,
+            timings=problem.timings,
+            counters=problem.counters,
+        )
+    problem.counters["cel_evaluations"] = _cel_count() - cel_before
+    steps = _steps(problem, [v.id for v in chosen])
+    problem.timings["total"] = time.perf_counter() - start
+    return Resolution(
+        namespace=request.namespace, status="ok", steps=steps, timings=problem.timings, counters=problem.counters
+    )
+
+
+def _matching_subscriptions(problem: Problem, entry: Entry) -> list[SubscriptionRef]:
+    assert entry.source is not None
+    out = []
+    for sub in problem.request.subscriptions:
+        if sub.package != entry.view.package:
+            continue
+        if sub.channel and sub.channel != entry.channel:
+            continue
+        if sub.source and (sub.source, sub.source_namespace) != (entry.source.name, entry.source.namespace):
+            continue
+        out.append(sub)
+    return out
+
+
+def _steps(problem: Problem, chosen: list[str]) -> list[Step]:
+    steps = []
+    for var_id in chosen:
+        entry = problem.entries.get(var_id)
+        if entry is None or entry.source is None or entry.index is None:
+            continue  # subscriptions, invariants, installed CSVs
+        subs = _matching_subscriptions(problem, entry)
+        name = entry.view.name
+        if subs and name in problem.existing_by_name and all(s.current_csv == name for s in subs):
+            continue  # already the current CSV
+        bundle: Any = entry.index.bundle(entry.view.package, name)
+        steps.append(
+            Step(
+                bundle=name,
+                package=entry.view.package,
+                version=entry.view.version,
+                channel=entry.channel,
+                catalog=entry.source.name,
+                catalog_namespace=entry.source.namespace,
+                replaces=entry.replaces,
+                subscription=min((s.name for s in subs), default=None),
+                image=getattr(bundle, "image", None),
+                properties=entry.view.properties,
+                content=bundle,
+            )
+        )
+    return steps
+
+
+@hookimpl(trylast=True)
+def olmkit_resolve(request: Any) -> Resolution | None:
+    """The kernel's resolver (plugins wrap it to time or post-process resolutions)."""
+    if not isinstance(request, ResolutionRequest):
+        return None
+    return resolve(request)

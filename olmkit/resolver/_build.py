@@ -1,0 +1,410 @@
+"""Turning subscriptions, installed CSVs and properties into solver variables.
+
+The only place that does. Variables are built lazily, from the subscriptions and the
+installed CSVs outward, so only what is reachable is looked at. Candidate lookups go
+through the property types' index keys (:mod:`olmkit.resolver._index`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from olmkit._solver import (
+    AtMost,
+    Conflict,
+    Constraint,
+    Dependency,
+    Mandatory,
+    Prohibited,
+    Variable,
+)
+from olmkit.catalog.semver import parse_range, parse_version
+from olmkit.errors import OlmkitError, ResolutionError
+from olmkit.model import Property
+from olmkit.registry import Registry
+from olmkit.resolver._index import BundleView, CatalogIndex, index_for
+from olmkit.resolver.request import InstalledCSV, ResolutionRequest, SourceRef, SubscriptionRef
+
+__all__ = ["DependencyInfo", "Entry", "Problem", "join_ids"]
+
+
+def join_ids(ids: Sequence[str], last: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c``: upstream's way of listing identifiers."""
+    if len(ids) <= 1:
+        return "".join(ids)
+    return f"{', '.join(ids[:-1])} {last} {ids[-1]}"
+
+
+@attrs.define(eq=False)
+class Entry:
+    """A solver variable's subject: one (bundle, channel) of a catalog, or an installed CSV."""
+
+    id: str
+    view: BundleView
+    channel: str
+    source: SourceRef | None  # None: installed
+    index: CatalogIndex | None
+    installed: InstalledCSV | None = None
+    replaces: str | None = None
+    constraints: list[Constraint] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class DependencyInfo:
+    """Why a Dependency constraint exists: for explanations."""
+
+    kind: str  # "subscription" or "requirement"
+    subject: str
+    predicate: Any = None
+    property_type: str | None = None
+    candidates: tuple[str, ...] = ()
+    subscription: SubscriptionRef | None = None
+
+
+class _Context:
+    """The RequirementContext handed to requirement builders."""
+
+    def __init__(self, registry: Registry, bundle: str) -> None:
+        self.registry = registry
+        self.bundle = bundle
+
+    def build_constraint(self, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"a constraint must be an object, not {type(value).__name__}")
+        keys = [k for k in value if k != "failureMessage"]
+        if not keys:
+            raise ValueError("constraint is empty")
+        evaluators = self.registry.constraint_evaluators
+        for k in keys:
+            if k not in evaluators:
+                raise ValueError(f'json: unknown field "{k}"')
+        if len(keys) > 1:
+            raise ValueError(f"constraint has more than one key: {', '.join(keys)}")
+        return evaluators[keys[0]].build(value[keys[0]], self)
+
+
+class Problem:
+    """One namespace's resolution problem, built on demand."""
+
+    def __init__(self, request: ResolutionRequest) -> None:
+        self.request = request
+        self.registry = request.registry
+        self.namespace = request.namespace
+        self.timings: dict[str, float] = {}
+        self.counters: dict[str, int] = {}
+        self.entries: dict[str, Entry] = {}
+        self.order: list[str] = []
+        self.subscription_vars: list[Variable] = []
+        self.invariant_vars: list[Variable] = []
+        self.deps: dict[tuple[str, str], DependencyInfo] = {}
+        self.sources: list[SourceRef] = []
+        self.indexes: dict[tuple[str, str], CatalogIndex] = {}
+        self.existing: list[Entry] = []
+        self.existing_by_name: dict[str, Entry] = {}
+        self._pred_ids: dict[Any, int] = {}
+        self._queue: deque[Entry] = deque()
+        self.sub_of_entry: dict[str, str] = {}
+
+    # -- inputs ---------------------------------------------------------------------
+
+    def load_catalogs(self) -> None:
+        """Load every visible catalog; any failure fails the whole namespace."""
+        start = time.perf_counter()
+        visible = {self.namespace}
+        if not self.request.exclude_global:
+            visible.add(self.request.global_namespace)
+        for ref in self.request.sources:
+            if ref.namespace not in visible:
+                continue
+            try:
+                catalog = ref.source.load()
+            except OlmkitError as exc:
+                raise ResolutionError(f"error using catalogsource {ref.namespace}/{ref.name}: {exc}") from exc
+            self.sources.append(ref)
+            self.indexes[(ref.name, ref.namespace)] = index_for(catalog, self.registry)
+        self.timings["catalog"] = time.perf_counter() - start
+
+    def _catalog_rank(self, ref: SourceRef, preferred: SourceRef | None) -> tuple[Any, ...]:
+        return (
+            0 if preferred is not None and ref is preferred else 1,
+            -ref.priority,
+            0 if ref.namespace == self.namespace else 1,
+            ref.name,
+        )
+
+    # -- entries --------------------------------------------------------------------
+
+    def _catalog_entry(self, ref: SourceRef, index: CatalogIndex, package: str, channel: str, name: str) -> Entry:
+        entry_id = f"{ref.name}/{ref.namespace}/{channel}/{name}"
+        entry = self.entries.get(entry_id)
+        if entry is None:
+            entry = Entry(entry_id, index.view(package, name), channel, ref, index)
+            self.entries[entry_id] = entry
+            self.order.append(entry_id)
+            self._queue.append(entry)
+        return entry
+
+    def add_installed(self) -> None:
+        """Installed CSVs become variables; those no subscription references are mandatory."""
+        referenced = {s.installed_csv for s in self.request.subscriptions if s.installed_csv}
+        identity_types = self.registry.identity_types
+        for csv in sorted(self.request.installed, key=lambda c: c.name):
+            package = ""
+            view = BundleView(csv.name, "", csv.version, csv.properties, self.registry)
+            for t in identity_types:
+                for value in self._values(view, t, csv.name):
+                    package = getattr(value, "package", "") or package
+            view.package = package
+            entry = Entry(f"@existing/{self.namespace}//{csv.name}", view, "", None, None, installed=csv)
+            if csv.name not in referenced:
+                entry.constraints.append(
+                    Mandatory(f"clusterserviceversion {csv.name} exists and is not referenced by a subscription")
+                )
+            self.entries[entry.id] = entry
+            self.order.append(entry.id)
+            self.existing.append(entry)
+            self.existing_by_name[csv.name] = entry
+            self._queue.append(entry)
+
+    def add_subscriptions(self) -> None:
+        """One Mandatory variable per subscription, depending on its candidates in order."""
+        for sub in sorted(self.request.subscriptions, key=lambda s: s.name):
+            sub_id = f"subscription:{sub.name}"
+            constraints: list[Constraint] = [Mandatory(f"subscription {sub.name} exists")]
+            problem = self._subscription_problem(sub)
+            if problem is not None:
+                constraints.append(Prohibited(problem))
+                self.subscription_vars.append(Variable(sub_id, constraints))
+                continue
+            current = self.existing_by_name.get(sub.installed_csv) if sub.installed_csv else None
+            candidates = self._subscription_candidates(sub, current)
+            ids = [c.id for c in candidates]
+            for c in candidates:
+                self.sub_of_entry.setdefault(c.id, sub.name)
+                if current is not None:
+                    c.constraints.append(Conflict(current.id))
+                    c.replaces = current.view.name
+            if current is not None:
+                ids.append(current.id)
+            if not ids:
+                message = f"no operators found matching the criteria of subscription {sub.name}"
+            elif len(ids) == 1:
+                message = f"subscription {sub.name} requires {ids[0]}"
+            else:
+                message = f"subscription {sub.name} requires at least one of {join_ids(ids, 'or')}"
+            constraints.append(Dependency(tuple(ids), message))
+            self.deps[(sub_id, message)] = DependencyInfo(
+                "subscription", sub_id, candidates=tuple(ids), subscription=sub
+            )
+            self.subscription_vars.append(Variable(sub_id, constraints))
+
+    def _source(self, name: str, namespace: str) -> SourceRef | None:
+        for ref in self.sources:
+            if ref.name == name and ref.namespace == namespace:
+                return ref
+        return None
+
+    def _subscription_problem(self, sub: SubscriptionRef) -> str | None:
+        ref = self._source(sub.source, sub.source_namespace)
+        if ref is None:
+            return (
+                f"no operators found from catalog {sub.source} in namespace {sub.source_namespace} "
+                f"referenced by subscription {sub.name}"
+            )
+        catalog = self.indexes[(ref.name, ref.namespace)].catalog
+        if sub.package not in catalog.packages:
+            return f"no operators found in package {sub.package} in the catalog referenced by subscription {sub.name}"
+        channels = catalog.channels.get(sub.package, {})
+        if sub.channel and sub.channel not in channels:
+            return (
+                f"no operators found in channel {sub.channel} of package {sub.package} "
+                f"in the catalog referenced by subscription {sub.name}"
+            )
+        if sub.starting_csv and sub.installed_csv not in self.existing_by_name:
+            names = [sub.channel] if sub.channel else list(channels)
+            if not any(e.name == sub.starting_csv for ch in names for e in channels[ch].entries):
+                return (
+                    f"no operators found with name {sub.starting_csv} in channel {sub.channel} of package "
+                    f"{sub.package} in the catalog referenced by subscription {sub.name}"
+                )
+        return None
+
+    def _subscription_candidates(self, sub: SubscriptionRef, current: Entry | None) -> list[Entry]:
+        ref = self._source(sub.source, sub.source_namespace)
+        assert ref is not None
+        index = self.indexes[(ref.name, ref.namespace)]
+        channels = list(index.catalog.channels.get(sub.package, {}))
+        if sub.channel:
+            channels = [sub.channel]
+        else:
+            default = index.default_channel(sub.package)
+            channels.sort(key=lambda ch: (ch != default, ch))
+        current_version = None
+        if current is not None and current.view.version:
+            try:
+                current_version = parse_version(current.view.version, tolerant=True)
+            except ValueError:
+                current_version = None
+        out = []
+        for ch in channels:
+            for e in index.order(sub.package, ch):
+                if current is not None:
+                    name = current.view.name
+                    upgrades = e.replaces == name or name in (e.skips or ())
+                    if not upgrades and e.skip_range and current_version is not None:
+                        try:
+                            upgrades = parse_range(e.skip_range).matches(current_version)
+                        except ValueError:
+                            upgrades = False  # an unparsable skipRange is dropped, as upstream
+                    if not upgrades:
+                        continue
+                elif sub.starting_csv and e.name != sub.starting_csv:
+                    continue
+                out.append(self._catalog_entry(ref, index, sub.package, ch, e.name))
+        return out
+
+    # -- bundle dependencies --------------------------------------------------------
+
+    def _values(self, view: BundleView, type_name: str, bundle: str) -> tuple[Any, ...]:
+        try:
+            return view.values(type_name)
+        except ValueError as exc:
+            raise ResolutionError(f"bundle {bundle}: property {type_name}: {exc}") from exc
+
+    def explore(self) -> None:
+        """Build every reachable bundle's constraints, breadth first."""
+        property_types = self.registry.property_types
+        while self._queue:
+            entry = self._queue.popleft()
+            view = entry.view
+            seen_types: dict[str, int] = {}
+            for prop in view.properties:
+                pt = property_types.get(prop.type)
+                if pt is None:
+                    continue  # unknown property types are ignored, as upstream
+                i = seen_types.get(prop.type, 0)
+                seen_types[prop.type] = i + 1
+                if pt.prohibits is not None:
+                    entry.constraints.append(Prohibited(pt.prohibits.format(id=entry.id)))
+                if pt.requirement is None:
+                    continue
+                value = self._values(view, prop.type, view.name)[i]
+                try:
+                    predicate = pt.requirement(value, _Context(self.registry, view.name))
+                except ValueError as exc:
+                    raise ResolutionError(f"bundle {view.name}: property {prop.type}: {exc}") from exc
+                candidates = self._dependency_candidates(predicate, entry)
+                ids = tuple(c.id for c in candidates)
+                message = f"bundle {view.name} requires an operator {predicate}"
+                entry.constraints.append(Dependency(ids, message))
+                self.deps[(entry.id, message)] = DependencyInfo(
+                    "requirement", entry.id, predicate=predicate, property_type=prop.type, candidates=ids
+                )
+
+    def _matches(self, predicate: Any, pid: int, view: BundleView) -> bool:
+        hit = view.matched.get(pid)
+        if hit is None:
+            try:
+                hit = bool(predicate.matches(view))
+            except ValueError as exc:
+                raise ResolutionError(f"bundle {view.name}: {exc}") from exc
+            view.matched[pid] = hit
+        return hit
+
+    def _dependency_candidates(self, predicate: Any, dependent: Entry) -> list[Entry]:
+        pid = self._pred_ids.setdefault(predicate, len(self._pred_ids))
+        out: list[Entry] = [e for e in self.existing if self._matches(predicate, pid, e.view)]
+        lookups: Sequence[tuple[str, Hashable]] | None = getattr(predicate, "lookups", None)
+        if lookups is None:
+            single = getattr(predicate, "lookup", None)
+            lookups = [single] if single is not None else None
+        refs = sorted(self.sources, key=lambda r: self._catalog_rank(r, dependent.source))
+        for ref in refs:
+            index = self.indexes[(ref.name, ref.namespace)]
+            if lookups is None:
+                names: list[tuple[str, str]] | Any = index.all_bundles()
+            elif len(lookups) == 1:
+                names = index.lookup(*lookups[0])
+            else:
+                names = list(dict.fromkeys(n for lk in lookups for n in index.lookup(*lk)))
+            keyed = []
+            for package, name in names:
+                if not self._matches(predicate, pid, index.view(package, name)):
+                    continue
+                default = index.default_channel(package)
+                for ch in index.channels_of(package, name):
+                    pos = index.position(package, ch, name)
+                    if pos is None:
+                        continue  # skipped by another entry of the channel
+                    keyed.append((ch != default, package, ch, pos, name))
+            keyed.sort()
+            out += [self._catalog_entry(ref, index, pkg, ch, name) for _, pkg, ch, _, name in keyed]
+        return out
+
+    # -- invariants -----------------------------------------------------------------
+
+    def add_invariants(self) -> None:
+        """At most one bundle per uniqueness key (package, API ...) among the variables."""
+        property_types = self.registry.property_types
+        groups: dict[str, tuple[Any, list[str]]] = {}
+        for entry_id in self.order:
+            entry = self.entries[entry_id]
+            seen: set[str] = set()
+            for type_name in dict.fromkeys(p.type for p in entry.view.properties):
+                pt = property_types.get(type_name)
+                if pt is None or pt.uniqueness is None:
+                    continue
+                for value in self._values(entry.view, type_name, entry.view.name):
+                    u = pt.uniqueness(value)
+                    if u is None or u.key in seen:
+                        continue
+                    seen.add(u.key)
+                    groups.setdefault(u.key, (u, []))[1].append(entry_id)
+        for key, (u, ids) in groups.items():
+            if len(ids) < 2:
+                continue
+            self.invariant_vars.append(
+                Variable(
+                    key,
+                    (
+                        Mandatory(u.mandatory_text.format(key=key)),
+                        AtMost(1, tuple(ids), u.members_text.format(ids=join_ids(ids), key=key)),
+                    ),
+                )
+            )
+
+    # -- the whole ------------------------------------------------------------------
+
+    def build(self) -> list[Variable]:
+        """Every variable, anchors first: installed CSVs, subscriptions by name, bundles, invariants."""
+        if self.request.operator_groups != 1:
+            raise ResolutionError(f"expected 1 OperatorGroup in the namespace, found {self.request.operator_groups}")
+        self.load_catalogs()
+        start = time.perf_counter()
+        self.add_installed()
+        self.add_subscriptions()
+        self.explore()
+        self.add_invariants()
+        variables: list[Variable] = []
+        existing = [e for e in (self.entries[i] for i in self.order) if e.installed is not None]
+        variables += [Variable(e.id, e.constraints) for e in existing]
+        variables += self.subscription_vars
+        variables += [
+            Variable(self.entries[i].id, self.entries[i].constraints)
+            for i in self.order
+            if self.entries[i].installed is None
+        ]
+        variables += self.invariant_vars
+        self.timings["variables"] = time.perf_counter() - start
+        self.counters["variables"] = len(variables)
+        self.counters["constraints"] = sum(len(v.constraints) for v in variables)
+        return variables
+
+
+def _properties(raw: Sequence[Mapping[str, Any]]) -> tuple[Property, ...]:
+    return tuple(Property(str(p.get("type")), p.get("value")) for p in raw)
