@@ -38,10 +38,10 @@ __all__ = [
 ENTRY_POINT_GROUP: Final = "olmkit"
 
 #: Parts of the kernel that implement hooks themselves (always registered).
-KERNEL_PLUGINS: tuple[str, ...] = ()
+KERNEL_PLUGINS: tuple[str, ...] = ("olmkit.resolver",)
 
 #: The built-in plugins, by module name: everything OLM means is registered here.
-BUILTIN_PLUGINS: tuple[str, ...] = ("olmkit.plugins.properties", "olmkit.plugins.sources")
+BUILTIN_PLUGINS: tuple[str, ...] = ("olmkit.plugins.properties", "olmkit.plugins.sources", "olmkit.plugins.requirements")
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"
 TRACE_ENV: Final = "OLMKIT_TRACE_PLUGINS"
