@@ -1,0 +1,122 @@
+"""The ``olmkit resolve`` / ``olmkit explain`` command-line contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from olmkit.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "catalog"
+
+MANIFESTS = f"""\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: operators.coreos.com/v1alpha1
+  kind: CatalogSource
+  metadata: {{name: examples, namespace: olm}}
+  spec: {{sourceType: file, path: {EXAMPLES}}}
+- apiVersion: operators.coreos.com/v1
+  kind: OperatorGroup
+  metadata: {{name: og, namespace: ops}}
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata: {{name: backup, namespace: ops}}
+spec: {{name: backup-operator, channel: stable, source: examples, sourceNamespace: olm}}
+"""
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_resolve_json_shape_and_dependencies(tmp_path, capsys):
+    """-f with a List and several documents: JSON with the exact keys, dependencies as steps, exit 0."""
+    path = tmp_path / "m.yaml"
+    path.write_text(MANIFESTS)
+
+    code, out, _ = run(capsys, "resolve", "-f", str(path), "-o", "json")
+
+    data = json.loads(out)
+    assert 0 == code
+    assert ["namespace", "status", "steps", "message"] == list(data)
+    assert ("ops", "ok", None) == (data["namespace"], data["status"], data["message"])
+    assert ["bundle", "package", "version", "channel", "catalog", "catalogNamespace", "replaces"] == list(
+        data["steps"][0]
+    )
+    assert ["backup-operator.v1.0.0", "postgres-operator.v2.3.0", "cert-manager-lite.v1.2.0"] == [
+        s["bundle"] for s in data["steps"]
+    ]
+    assert {("examples", "olm")} == {(s["catalog"], s["catalogNamespace"]) for s in data["steps"]}
+
+
+def test_global_namespace_option(tmp_path, capsys):
+    """With --global-namespace set elsewhere, a catalog in 'olm' is invisible: unsatisfiable, exit 1."""
+    path = tmp_path / "m.yaml"
+    path.write_text(MANIFESTS)
+
+    code, out, _ = run(capsys, "resolve", "-f", str(path), "--global-namespace", "other", "-o", "json")
+
+    data = json.loads(out)
+    assert (1, "unsatisfiable") == (code, data["status"])
+    assert data["message"].startswith("constraints not satisfiable: no operators found from catalog examples")
+
+
+def test_short_form_upgrade_free_install(capsys):
+    """--catalog DIR --subscribe PKG/CHANNEL installs the channel head."""
+    code, out, _ = run(capsys, "resolve", "--catalog", str(EXAMPLES), "--subscribe", "postgres-operator/fast",
+                       "-o", "json")
+
+    data = json.loads(out)
+    assert 0 == code
+    assert ("postgres-operator.v2.4.0", "fast") == (data["steps"][0]["bundle"], data["steps"][0]["channel"])
+
+
+def test_unsatisfiable_exit_1_and_explain_tree(capsys):
+    """An unknown package: exit 1, upstream's message, and `explain` prints a tree naming the subscription."""
+    code, out, _ = run(capsys, "explain", "--catalog", str(EXAMPLES), "--subscribe", "nope")
+
+    assert 1 == code
+    assert (
+        "unsatisfiable: constraints not satisfiable: no operators found in package nope in the catalog "
+        "referenced by subscription nope, subscription nope exists"
+    ) == out.splitlines()[0]
+    assert "  subscription nope" in out.splitlines()
+    assert "would satisfy it" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("kind: [\n", "invalid YAML"),
+        ("kind: Subscription\nmetadata: {name: s}\nspec: {channel: x}\n", "Subscription/s: spec.name"),
+        ("- just\n- a list\n", "a manifest must be an object"),
+        ("kind: ClusterServiceVersion\nmetadata:\n  name: c\n  annotations: {operatorframework.io/properties: '{x'}\n",
+         "ClusterServiceVersion/c: annotation"),
+    ],
+)
+def test_invalid_manifests_exit_2_naming_file(tmp_path, capsys, content, needle):
+    """An invalid manifest is exit 2 with one line naming the file and the object, no traceback."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+
+    code, out, err = run(capsys, "resolve", "-f", str(path))
+
+    assert (2, "") == (code, out)
+    assert str(path) in err
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_exit_2(tmp_path, capsys):
+    """A missing manifest file is exit 2 naming it."""
+    code, _, err = run(capsys, "resolve", "-f", str(tmp_path / "none.yaml"))
+
+    assert 2 == code
+    assert "none.yaml: cannot read" in err

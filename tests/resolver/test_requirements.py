@@ -1,0 +1,152 @@
+"""The requirements plugin: required-property types, constraint keys, CEL, size limit."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from olmkit import hookimpl
+from olmkit.model import Property
+from olmkit.plugins import requirements
+from olmkit.resolver._index import BundleView
+from olmkit.types import ConstraintEvaluator
+from resolver.casefile import run_case, step_text
+
+
+def view(registry, props, name="b.v1.0.0", package="b", version="1.0.0"):
+    return BundleView(name, package, version, tuple(Property(p["type"], p["value"]) for p in props), registry)
+
+
+def test_predicate_texts_are_upstreams(olmkit_pm):
+    """gvk, package, all, any and not print upstream's predicate texts."""
+    ctx_registry = olmkit_pm.registry
+    from olmkit.resolver._build import _Context
+
+    ctx = _Context(ctx_registry, "a.v1")
+    pred = ctx.build_constraint(
+        {"all": {"constraints": [
+            {"gvk": {"group": "g", "version": "v1", "kind": "K"}},
+            {"any": {"constraints": [{"package": {"packageName": "p", "versionRange": ">=1.0.0"}}]}},
+            {"not": {"constraints": [{"gvk": {"group": "g", "version": "v1", "kind": "A"}},
+                                     {"gvk": {"group": "g", "version": "v1", "kind": "B"}}]}},
+        ]}}
+    )
+
+    assert (
+        "providing an API with group: g, version: v1, kind: K and with package: p and with version in range: "
+        ">=1.0.0 and providing an API with group: g, version: v1, kind: A and not providing an API with group: g, "
+        "version: v1, kind: B"
+    ) == str(pred)
+
+
+def test_oversized_constraint_is_rejected(olmkit_pm):
+    """An olm.constraint over 131072 raw bytes is an error naming the limit."""
+    parse = olmkit_pm.registry.property_types["olm.constraint"].parse
+    big = {"failureMessage": "x" * 131072, "gvk": {"group": "g", "version": "v1", "kind": "K"}}
+
+    with pytest.raises(ValueError, match="greater than max constraint size 131072 bytes"):
+        parse(big)
+
+
+def test_cel_is_evaluated_once_per_rule_and_property_set(olmkit_pm):
+    """Two bundles with identical properties cost one CEL evaluation; a different set costs another."""
+    registry = olmkit_pm.registry
+    rule = requirements.CelRule('properties.exists(p, p.type == "unique-test-marker")')
+    before = requirements._CEL_STATS["evaluated"]
+    props = [{"type": "unique-test-marker", "value": 1}]
+
+    results = [rule.matches(view(registry, props, name=f"b{i}")) for i in range(5)]
+    results.append(rule.matches(view(registry, [{"type": "other", "value": 1}])))
+
+    assert [True] * 5 + [False] == results
+    assert 2 == requirements._CEL_STATS["evaluated"] - before
+
+
+def test_cel_semver_compare(olmkit_pm):
+    """semver_compare(a, b) gives -1/0/1 on tolerant versions."""
+    rule = requirements.CelRule('semver_compare("v1.2", "1.10.0") == -1 && semver_compare("2.0.0", "2.0.0") == 0')
+
+    assert rule.matches(view(olmkit_pm.registry, []))
+
+
+def test_hook_olmkit_constraint_evaluators_custom_key(olmkit_pm, olmkit_register, tmp_path):
+    """A constraint key registered by a plugin works inside olm.constraint exactly like a built-in one."""
+
+    class Flavour:
+        lookup = None
+
+        def __init__(self, want):
+            self.want = want
+
+        def matches(self, candidate):
+            return any(v == self.want for v in candidate.values("example.io/flavour"))
+
+        def __str__(self):
+            return f"with flavour: {self.want}"
+
+    class Plugin:
+        @hookimpl
+        def olmkit_constraint_evaluators(self):
+            yield ConstraintEvaluator(key="flavour", build=lambda value, ctx: Flavour(value))
+
+    olmkit_register(Plugin(), "flavour")
+    case = yaml.safe_load("""
+catalogs:
+  cat:
+    packages:
+      a:
+        channels: {stable: [a.v1.0.0]}
+        bundles:
+          a.v1.0.0:
+            - {type: olm.constraint, value: {failureMessage: m, any: {constraints: [{flavour: mint}]}}}
+      b:
+        channels: {stable: [b.v1.0.0]}
+        bundles: {b.v1.0.0: [{type: example.io/flavour, value: lemon}]}
+      c:
+        channels: {stable: [c.v1.0.0]}
+        bundles: {c.v1.0.0: [{type: example.io/flavour, value: mint}]}
+subscriptions: [{package: a}]
+""")
+
+    resolution = run_case(case, tmp_path, olmkit_pm)
+
+    assert ["cat/operators/stable/a.v1.0.0", "cat/operators/stable/c.v1.0.0"] == [
+        step_text(s) for s in resolution.steps
+    ]
+
+
+def test_unannotated_csv_properties_derived_from_apis():
+    """A CSV without the annotation: owned APIs become olm.gvk, required ones olm.gvk.required."""
+    csv = {"spec": {"version": "1.0.0", "customresourcedefinitions": {
+        "owned": [{"name": "widgets.example.io", "version": "v1", "kind": "Widget"}],
+        "required": [{"name": "gadgets.example.io", "version": "v1", "kind": "Gadget"}]}}}
+
+    props = requirements.csv_properties(csv, "widgets")
+
+    assert [
+        {"type": "olm.gvk", "value": {"group": "example.io", "version": "v1", "kind": "Widget"}},
+        {"type": "olm.gvk.required", "value": {"group": "example.io", "version": "v1", "kind": "Gadget"}},
+        {"type": "olm.package", "value": {"packageName": "widgets", "version": "1.0.0"}},
+    ] == props
+
+
+def test_hook_olmkit_resolve_is_wrappable(olmkit_pm, olmkit_register, tmp_path):
+    """The kernel resolver answers olmkit_resolve; a wrapper sees the Resolution it returns."""
+    seen = []
+
+    class Timer:
+        @hookimpl(wrapper=True)
+        def olmkit_resolve(self, request):
+            result = yield
+            seen.append((request.namespace, result.status))
+            return result
+
+    olmkit_register(Timer(), "timer")
+    case = {"catalogs": {"cat": {"packages": {"a": {"channels": {"stable": ["a.v1.0.0"]},
+                                                    "bundles": {"a.v1.0.0": []}}}}},
+            "subscriptions": [{"package": "a"}]}
+
+    resolution = run_case(case, tmp_path, olmkit_pm)
+
+    assert [("operators", "ok")] == seen
+    assert "ok" == resolution.status
