@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any
 
@@ -75,6 +76,18 @@ def resolve(request: ResolutionRequest) -> Resolution:
         and an explanation, or ``error`` (a hard error: bad constraint, broken catalog,
         unreachable source, not exactly one OperatorGroup).
     """
+    # resolution allocates many small, long-lived objects: the cyclic GC would rescan them
+    # again and again for nothing (it halves the time); it runs normally again afterwards
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _resolve(request)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _resolve(request: ResolutionRequest) -> Resolution:
     start = time.perf_counter()
     problem = Problem(request)
     cel_before = _cel_count()

@@ -27,7 +27,7 @@ from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import OlmkitError, ResolutionError
 from olmkit.model import Property
 from olmkit.registry import Registry
-from olmkit.resolver._index import BundleView, CatalogIndex, index_for
+from olmkit.resolver._index import BundleView, CatalogIndex, index_for, predicate_id
 from olmkit.resolver.request import InstalledCSV, ResolutionRequest, SourceRef, SubscriptionRef
 
 __all__ = ["DependencyInfo", "Entry", "Problem", "join_ids"]
@@ -106,7 +106,8 @@ class Problem:
         self.indexes: dict[tuple[str, str], CatalogIndex] = {}
         self.existing: list[Entry] = []
         self.existing_by_name: dict[str, Entry] = {}
-        self._pred_ids: dict[Any, int] = {}
+        self._candidates: dict[tuple[int, int], list[Entry]] = {}
+        self._view_constraints: dict[int, tuple[BundleView, list[Any]]] = {}
         self._queue: deque[Entry] = deque()
         self.sub_of_entry: dict[str, str] = {}
 
@@ -278,33 +279,49 @@ class Problem:
 
     def explore(self) -> None:
         """Build every reachable bundle's constraints, breadth first."""
-        property_types = self.registry.property_types
         while self._queue:
             entry = self._queue.popleft()
-            view = entry.view
-            seen_types: dict[str, int] = {}
-            for prop in view.properties:
-                pt = property_types.get(prop.type)
-                if pt is None:
-                    continue  # unknown property types are ignored, as upstream
-                i = seen_types.get(prop.type, 0)
-                seen_types[prop.type] = i + 1
-                if pt.prohibits is not None:
-                    entry.constraints.append(Prohibited(pt.prohibits.format(id=entry.id)))
-                if pt.requirement is None:
-                    continue
-                value = self._values(view, prop.type, view.name)[i]
-                try:
-                    predicate = pt.requirement(value, _Context(self.registry, view.name))
-                except ValueError as exc:
-                    raise ResolutionError(f"bundle {view.name}: property {prop.type}: {exc}") from exc
-                candidates = self._dependency_candidates(predicate, entry)
-                ids = tuple(c.id for c in candidates)
-                message = f"bundle {view.name} requires an operator {predicate}"
-                entry.constraints.append(Dependency(ids, message))
-                self.deps[(entry.id, message)] = DependencyInfo(
-                    "requirement", entry.id, predicate=predicate, property_type=prop.type, candidates=ids
-                )
+            for template, dependency, info in self._bundle_constraints(entry):
+                if template is not None:
+                    entry.constraints.append(Prohibited(template.format(id=entry.id)))
+                else:
+                    assert dependency is not None
+                    assert dependency.message is not None
+                    entry.constraints.append(dependency)
+                    self.deps[(entry.id, dependency.message)] = info
+
+    def _bundle_constraints(self, entry: Entry) -> list[tuple[str | None, Dependency | None, Any]]:
+        """A bundle's prohibitions and dependencies, built once per bundle (shared by its channels)."""
+        view = entry.view
+        cached = self._view_constraints.get(id(view))
+        if cached is not None:
+            return cached[1]
+        out: list[tuple[str | None, Dependency | None, Any]] = []
+        property_types = self.registry.property_types
+        seen_types: dict[str, int] = {}
+        for prop in view.properties:
+            pt = property_types.get(prop.type)
+            if pt is None:
+                continue  # unknown property types are ignored, as upstream
+            i = seen_types.get(prop.type, 0)
+            seen_types[prop.type] = i + 1
+            if pt.prohibits is not None:
+                out.append((pt.prohibits, None, None))
+            if pt.requirement is None:
+                continue
+            value = self._values(view, prop.type, view.name)[i]
+            try:
+                predicate = pt.requirement(value, _Context(self.registry, view.name))
+            except ValueError as exc:
+                raise ResolutionError(f"bundle {view.name}: property {prop.type}: {exc}") from exc
+            ids = tuple(c.id for c in self._dependency_candidates(predicate, entry))
+            message = f"bundle {view.name} requires an operator {predicate}"
+            info = DependencyInfo(
+                "requirement", view.name, predicate=predicate, property_type=prop.type, candidates=ids
+            )
+            out.append((None, Dependency(ids, message), info))
+        self._view_constraints[id(view)] = (view, out)
+        return out
 
     def _matches(self, predicate: Any, pid: int, view: BundleView) -> bool:
         hit = view.matched.get(pid)
@@ -317,7 +334,16 @@ class Problem:
         return hit
 
     def _dependency_candidates(self, predicate: Any, dependent: Entry) -> list[Entry]:
-        pid = self._pred_ids.setdefault(predicate, len(self._pred_ids))
+        pid = predicate_id(predicate)
+        # bundles of one package mostly repeat their requirements: gather each once per catalog
+        key = (pid, id(dependent.source))
+        cached = self._candidates.get(key)
+        if cached is None:
+            cached = self._gather(predicate, pid, dependent)
+            self._candidates[key] = cached
+        return cached
+
+    def _gather(self, predicate: Any, pid: int, dependent: Entry) -> list[Entry]:
         out: list[Entry] = [e for e in self.existing if self._matches(predicate, pid, e.view)]
         lookups: Sequence[tuple[str, Hashable]] | None = getattr(predicate, "lookups", None)
         if lookups is None:

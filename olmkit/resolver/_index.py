@@ -17,7 +17,7 @@ from typing import Any
 from olmkit.model import Property
 from olmkit.registry import Registry
 
-__all__ = ["BundleView", "CatalogIndex", "index_for"]
+__all__ = ["BundleView", "CatalogIndex", "index_for", "predicate_id"]
 
 
 class BundleView:
@@ -144,15 +144,34 @@ class CatalogIndex:
         return pkg.default_channel if pkg is not None else None
 
 
-_CACHE: OrderedDict[int, tuple[Any, Registry, CatalogIndex]] = OrderedDict()
+_PREDICATE_IDS: dict[Any, int] = {}
+
+
+def predicate_id(predicate: Any) -> int:
+    """A process-wide number for a predicate (equal predicates share it): the key of match caches."""
+    pid = _PREDICATE_IDS.get(predicate)
+    if pid is None:
+        if len(_PREDICATE_IDS) > 1_000_000:  # bound the memory of a long-running process
+            _PREDICATE_IDS.clear()
+            _CACHE.clear()
+        pid = _PREDICATE_IDS[predicate] = len(_PREDICATE_IDS)
+    return pid
+
+
+_CACHE: OrderedDict[Hashable, tuple[Any, Registry, CatalogIndex]] = OrderedDict()
 _CACHE_SIZE = 16
 
 
 def index_for(catalog: Any, registry: Registry) -> CatalogIndex:
-    """The index of ``catalog`` (reused while the same catalog object is resolved again)."""
-    key = id(catalog)
+    """The index of ``catalog``, reused while the same content is resolved again.
+
+    A catalog with a content digest is known by it (a source that re-reads an unchanged
+    catalog gives a new object with the same digest); one without, by identity.
+    """
+    digest = getattr(catalog, "digest", "")
+    key: Hashable = ("digest", digest, catalog.name) if digest else ("id", id(catalog))
     hit = _CACHE.get(key)
-    if hit is not None and hit[0] is catalog and hit[1] is registry:
+    if hit is not None and hit[1] is registry and (digest or hit[0] is catalog):
         _CACHE.move_to_end(key)
         return hit[2]
     index = CatalogIndex(catalog, registry)

@@ -108,8 +108,15 @@ def _package_blobs(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     for bundle, props in (spec.get("bundles") or {}).items():
         properties = [{"type": "olm.package", "value": {"packageName": name, "version": version_of(bundle)}}]
         properties += [prop(p) for p in props or []]
-        blobs.append({"schema": "olm.bundle", "package": name, "name": bundle, "image": f"example.invalid/{bundle}",
-                      "properties": properties})
+        blobs.append(
+            {
+                "schema": "olm.bundle",
+                "package": name,
+                "name": bundle,
+                "image": f"example.invalid/{bundle}",
+                "properties": properties,
+            }
+        )
     return blobs
 
 
@@ -130,27 +137,42 @@ def case_manifests(case: dict[str, Any], root: Path) -> list[Manifest]:
     for _ in range(case.get("operatorGroups", 1)):
         objs.append({"kind": "OperatorGroup", "metadata": {"name": f"og{_}", "namespace": ns}})
     for sub in case.get("subscriptions") or []:
-        spec = {"name": sub["package"], "source": sub.get("source", "cat"),
-                "sourceNamespace": sub.get("sourceNamespace", ns)}
+        spec = {
+            "name": sub["package"],
+            "source": sub.get("source", "cat"),
+            "sourceNamespace": sub.get("sourceNamespace", ns),
+        }
         for key in ("channel", "startingCSV"):
             if key in sub:
                 spec[key] = sub[key]
         status = {}
         if "installed" in sub:
             status = {"installedCSV": sub["installed"], "currentCSV": sub["installed"]}
-        objs.append({"kind": "Subscription", "metadata": {"name": sub.get("name", sub["package"]), "namespace": ns},
-                     "spec": spec, "status": status})
+        objs.append(
+            {
+                "kind": "Subscription",
+                "metadata": {"name": sub.get("name", sub["package"]), "namespace": ns},
+                "spec": spec,
+                "status": status,
+            }
+        )
     for csv in case.get("installed") or []:
         name = csv["name"]
         meta: dict[str, Any] = {"name": name, "namespace": ns}
         if not csv.get("raw"):
             props = [prop(p) for p in csv.get("properties") or []]
             if "package" in csv:
-                props.insert(0, {"type": "olm.package",
-                                 "value": {"packageName": csv["package"], "version": version_of(name)}})
+                props.insert(
+                    0, {"type": "olm.package", "value": {"packageName": csv["package"], "version": version_of(name)}}
+                )
             meta["annotations"] = {PROPS_ANNOTATION: json.dumps({"properties": props})}
-        objs.append({"kind": "ClusterServiceVersion", "metadata": meta,
-                     "spec": {"version": version_of(name), **(csv.get("spec") or {})}})
+        objs.append(
+            {
+                "kind": "ClusterServiceVersion",
+                "metadata": meta,
+                "spec": {"version": version_of(name), **(csv.get("spec") or {})},
+            }
+        )
     objs += case.get("manifests") or []
     return [Manifest(o, str(root / "case.yaml")) for o in objs]
 
@@ -158,8 +180,13 @@ def case_manifests(case: dict[str, Any], root: Path) -> list[Manifest]:
 def run_case(case: dict[str, Any], root: Path, pm: Any) -> Any:
     """Resolve a case through the plugin manager's ``olmkit_resolve``."""
     manifests = case_manifests(case, root)
-    request = build_request(manifests, pm=pm, namespace=case.get("namespace", "operators"),
-                            global_namespace=case.get("globalNamespace", "olm"), cache=False)
+    request = build_request(
+        manifests,
+        pm=pm,
+        namespace=case.get("namespace", "operators"),
+        global_namespace=case.get("globalNamespace", "olm"),
+        cache=False,
+    )
     return pm.hook.olmkit_resolve(request=request)
 
 

@@ -30,3 +30,29 @@ def test_case(path, olmkit_pm, tmp_path):
 def test_there_are_cases():
     """The case directory is not empty (a glob typo would silently test nothing)."""
     assert len(CASES) >= 20
+
+
+def test_repeated_resolutions_on_one_catalog_do_not_share_stale_matches(olmkit_pm, tmp_path):
+    """Resolving different requirements against the same (cached) catalog gives each its own answer."""
+    from olmkit.resolver.manifests import build_request
+    from resolver.casefile import case_manifests
+
+    case = yaml.safe_load((Path(__file__).parent / "cases" / "dependency-transitive-and-label.yaml").read_text())
+    manifests = case_manifests(case, tmp_path)
+    answers = []
+    for package in ("a", "b", "d", "a"):
+        objs = [m for m in manifests if m.kind != "Subscription"]
+        sub = {
+            "kind": "Subscription",
+            "metadata": {"name": package, "namespace": "operators"},
+            "spec": {"name": package, "source": "cat", "sourceNamespace": "operators"},
+        }
+        request = build_request([*objs, type(manifests[0])(sub, "x")], pm=olmkit_pm, namespace="operators")
+        answers.append([s.bundle for s in olmkit_pm.hook.olmkit_resolve(request=request).steps])
+
+    assert [
+        ["a.v1.0.0", "b.v1.0.0", "c.v1.0.0"],
+        ["b.v1.0.0", "c.v1.0.0"],
+        ["d.v1.0.0"],
+        ["a.v1.0.0", "b.v1.0.0", "c.v1.0.0"],
+    ] == answers

@@ -70,8 +70,9 @@ def test_global_namespace_option(tmp_path, capsys):
 
 def test_short_form_upgrade_free_install(capsys):
     """--catalog DIR --subscribe PKG/CHANNEL installs the channel head."""
-    code, out, _ = run(capsys, "resolve", "--catalog", str(EXAMPLES), "--subscribe", "postgres-operator/fast",
-                       "-o", "json")
+    code, out, _ = run(
+        capsys, "resolve", "--catalog", str(EXAMPLES), "--subscribe", "postgres-operator/fast", "-o", "json"
+    )
 
     data = json.loads(out)
     assert 0 == code
@@ -97,8 +98,10 @@ def test_unsatisfiable_exit_1_and_explain_tree(capsys):
         ("kind: [\n", "invalid YAML"),
         ("kind: Subscription\nmetadata: {name: s}\nspec: {channel: x}\n", "Subscription/s: spec.name"),
         ("- just\n- a list\n", "a manifest must be an object"),
-        ("kind: ClusterServiceVersion\nmetadata:\n  name: c\n  annotations: {operatorframework.io/properties: '{x'}\n",
-         "ClusterServiceVersion/c: annotation"),
+        (
+            "kind: ClusterServiceVersion\nmetadata:\n  name: c\n  annotations: {operatorframework.io/properties: '{x'}\n",
+            "ClusterServiceVersion/c: annotation",
+        ),
     ],
 )
 def test_invalid_manifests_exit_2_naming_file(tmp_path, capsys, content, needle):

@@ -82,12 +82,30 @@ def test_pure_and_native_encoders_agree_on_the_examples(tmp_path):
     import sys
 
     examples = Path(__file__).resolve().parents[2] / "examples" / "catalog"
-    argv = [sys.executable, "-m", "olmkit", "resolve", "--catalog", str(examples), "--no-cache", "-o", "json",
-            "--subscribe", "backup-operator", "--subscribe", "legacy-monitor", "--subscribe", "storage-operator"]
+    argv = [
+        sys.executable,
+        "-m",
+        "olmkit",
+        "resolve",
+        "--catalog",
+        str(examples),
+        "--no-cache",
+        "-o",
+        "json",
+        "--subscribe",
+        "backup-operator",
+        "--subscribe",
+        "legacy-monitor",
+        "--subscribe",
+        "storage-operator",
+    ]
     outs = []
     for pure in ("", "1"):
-        env = {**os.environ, "OLMKIT_PURE_PYTHON": pure} if pure else {
-            k: v for k, v in os.environ.items() if k != "OLMKIT_PURE_PYTHON"}
+        env = (
+            {**os.environ, "OLMKIT_PURE_PYTHON": pure}
+            if pure
+            else {k: v for k, v in os.environ.items() if k != "OLMKIT_PURE_PYTHON"}
+        )
         outs.append(subprocess.run(argv, capture_output=True, text=True, env=env, check=False).stdout)
 
     assert outs[0] == outs[1]

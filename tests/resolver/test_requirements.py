@@ -24,12 +24,22 @@ def test_predicate_texts_are_upstreams(olmkit_pm):
 
     ctx = _Context(ctx_registry, "a.v1")
     pred = ctx.build_constraint(
-        {"all": {"constraints": [
-            {"gvk": {"group": "g", "version": "v1", "kind": "K"}},
-            {"any": {"constraints": [{"package": {"packageName": "p", "versionRange": ">=1.0.0"}}]}},
-            {"not": {"constraints": [{"gvk": {"group": "g", "version": "v1", "kind": "A"}},
-                                     {"gvk": {"group": "g", "version": "v1", "kind": "B"}}]}},
-        ]}}
+        {
+            "all": {
+                "constraints": [
+                    {"gvk": {"group": "g", "version": "v1", "kind": "K"}},
+                    {"any": {"constraints": [{"package": {"packageName": "p", "versionRange": ">=1.0.0"}}]}},
+                    {
+                        "not": {
+                            "constraints": [
+                                {"gvk": {"group": "g", "version": "v1", "kind": "A"}},
+                                {"gvk": {"group": "g", "version": "v1", "kind": "B"}},
+                            ]
+                        }
+                    },
+                ]
+            }
+        }
     )
 
     assert (
@@ -117,9 +127,15 @@ subscriptions: [{package: a}]
 
 def test_unannotated_csv_properties_derived_from_apis():
     """A CSV without the annotation: owned APIs become olm.gvk, required ones olm.gvk.required."""
-    csv = {"spec": {"version": "1.0.0", "customresourcedefinitions": {
-        "owned": [{"name": "widgets.example.io", "version": "v1", "kind": "Widget"}],
-        "required": [{"name": "gadgets.example.io", "version": "v1", "kind": "Gadget"}]}}}
+    csv = {
+        "spec": {
+            "version": "1.0.0",
+            "customresourcedefinitions": {
+                "owned": [{"name": "widgets.example.io", "version": "v1", "kind": "Widget"}],
+                "required": [{"name": "gadgets.example.io", "version": "v1", "kind": "Gadget"}],
+            },
+        }
+    }
 
     props = requirements.csv_properties(csv, "widgets")
 
@@ -142,9 +158,10 @@ def test_hook_olmkit_resolve_is_wrappable(olmkit_pm, olmkit_register, tmp_path):
             return result
 
     olmkit_register(Timer(), "timer")
-    case = {"catalogs": {"cat": {"packages": {"a": {"channels": {"stable": ["a.v1.0.0"]},
-                                                    "bundles": {"a.v1.0.0": []}}}}},
-            "subscriptions": [{"package": "a"}]}
+    case = {
+        "catalogs": {"cat": {"packages": {"a": {"channels": {"stable": ["a.v1.0.0"]}, "bundles": {"a.v1.0.0": []}}}}},
+        "subscriptions": [{"package": "a"}],
+    }
 
     resolution = run_case(case, tmp_path, olmkit_pm)
 
