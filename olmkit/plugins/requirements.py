@@ -28,6 +28,7 @@ ClusterServiceVersion that carries no properties annotation (owned APIs become
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -254,6 +255,11 @@ def property_set_key(properties: Sequence[Any]) -> bytes:
     )
 
 
+# ``properties.exists(p, p.type == "T")`` - the most common rule by far - is "carries a
+# property of type T"; it is answered without the interpreter (same result, ~1000x faster).
+_HAS_TYPE: Final = re.compile(r'\s*properties\.exists\(\s*(\w+)\s*,\s*\1\.type\s*==\s*"([^"\\]*)"\s*\)\s*')
+
+
 @attrs.frozen
 class CelRule:
     """Matches bundles whose properties satisfy a CEL ``rule``."""
@@ -261,11 +267,17 @@ class CelRule:
     rule: str
     failure_message: str = ""
     lookup: tuple[str, Hashable] | None = None
+    has_type: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         _compile(self.rule)
+        fast = _HAS_TYPE.fullmatch(self.rule)
+        if fast is not None:
+            object.__setattr__(self, "has_type", fast.group(2))
 
     def matches(self, candidate: PropertyView) -> bool:
+        if self.has_type is not None:
+            return any(getattr(p, "type", None) == self.has_type for p in candidate.properties)
         key = getattr(candidate, "property_key", None)
         if key is None:
             key = property_set_key(candidate.properties)

@@ -61,7 +61,7 @@ def test_oversized_constraint_is_rejected(olmkit_pm):
 def test_cel_is_evaluated_once_per_rule_and_property_set(olmkit_pm):
     """Two bundles with identical properties cost one CEL evaluation; a different set costs another."""
     registry = olmkit_pm.registry
-    rule = requirements.CelRule('properties.exists(p, p.type == "unique-test-marker")')
+    rule = requirements.CelRule('properties.exists(p, p.type == "unique-test-marker" && true)')
     before = requirements._CEL_STATS["evaluated"]
     props = [{"type": "unique-test-marker", "value": 1}]
 
@@ -70,6 +70,17 @@ def test_cel_is_evaluated_once_per_rule_and_property_set(olmkit_pm):
 
     assert [True] * 5 + [False] == results
     assert 2 == requirements._CEL_STATS["evaluated"] - before
+
+
+def test_cel_has_type_fast_path_agrees_with_the_interpreter(olmkit_pm):
+    """The common rule properties.exists(p, p.type == "T") gives the interpreter's answer without running it."""
+    rule = requirements.CelRule('properties.exists(q, q.type == "certified")')
+    sets = [[{"type": "certified", "value": True}], [{"type": "other", "value": {"a": 1}}], []]
+    views = [view(olmkit_pm.registry, props) for props in sets]
+
+    assert "certified" == rule.has_type
+    assert [rule._evaluate(v.properties) for v in views] == [rule.matches(v) for v in views]
+    assert [True, False, False] == [rule.matches(v) for v in views]
 
 
 def test_cel_semver_compare(olmkit_pm):
