@@ -99,7 +99,8 @@ def test_unsatisfiable_exit_1_and_explain_tree(capsys):
         ("kind: Subscription\nmetadata: {name: s}\nspec: {channel: x}\n", "Subscription/s: spec.name"),
         ("- just\n- a list\n", "a manifest must be an object"),
         (
-            "kind: ClusterServiceVersion\nmetadata:\n  name: c\n  annotations: {operatorframework.io/properties: '{x'}\n",
+            "kind: ClusterServiceVersion\nmetadata:\n  name: c\n"
+            "  annotations: {operatorframework.io/properties: '{x'}\n",
             "ClusterServiceVersion/c: annotation",
         ),
     ],
