@@ -19,7 +19,7 @@ from pluggy import HookImpl, Result
 
 from olmkit.manager import PluginManager, get_plugin_manager
 
-__all__ = ["HookCall", "HookRecorder"]
+__all__ = ["HookCall", "HookRecorder", "assert_installed", "assert_unsatisfiable"]
 
 
 @attrs.frozen
@@ -122,3 +122,58 @@ def make_catalog(olmkit_pm: PluginManager, tmp_path: Any) -> Callable[..., Any]:
         return load_catalog(root, (pm or olmkit_pm).registry, name=name, cache=False)
 
     return make
+
+
+@attrs.define
+class _LoadedSource:
+    """A catalog source around an already loaded catalog (for tests)."""
+
+    name: str
+    catalog: Any
+
+    def load(self) -> Any:
+        return self.catalog
+
+
+@pytest.fixture
+def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
+    """``resolve(subscriptions, catalogs, installed=(), namespace="operators")``: resolve a namespace.
+
+    ``subscriptions`` are ``"pkg"`` / ``"pkg/channel"`` strings or SubscriptionRef values (a string
+    subscribes through the first catalog); ``catalogs`` are loaded catalogs (see ``make_catalog``)
+    or ``(catalog, namespace, priority)`` tuples; ``installed`` are InstalledCSV values.
+    Returns the :class:`olmkit.resolver.Resolution`.
+    """
+    from olmkit.resolver import ResolutionRequest, SourceRef, SubscriptionRef
+
+    def run(subscriptions: Sequence[Any], catalogs: Sequence[Any], installed: Sequence[Any] = (),
+            namespace: str = "operators") -> Any:
+        refs = []
+        for item in catalogs:
+            catalog, ns, priority = item if isinstance(item, tuple) else (item, namespace, 0)
+            refs.append(SourceRef(catalog.name, ns, _LoadedSource(catalog.name, catalog), priority))
+        subs = []
+        for sub in subscriptions:
+            if isinstance(sub, str):
+                package, _, channel = sub.partition("/")
+                sub = SubscriptionRef(name=package, package=package, channel=channel,
+                                      source=refs[0].name, source_namespace=refs[0].namespace)
+            subs.append(sub)
+        request = ResolutionRequest(namespace=namespace, registry=olmkit_pm.registry, subscriptions=subs,
+                                    installed=installed, sources=refs)
+        return olmkit_pm.hook.olmkit_resolve(request=request)
+
+    return run
+
+
+def assert_installed(resolution: Any, *bundles: str) -> None:
+    """The resolution succeeded and its steps are exactly ``bundles`` (names, in order)."""
+    assert "ok" == resolution.status, resolution.message
+    assert list(bundles) == [step.bundle for step in resolution.steps]
+
+
+def assert_unsatisfiable(resolution: Any, *fragments: str) -> None:
+    """The resolution is unsatisfiable and its message contains every fragment."""
+    assert "unsatisfiable" == resolution.status, resolution.status
+    for fragment in fragments:
+        assert fragment in (resolution.message or ""), resolution.message
