@@ -15,6 +15,7 @@ manifest it was applied from; ``olmkit apply`` records that directory in the
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from olmkit.registry import Registry
     from olmkit.store import Object, Store
 
-__all__ = ["MANIFEST_DIR_ANNOTATION", "CatalogCache", "OpenedSource", "source_label"]
+__all__ = ["MANIFEST_DIR_ANNOTATION", "CatalogCache", "OpenedSource", "content_digest", "source_label"]
 
 MANIFEST_DIR_ANNOTATION: Final = "olmkit.io/manifest-dir"
 
@@ -41,6 +42,25 @@ def source_label(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` of a CatalogSource object."""
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def content_digest(catalog: Catalog) -> str:
+    """A digest of a catalog's content: its file digest, or one made from its graph and bundles.
+
+    Sources that read no files (a ConfigMap) give catalogs without a file digest.
+    """
+    if catalog.digest:
+        return catalog.digest
+    h = hashlib.sha1(usedforsecurity=False)
+    for package in sorted(catalog.packages):
+        h.update(repr(catalog.packages[package]).encode())
+        for name, channel in sorted(catalog.channels.get(package, {}).items()):
+            h.update(name.encode())
+            h.update(repr(channel.entries).encode())
+        for name, bundle in sorted(catalog.bundles.get(package, {}).items()):
+            h.update(name.encode())
+            h.update(repr(bundle.properties).encode())
+    return "content:" + h.hexdigest()
 
 
 def _base_dir(obj: Mapping[str, Any]) -> Path | None:
@@ -133,14 +153,14 @@ class CatalogCache:
         A failed load keeps the previous snapshot (if any) and records the error.
         """
         opened = self.opened(obj)
-        before = opened.catalog.digest if opened.catalog is not None else None
+        before = content_digest(opened.catalog) if opened.catalog is not None else None
         try:
             opened.catalog = opened.source.load()
             opened.error = None
         except OlmkitError as exc:
             opened.error = str(exc)
             return opened, False
-        return opened, opened.catalog.digest != before
+        return opened, content_digest(opened.catalog) != before
 
     def snapshot(self, obj: Mapping[str, Any]) -> Catalog:
         """The kept snapshot of a CatalogSource, loading it on first use.
