@@ -46,6 +46,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "olmkit.plugins.sources",
     "olmkit.plugins.requirements",
     "olmkit.plugins.bundle_format",
+    "olmkit.plugins.templates",
 )
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"

@@ -5,6 +5,8 @@
 * ``render PATH...``: catalogs and bundle directories as one FBC stream (JSON, or
   ``-o yaml``); bundles come with the package and channel blobs they ask for unless
   ``--bundles-only``.
+* ``render-template FILE``: a catalog template (``olm.template.basic``, ``olm.semver`` ...)
+  as one FBC stream.
 * ``list packages|channels|bundles PATH``.
 * ``upgrade-path PATH --package P [--channel C] --from BUNDLE``.
 * ``graph PATH PKG [--channel C] -o mermaid|dot``.
@@ -20,6 +22,7 @@ from olmkit.catalog import Catalog, load_catalog
 from olmkit.catalog.bundles import bundles_to_blobs, fill_image_template, find_format, read_bundle
 from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_path
 from olmkit.catalog.problems import ERROR
+from olmkit.catalog.templates import render_template
 from olmkit.catalog.validate import validate_path
 from olmkit.cli.output import add_output_option, emit
 from olmkit.errors import CatalogError, UsageError
@@ -64,6 +67,18 @@ def add_commands(subparsers: Any) -> None:
     )
     add_output_option(ren, formats=("json", "yaml"), default="json")
     ren.set_defaults(func=run_render)
+
+    tpl = sub.add_parser("render-template", help="render a catalog template (olm.template.basic, olm.semver ...)")
+    tpl.add_argument("template", metavar="FILE", help="the template file (YAML or JSON); - reads standard input")
+    tpl.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a catalog whose bundles the template may reference by image (repeatable)",
+    )
+    add_output_option(tpl, formats=("json", "yaml"), default="json")
+    tpl.set_defaults(func=run_render_template)
 
     lst = sub.add_parser("list", help="list packages, channels or bundles")
     lst.add_argument("what", choices=("packages", "channels", "bundles"))
@@ -160,6 +175,14 @@ def run_render(args: argparse.Namespace, pm: PluginManager) -> int:
     defined = {str(b.get("name")) for b in blobs if b.get("schema") == SCHEMA_PACKAGE}
     blobs += bundles_to_blobs(bundles, standalone=not args.bundles_only, defined=defined)
     _print_blobs(blobs, args.output)
+    return 0
+
+
+def run_render_template(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Print the catalog a template renders to."""
+    registry = pm.registry
+    catalogs = [load_catalog(path, registry) for path in args.catalog]
+    _print_blobs(render_template(args.template, registry, catalogs=catalogs), args.output)
     return 0
 
 
