@@ -228,10 +228,13 @@ class _Reader:
             return str(path)
 
     def problem(self, message: str, file: Path | None = None, obj: str | None = None, line: int | None = None) -> None:
-        where = [
-            p for p in (f"{self.rel(file)}:{line}" if file and line else self.rel(file) if file else None, obj) if p
-        ]
-        self.problems.append(": ".join([*where, message]))
+        """Record a broken rule as ``file[:line]: object: message`` (file relative to the bundle)."""
+        parts = []
+        if file is not None:
+            parts.append(f"{self.rel(file)}:{line}" if line else self.rel(file))
+        if obj:
+            parts.append(obj)
+        self.problems.append(": ".join([*parts, message]))
 
     def unreadable(self, message: str, file: Path, obj: str | None = None) -> BundleError:
         return BundleError(message, path=str(file), obj=obj)
