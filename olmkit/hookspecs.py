@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
     from olmkit.types import (
         AdmissionCheck,
+        BundleFormat,
         CatalogSourceType,
+        CatalogTemplate,
         ConstraintEvaluator,
         InstallStrategy,
         PropertyType,
@@ -118,6 +120,43 @@ def olmkit_solver_backends() -> Iterable[SolverBackend]:
         @hookimpl
         def olmkit_solver_backends():
             yield SolverBackend(name="minisat", factory=MiniSatBackend)
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def olmkit_bundle_formats() -> Iterable[BundleFormat]:
+    """Register ways bundles are packaged (directories, archives ...).
+
+    ``olmkit catalog render`` hands each path to the first format whose ``accepts``
+    says yes (anything else is read as a catalog); catalog templates resolve bundle
+    references the same way; the lifecycle reads a bundle's manifests through
+    :func:`olmkit.catalog.bundles.read_bundle`, which asks the same formats. Formats are
+    asked in hook call order: ``tryfirst`` ones first, then later-registered plugins
+    before the built-ins.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.BundleFormat`.
+
+    Example:
+        @hookimpl
+        def olmkit_bundle_formats():
+            yield BundleFormat(name="tarball", accepts=lambda ref: ref.endswith(".tar"), read=read_tarball)
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def olmkit_catalog_templates() -> Iterable[CatalogTemplate]:
+    """Register catalog templates (``olmkit catalog render-template``), one per schema.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.CatalogTemplate`.
+
+    Example:
+        @hookimpl
+        def olmkit_catalog_templates():
+            yield CatalogTemplate(schema="example.io/one-channel", render=render_one_channel)
     """
     raise NotImplementedError
 

@@ -45,6 +45,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "olmkit.plugins.properties",
     "olmkit.plugins.sources",
     "olmkit.plugins.requirements",
+    "olmkit.plugins.bundle_format",
+    "olmkit.plugins.templates",
     "olmkit.plugins.deployment",
     "olmkit.plugins.bundle_content",
     "olmkit.plugins.simulated",
