@@ -255,7 +255,7 @@ def olmkit_controllers(context: Any) -> Iterable[Any]:
 
 
 @hookspec(firstresult=True)
-def olmkit_bundle_content(bundle: Any) -> list[Mapping[str, Any]] | None:
+def olmkit_bundle_content(bundle: Any, registry: Any) -> list[Mapping[str, Any]] | None:
     """The manifests of a bundle chosen for installation (its CSV, CRDs and other objects).
 
     Upstream OLM unpacks bundle images; here each plugin that knows a way to get a
@@ -264,6 +264,7 @@ def olmkit_bundle_content(bundle: Any) -> list[Mapping[str, Any]] | None:
 
     Args:
         bundle: the :class:`olmkit.model.Bundle` (its ``image``, ``properties`` and ``origin``).
+        registry: the plugin registry (bundle formats, for reading bundle directories).
 
     Returns:
         The manifests as mappings, or ``None`` when this plugin cannot provide them.
@@ -274,7 +275,7 @@ def olmkit_bundle_content(bundle: Any) -> list[Mapping[str, Any]] | None:
 
     Example:
         @hookimpl
-        def olmkit_bundle_content(bundle):
+        def olmkit_bundle_content(bundle, registry):
             if bundle.image and bundle.image.startswith("oci-archive:"):
                 return unpack_archive(bundle.image)
             return None

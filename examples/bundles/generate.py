@@ -60,16 +60,23 @@ def crd(group: str, kind: str, versions: list[str]) -> dict[str, Any]:
     }
 
 
-def csv(bundle: Any, package: str, entry: Any, owned: dict[tuple[str, str], list[str]], required: list[dict[str, str]]) -> dict[str, Any]:
+def csv(
+    bundle: Any, package: str, entry: Any, owned: dict[tuple[str, str], list[str]], required: list[dict[str, str]]
+) -> dict[str, Any]:
     name = bundle.package
     annotations: dict[str, str] = {"capabilities": "Basic Install"}
     if entry is not None and entry.skip_range:
         annotations["olm.skipRange"] = entry.skip_range
     rules = [
-        {"apiGroups": [""], "resources": ["configmaps", "secrets", "services"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps", "secrets", "services"],
+            "verbs": ["get", "list", "watch", "create", "update", "delete"],
+        },
     ] + [{"apiGroups": [g], "resources": ["*"], "verbs": ["*"]} for g in sorted({g for g, _ in owned})]
     cluster_rules = [
-        {"apiGroups": [r["group"]], "resources": [plural(r["kind"])], "verbs": ["get", "list", "watch"]} for r in required
+        {"apiGroups": [r["group"]], "resources": [plural(r["kind"])], "verbs": ["get", "list", "watch"]}
+        for r in required
     ]
     install: dict[str, Any] = {
         "permissions": [{"serviceAccountName": name, "rules": rules}],
@@ -112,7 +119,12 @@ def csv(bundle: Any, package: str, entry: Any, owned: dict[tuple[str, str], list
                 for v in sorted(vs)
             ],
             "required": [
-                {"name": f"{plural(r['kind'])}.{r['group']}", "version": r["version"], "kind": r["kind"], "displayName": r["kind"]}
+                {
+                    "name": f"{plural(r['kind'])}.{r['group']}",
+                    "version": r["version"],
+                    "kind": r["kind"],
+                    "displayName": r["kind"],
+                }
                 for r in required
             ],
         },
@@ -166,7 +178,9 @@ def main() -> None:
     for package, bundles in catalog.bundles.items():
         pkg = catalog.packages[package]
         for bundle in bundles.values():
-            channels = sorted(c for c, ch in catalog.channels[package].items() if any(e.name == bundle.name for e in ch.entries))
+            channels = sorted(
+                c for c, ch in catalog.channels[package].items() if any(e.name == bundle.name for e in ch.entries)
+            )
             default = pkg.default_channel if pkg.default_channel in channels else channels[0]
             entry = next(e for e in catalog.channels[package][default].entries if e.name == bundle.name)
             owned: dict[tuple[str, str], list[str]] = {}

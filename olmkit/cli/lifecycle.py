@@ -11,6 +11,7 @@ per event; ``-q`` keeps only the summary).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import time
@@ -117,10 +118,8 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
     with store:
         manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
         print("controllers running (Ctrl-C to stop): " + ", ".join(manager.controllers))
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             manager.run_forever(lambda: stop)
-        except KeyboardInterrupt:
-            pass
     print(f"stopped after {manager.reconciles} reconciles")
     return 0
 
@@ -135,7 +134,9 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="also wait for delayed work (Deployments becoming available, retries) until nothing is pending; "
         "a periodic catalog poll does not count",
     )
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="give up after this long (default 120)")
+    p.add_argument(
+        "--timeout", type=float, default=120.0, metavar="SECONDS", help="give up after this long (default 120)"
+    )
     p.set_defaults(func=_reconcile)
 
     p = subparsers.add_parser("run", help="run the controllers until interrupted")

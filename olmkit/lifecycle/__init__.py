@@ -52,8 +52,6 @@ def build_manager(
 
     The manager's ``context`` attribute is the shared :class:`LifecycleContext`.
     """
-    ctx = LifecycleContext(
-        store, pm, options or LifecycleOptions(), clock or RealClock(), reporter or Reporter()
-    )
+    ctx = LifecycleContext(store, pm, options or LifecycleOptions(), clock or RealClock(), reporter or Reporter())
     controllers = [c for contributed in pm.hook.olmkit_controllers(context=ctx) for c in contributed]
     return ControllerManager(store, controllers, clock=ctx.clock, reporter=ctx.reporter, context=ctx)

@@ -65,7 +65,7 @@ def bundle_content(pm: Any, bundle: Any, *, name: str = "", image: str | None = 
     if bundle is None:
         raise BundleUnpackError("the bundle is no longer in its catalog", bundle=name, image=image)
     try:
-        manifests = pm.hook.olmkit_bundle_content(bundle=bundle)
+        manifests = pm.hook.olmkit_bundle_content(bundle=bundle, registry=pm.registry)
     except BundleUnpackError:
         raise
     except OlmkitError as exc:
@@ -88,5 +88,7 @@ def bundle_content(pm: Any, bundle: Any, *, name: str = "", image: str | None = 
         else:
             objects.append(dict(obj))
     if len(csvs) != 1:
-        raise BundleUnpackError(f"expected exactly one ClusterServiceVersion, found {len(csvs)}", bundle=name, image=image)
+        raise BundleUnpackError(
+            f"expected exactly one ClusterServiceVersion, found {len(csvs)}", bundle=name, image=image
+        )
     return BundleContent(csvs[0], tuple(crds), tuple(objects))

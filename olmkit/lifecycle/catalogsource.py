@@ -103,10 +103,9 @@ class CatalogSourceController(Controller):
             opened, changed = ctx.catalogs.refresh(obj)
             self._polled[(namespace, name)] = (generation, now)
             if opened.error is None and changed and opened.catalog is not None:
-                ctx.event(
-                    f"catalogsource {source_label(obj)}: catalog loaded "
-                    f"({len(opened.catalog.packages)} packages, {sum(map(len, opened.catalog.bundles.values()))} bundles)"
-                )
+                bundles = sum(map(len, opened.catalog.bundles.values()))
+                packages = len(opened.catalog.packages)
+                ctx.event(f"catalogsource {source_label(obj)}: catalog loaded ({packages} packages, {bundles} bundles)")
         if opened.error is not None:
             self._write(obj, self._failed(status, REASON_REGISTRY_ERROR, opened.error, generation))
             return Result(requeue_after=min(interval or RETRY_FAILED, RETRY_FAILED), resync=True)

@@ -26,6 +26,7 @@ that replaces another stays ``Pending`` while the old one's OperatorCondition sa
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -118,7 +119,10 @@ class ClusterServiceVersionController(Controller):
         store = ctx.store
 
         def csvs_in(namespace: str | None) -> list[tuple[str, str]]:
-            return [(c["metadata"]["namespace"], c["metadata"]["name"]) for c in store.list(CSV.api_version, CSV.kind, namespace)]
+            return [
+                (c["metadata"]["namespace"], c["metadata"]["name"])
+                for c in store.list(CSV.api_version, CSV.kind, namespace)
+            ]
 
         def by_crd(event: WatchEvent) -> list[tuple[str, str]]:
             name = event.object["metadata"]["name"]
@@ -179,7 +183,9 @@ class ClusterServiceVersionController(Controller):
         if status.get("reason") == "Copied":
             return DONE
         if CLEANUP_FINALIZER not in (meta.get("finalizers") or ()):
-            store.update({**csv, "metadata": {**meta, "finalizers": [*(meta.get("finalizers") or ()), CLEANUP_FINALIZER]}})
+            store.update(
+                {**csv, "metadata": {**meta, "finalizers": [*(meta.get("finalizers") or ()), CLEANUP_FINALIZER]}}
+            )
             return DONE  # the update wakes the next pass
 
         phase = status.get("phase") or ""
@@ -199,7 +205,9 @@ class ClusterServiceVersionController(Controller):
 
         replacer = self._replacer(csv)
         if replacer is not None and phase not in ("Replacing", "Deleting"):
-            return self._to(csv, "Replacing", "BeingReplaced", f"being replaced by csv: {namespace}/{replacer['metadata']['name']}")
+            return self._to(
+                csv, "Replacing", "BeingReplaced", f"being replaced by csv: {namespace}/{replacer['metadata']['name']}"
+            )
 
         if phase == "":
             return self._to(csv, "Pending", "RequirementsUnknown", "requirements not yet checked")
@@ -251,7 +259,11 @@ class ClusterServiceVersionController(Controller):
                 requirementStatus=requirements,
             )
         return self._to(
-            csv, "InstallReady", "AllRequirementsMet", "all requirements found, attempting install", requirementStatus=requirements
+            csv,
+            "InstallReady",
+            "AllRequirementsMet",
+            "all requirements found, attempting install",
+            requirementStatus=requirements,
         )
 
     def _install(self, csv: Object) -> Result:
@@ -288,7 +300,9 @@ class ClusterServiceVersionController(Controller):
             return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
         met, requirements = self._requirements(csv, installer)
         if not met:
-            return self._to(csv, "Failed", "RequirementsNotMet", "requirements no longer met", requirementStatus=requirements)
+            return self._to(
+                csv, "Failed", "RequirementsNotMet", "requirements no longer met", requirementStatus=requirements
+            )
         check = installer.check(csv)
         if not check.healthy:
             return self._to(csv, "Failed", "ComponentUnhealthy", f"installing: {check.message}")
@@ -309,10 +323,14 @@ class ClusterServiceVersionController(Controller):
         met, requirements = self._requirements(csv, installer)
         if not met:
             if reason == "RequirementsNotMet":
-                return self._to(csv, "Failed", "RequirementsNotMet", "requirements no longer met", requirementStatus=requirements)
+                return self._to(
+                    csv, "Failed", "RequirementsNotMet", "requirements no longer met", requirementStatus=requirements
+                )
             return DONE
         if reason == "RequirementsNotMet" or installer.check(csv).healthy:
-            return self._to(csv, "Pending", "NeedsReinstall", "calculated deployment install is bad; requirements met again")
+            return self._to(
+                csv, "Pending", "NeedsReinstall", "calculated deployment install is bad; requirements met again"
+            )
         return DONE
 
     def _replacing(self, csv: Object, replacer: Object | None) -> Result:
@@ -427,10 +445,8 @@ class ClusterServiceVersionController(Controller):
         selector = {OWNER_LABEL: meta["name"], OWNER_NAMESPACE_LABEL: meta["namespace"]}
         for api_version, kind in _CLUSTER_OWNED:
             for obj in store.list(api_version, kind, label_selector=selector):
-                try:
+                with contextlib.suppress(NotFound):
                     store.delete(api_version, kind, obj["metadata"]["name"])
-                except NotFound:
-                    pass
         finalizers = [f for f in meta.get("finalizers") or () if f != CLEANUP_FINALIZER]
         if finalizers != list(meta.get("finalizers") or ()):
             store.update({**csv, "metadata": {**meta, "finalizers": finalizers}})
@@ -452,7 +468,16 @@ class ClusterServiceVersionController(Controller):
         status.update(phase=phase, reason=reason, message=message, lastUpdateTime=now)
         if old_phase != phase:
             status["lastTransitionTime"] = now
-            history = [*(status.get("conditions") or ()), {"phase": phase, "reason": reason, "message": message, "lastUpdateTime": now, "lastTransitionTime": now}]
+            history = [
+                *(status.get("conditions") or ()),
+                {
+                    "phase": phase,
+                    "reason": reason,
+                    "message": message,
+                    "lastUpdateTime": now,
+                    "lastTransitionTime": now,
+                },
+            ]
             status["conditions"] = history[-HISTORY:]
         stored = self.ctx.store.update_status({**csv, "status": status})
         if old_phase != phase:
@@ -460,4 +485,3 @@ class ClusterServiceVersionController(Controller):
             self.ctx.event(f"csv {ns}/{name}: {phase} ({reason})" + (f": {message}" if phase in ("Failed",) else ""))
             self.ctx.pm.hook.olmkit_csv_phase_changed(csv=stored, old_phase=old_phase, new_phase=phase, reason=reason)
         return DONE
-

@@ -110,12 +110,18 @@ class InstallPlanController(Controller):
             catalog = self.ctx.catalogs.snapshot(catsrc)
             steps = []
             for csv_name in names:
-                found = [(pkg, b) for pkg, bundles in catalog.bundles.items() for n, b in bundles.items() if n == csv_name]
+                found = [
+                    (pkg, b) for pkg, bundles in catalog.bundles.items() for n, b in bundles.items() if n == csv_name
+                ]
                 if not found:
                     raise StepError(f"bundle {csv_name} not found in catalogsource {source_ns}/{source}")
                 package, bundle = found[0]
                 channel = next(
-                    (c for c, ch in catalog.channels.get(package, {}).items() if any(e.name == csv_name for e in ch.entries)),
+                    (
+                        c
+                        for c, ch in catalog.channels.get(package, {}).items()
+                        if any(e.name == csv_name for e in ch.entries)
+                    ),
                     "",
                 )
                 inline = self.ctx.registry.inline_types
@@ -159,7 +165,9 @@ class InstallPlanController(Controller):
                     raise StepError("the step has no manifest")
                 step["status"] = self._apply(ns, step, obj, csvs)
             except (OlmkitError, StoreError) as exc:
-                message = f"error creating {resource.get('kind')} {resource.get('name')} for {step.get('resolving')}: {exc}"
+                message = (
+                    f"error creating {resource.get('kind')} {resource.get('name')} for {step.get('resolving')}: {exc}"
+                )
                 steps[i] = step
                 self._fail(plan, "InstallComponentFailed", message, plan=steps)
                 self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status="Failed")
@@ -177,7 +185,9 @@ class InstallPlanController(Controller):
 
     def _fail(self, ip: Object, reason: str, message: str, **extra: Any) -> None:
         now = self.ctx.now()
-        conditions = set_condition(_status(ip).get("conditions"), "Installed", "False", reason=reason, message=message, now=now)
+        conditions = set_condition(
+            _status(ip).get("conditions"), "Installed", "False", reason=reason, message=message, now=now
+        )
         self._set_phase(ip, "Failed", conditions=conditions, **extra)
         self.ctx.event(f"installplan {ip['metadata']['namespace']}/{ip['metadata']['name']}: Failed: {message}")
 

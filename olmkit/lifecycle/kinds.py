@@ -80,7 +80,9 @@ SERVICE_ACCOUNT: Final = Kind("ServiceAccount", "v1", "serviceaccounts", ("sa",)
 ROLE: Final = Kind("Role", "rbac.authorization.k8s.io/v1", "roles")
 ROLE_BINDING: Final = Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings")
 CLUSTER_ROLE: Final = Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", (), False)
-CLUSTER_ROLE_BINDING: Final = Kind("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", (), False)
+CLUSTER_ROLE_BINDING: Final = Kind(
+    "ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", (), False
+)
 CONFIG_MAP: Final = Kind("ConfigMap", "v1", "configmaps", ("cm",))
 SECRET: Final = Kind("Secret", "v1", "secrets")
 NAMESPACE: Final = Kind("Namespace", "v1", "namespaces", ("ns",), False)

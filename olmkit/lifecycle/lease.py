@@ -77,7 +77,9 @@ class Lease:
         holder = spec.get("holderIdentity") or ""
         if holder and holder != self.holder:
             renewed = spec.get("renewTime")
-            expires = (parse_rfc3339(renewed) if renewed else 0.0) + float(spec.get("leaseDurationSeconds") or self.duration)
+            expires = (parse_rfc3339(renewed) if renewed else 0.0) + float(
+                spec.get("leaseDurationSeconds") or self.duration
+            )
             if self.clock.now() < expires:
                 return False
         current["spec"] = self._spec()

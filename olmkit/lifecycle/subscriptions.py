@@ -23,6 +23,7 @@ One key per namespace, as upstream's ``syncResolvingNamespace``:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import string
@@ -176,9 +177,7 @@ class SubscriptionController(Controller):
             return DONE  # the status writes wake the next pass
 
         # 2. anything to do?
-        if all(
-            _status(s).get("installPlanRef") and _status(s).get("state") == STATE_UPGRADE_PENDING for s in subs
-        ):
+        if all(_status(s).get("installPlanRef") and _status(s).get("state") == STATE_UPGRADE_PENDING for s in subs):
             return DONE  # every subscription waits for its InstallPlan
         in_flight = self._plans_in_flight(ns, subs)
         if in_flight:
@@ -286,7 +285,7 @@ class SubscriptionController(Controller):
         conditions = list(status.get("conditions") or ())
 
         # a subscription generated for a dependency adopts the InstallPlan that created it
-        generated_by = ((sub["metadata"].get("annotations") or {})).get(GENERATED_BY_ANNOTATION)
+        generated_by = (sub["metadata"].get("annotations") or {}).get(GENERATED_BY_ANNOTATION)
         if not status.get("installPlanRef") and generated_by:
             try:
                 plan = store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, generated_by, ns)
@@ -454,7 +453,10 @@ class SubscriptionController(Controller):
         self, subs: list[Object], csvs: Mapping[str, Object], groups: list[Object], sources: list[Object]
     ) -> bytes:
         data = [
-            [(s["metadata"]["name"], _spec(s), _status(s).get("installedCSV"), _status(s).get("currentCSV")) for s in subs],
+            [
+                (s["metadata"]["name"], _spec(s), _status(s).get("installedCSV"), _status(s).get("currentCSV"))
+                for s in subs
+            ],
             [
                 (
                     n,
@@ -499,7 +501,9 @@ class SubscriptionController(Controller):
                 InstalledCSV(
                     name=name,
                     version=str(version) if version is not None else None,
-                    properties=_csv_properties(Manifest(csv, f"clusterserviceversion {ns}/{name}"), package, self.ctx.pm),
+                    properties=_csv_properties(
+                        Manifest(csv, f"clusterserviceversion {ns}/{name}"), package, self.ctx.pm
+                    ),
                     replaces=_spec(csv).get("replaces"),
                     phase=status.get("phase"),
                 )
@@ -589,39 +593,19 @@ class SubscriptionController(Controller):
         for step in steps:
             content = bundle_content(self.ctx.pm, step.content, name=step.bundle, image=step.image)
 
-            def add(target: list[dict[str, Any]], obj: Mapping[str, Any], status: str = "Unknown") -> None:
-                api_version = str(obj.get("apiVersion", ""))
-                group, _, version = api_version.rpartition("/")
-                target.append(
-                    {
-                        "resolving": step.bundle,
-                        "resource": {
-                            "group": group,
-                            "version": version,
-                            "kind": obj["kind"],
-                            "name": (obj.get("metadata") or {}).get("name", ""),
-                            "sourceName": step.catalog,
-                            "sourceNamespace": step.catalog_namespace,
-                            "manifest": orjson.dumps(obj).decode(),
-                        },
-                        "status": status,
-                    }
-                )
-
             csv = self._csv_manifest(ns, step, content.csv)
-            add(csv_steps, csv)
-            for crd in content.crds:
-                add(crd_steps, crd)
+            csv_steps.append(_plan_step(step, csv))
+            crd_steps += [_plan_step(step, crd) for crd in content.crds]
             for obj in content.objects:
-                add(rest, obj, "Unknown" if obj.get("kind") in BUNDLE_OBJECT_KINDS else "UnsupportedResource")
+                supported = obj.get("kind") in BUNDLE_OBJECT_KINDS
+                rest.append(_plan_step(step, obj, "Unknown" if supported else "UnsupportedResource"))
             try:
                 installer = installer_for(self.ctx.registry, csv, install_ctx)
-                for obj in installer.plan_objects(csv):
-                    add(rest, obj)
+                rest += [_plan_step(step, obj) for obj in installer.plan_objects(csv)]
             except StrategyError:
                 pass  # the CSV controller reports the unknown strategy on the CSV
             if step.subscription is None:
-                add(rest, self._generated_subscription(ns, plan_name, step))
+                rest.append(_plan_step(step, self._generated_subscription(ns, plan_name, step)))
         return csv_steps + crd_steps + rest
 
     def _csv_manifest(self, ns: str, step: Step, csv: Mapping[str, Any]) -> dict[str, Any]:
@@ -668,10 +652,8 @@ class SubscriptionController(Controller):
         ]
         plans.sort(key=lambda p: (int(_spec(p).get("generation") or 0), p["metadata"]["name"]))
         for plan in plans[: max(0, len(plans) - KEEP_INSTALL_PLANS)]:
-            try:
+            with contextlib.suppress(NotFound):
                 self.ctx.store.delete(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, plan["metadata"]["name"], ns)
-            except NotFound:
-                pass
 
     # -- writing ------------------------------------------------------------------------
 
@@ -694,6 +676,24 @@ class SubscriptionController(Controller):
             status = _status(sub)
             status["conditions"] = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
             self._write_status(sub, status)
+
+
+def _plan_step(step: Step, obj: Mapping[str, Any], status: str = "Unknown") -> dict[str, Any]:
+    """An InstallPlan step creating ``obj`` for the bundle of ``step``."""
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    return {
+        "resolving": step.bundle,
+        "resource": {
+            "group": group,
+            "version": version,
+            "kind": obj["kind"],
+            "name": (obj.get("metadata") or {}).get("name", ""),
+            "sourceName": step.catalog,
+            "sourceNamespace": step.catalog_namespace,
+            "manifest": orjson.dumps(obj).decode(),
+        },
+        "status": status,
+    }
 
 
 def _in_transition(csv: Mapping[str, Any]) -> bool:
@@ -721,4 +721,3 @@ def _matches(ref: SubscriptionRef, step: Step) -> bool:
 
 def _property_json(prop: Property) -> dict[str, Any]:
     return {"type": prop.type, "value": prop.value}
-

@@ -23,6 +23,7 @@ import orjson
 import yaml
 
 from olmkit import hookimpl
+from olmkit.catalog.bundles import read_bundle
 from olmkit.errors import InputError, OlmkitError
 
 __all__ = ["bundle_dir_of", "inline_manifests"]
@@ -70,25 +71,9 @@ def bundle_dir_of(bundle: Any) -> Path | None:
     return path
 
 
-def _read_dir(path: Path) -> list[dict[str, Any]]:
-    manifests = path / "manifests"
-    if not manifests.is_dir():
-        raise InputError("bundle directory has no manifests/ directory", path=str(path))
-    out: list[dict[str, Any]] = []
-    for f in sorted(manifests.iterdir()):
-        if f.suffix not in (".yaml", ".yml", ".json") or not f.is_file():
-            continue
-        try:
-            docs = list(yaml.safe_load_all(f.read_text()))
-        except (OSError, yaml.YAMLError) as exc:
-            raise InputError(f"cannot read manifest: {exc}", path=str(f)) from None
-        out.extend(d for d in docs if isinstance(d, dict))
-    return out
-
-
 @hookimpl
-def olmkit_bundle_content(bundle: Any) -> list[dict[str, Any]] | None:
-    """Inline manifests first, else a local bundle directory."""
+def olmkit_bundle_content(bundle: Any, registry: Any) -> list[dict[str, Any]] | None:
+    """Inline manifests first, else a local bundle directory (read through the bundle formats)."""
     inline = inline_manifests(bundle)
     if inline is not None:
         return inline
@@ -97,4 +82,4 @@ def olmkit_bundle_content(bundle: Any) -> list[dict[str, Any]] | None:
         return None
     if not path.is_dir():
         raise InputError("bundle directory not found", path=str(path))
-    return _read_dir(path)
+    return [dict(m) for m in read_bundle(path, registry).manifests]

@@ -20,6 +20,7 @@ service account). This strategy:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
@@ -84,7 +85,9 @@ def rule_granted(rule: Mapping[str, Any], granted: Iterable[Mapping[str, Any]]) 
         for resource in rule.get("resources") or []:
             for verb in verbs:
 
-                def allows(g: Mapping[str, Any], group: str = group, resource: str = resource, verb: str = verb) -> bool:
+                def allows(
+                    g: Mapping[str, Any], group: str = group, resource: str = resource, verb: str = verb
+                ) -> bool:
                     if not (_covers(g.get("apiGroups"), group) and _covers(g.get("resources"), resource)):
                         return False
                     if not _covers(g.get("verbs"), verb):
@@ -130,7 +133,14 @@ class DeploymentInstaller:
                 role_meta: dict[str, Any] = {"name": role_name}
                 if not cluster:
                     role_meta["namespace"] = ns
-                out.append({"apiVersion": role_kind.api_version, "kind": role_kind.kind, "metadata": dict(role_meta), "rules": rules})
+                out.append(
+                    {
+                        "apiVersion": role_kind.api_version,
+                        "kind": role_kind.kind,
+                        "metadata": dict(role_meta),
+                        "rules": rules,
+                    }
+                )
                 out.append(
                     {
                         "apiVersion": binding_kind.api_version,
@@ -141,7 +151,11 @@ class DeploymentInstaller:
                     }
                 )
         accounts_objs = [
-            {"apiVersion": SERVICE_ACCOUNT.api_version, "kind": SERVICE_ACCOUNT.kind, "metadata": {"name": sa, "namespace": ns}}
+            {
+                "apiVersion": SERVICE_ACCOUNT.api_version,
+                "kind": SERVICE_ACCOUNT.kind,
+                "metadata": {"name": sa, "namespace": ns},
+            }
             for sa in accounts
         ]
         return accounts_objs + out
@@ -216,7 +230,9 @@ class DeploymentInstaller:
                 {
                     **entry,
                     "status": "Present" if satisfied else "PresentNotSatisfied",
-                    "message": "Service account exists" if satisfied else "Policy rule not satisfied for service account",
+                    "message": "Service account exists"
+                    if satisfied
+                    else "Policy rule not satisfied for service account",
                     "dependents": dependents,
                 }
             )
@@ -241,16 +257,18 @@ class DeploymentInstaller:
         for name, spec, labels in self._deployments(csv):
             account = (((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName")) or ""
             if account and account != DEFAULT_ACCOUNT:
-                try:
+                with contextlib.suppress(AlreadyExists):
                     store.create(
                         {
                             "apiVersion": SERVICE_ACCOUNT.api_version,
                             "kind": SERVICE_ACCOUNT.kind,
-                            "metadata": {"name": account, "namespace": ns, "ownerReferences": [{**owner, "controller": False}]},
+                            "metadata": {
+                                "name": account,
+                                "namespace": ns,
+                                "ownerReferences": [{**owner, "controller": False}],
+                            },
                         }
                     )
-                except AlreadyExists:
-                    pass
             body = {
                 "apiVersion": DEPLOYMENT.api_version,
                 "kind": DEPLOYMENT.kind,
@@ -269,14 +287,20 @@ class DeploymentInstaller:
                 pass
             current = store.get(DEPLOYMENT.api_version, DEPLOYMENT.kind, name, ns)
             meta = current["metadata"]
-            if current.get("spec") == spec and meta.get("ownerReferences") == [owner] and all(
-                (meta.get("labels") or {}).get(k) == v for k, v in body["metadata"]["labels"].items()
+            if (
+                current.get("spec") == spec
+                and meta.get("ownerReferences") == [owner]
+                and all((meta.get("labels") or {}).get(k) == v for k, v in body["metadata"]["labels"].items())
             ):
                 continue
             store.update(
                 {
                     **current,
-                    "metadata": {**meta, "labels": {**(meta.get("labels") or {}), **body["metadata"]["labels"]}, "ownerReferences": [owner]},
+                    "metadata": {
+                        **meta,
+                        "labels": {**(meta.get("labels") or {}), **body["metadata"]["labels"]},
+                        "ownerReferences": [owner],
+                    },
                     "spec": spec,
                 }
             )
@@ -301,11 +325,14 @@ class DeploymentInstaller:
             available = int(status.get("availableReplicas") or 0)
             if updated < desired:
                 return StrategyStatus(
-                    False, f'waiting for deployment "{name}" rollout: {updated} out of {desired} new replicas have been updated'
+                    False,
+                    f'waiting for deployment "{name}" rollout: '
+                    f"{updated} out of {desired} new replicas have been updated",
                 )
             if available < desired:
                 return StrategyStatus(
-                    False, f'waiting for deployment "{name}" rollout: {available} of {desired} updated replicas are available'
+                    False,
+                    f'waiting for deployment "{name}" rollout: {available} of {desired} updated replicas are available',
                 )
         return StrategyStatus(True)
 

@@ -51,8 +51,22 @@ class SimulatedApiServer(Controller):
         spec = crd.get("spec") or {}
         status = dict(crd.get("status") or {})
         now = self.ctx.now()
-        conditions = set_condition(status.get("conditions"), "NamesAccepted", "True", reason="NoConflicts", message="no conflicts found", now=now)
-        conditions = set_condition(conditions, "Established", "True", reason="InitialNamesAccepted", message="the initial names have been accepted", now=now)
+        conditions = set_condition(
+            status.get("conditions"),
+            "NamesAccepted",
+            "True",
+            reason="NoConflicts",
+            message="no conflicts found",
+            now=now,
+        )
+        conditions = set_condition(
+            conditions,
+            "Established",
+            "True",
+            reason="InitialNamesAccepted",
+            message="the initial names have been accepted",
+            now=now,
+        )
         versions = spec.get("versions") or ([{"name": spec["version"], "storage": True}] if spec.get("version") else [])
         storage = [v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")]
         stored = list(status.get("storedVersions") or ())
@@ -91,7 +105,9 @@ class SimulatedKubelet(Controller):
             "Available",
             "True" if ready else "False",
             reason="MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
-            message="Deployment has minimum availability." if ready else "Deployment does not have minimum availability.",
+            message="Deployment has minimum availability."
+            if ready
+            else "Deployment does not have minimum availability.",
             now=now,
         )
         conditions = set_condition(
@@ -99,7 +115,9 @@ class SimulatedKubelet(Controller):
             "Progressing",
             "True",
             reason="NewReplicaSetAvailable" if ready else "ReplicaSetUpdated",
-            message=f'ReplicaSet "{name}" has successfully progressed.' if ready else f'ReplicaSet "{name}" is progressing.',
+            message=f'ReplicaSet "{name}" has successfully progressed.'
+            if ready
+            else f'ReplicaSet "{name}" is progressing.',
             now=now,
         )
         new = {

@@ -67,7 +67,9 @@ class Cluster:
                 continue
             self.store.update({**current, **{k: v for k, v in obj.items() if k not in ("metadata", "status")}})
 
-    def catalog_source(self, name: str, path: Path, *, namespace: str = "olm", priority: int = 0, poll: str = "") -> None:
+    def catalog_source(
+        self, name: str, path: Path, *, namespace: str = "olm", priority: int = 0, poll: str = ""
+    ) -> None:
         spec: dict[str, Any] = {"sourceType": "file", "path": str(path), "priority": priority}
         if poll:
             spec["updateStrategy"] = {"registryPoll": {"interval": poll}}
@@ -75,14 +77,23 @@ class Cluster:
             {
                 "apiVersion": V1A1,
                 "kind": "CatalogSource",
-                "metadata": {"name": name, "namespace": namespace, "annotations": {MANIFEST_DIR_ANNOTATION: str(path.parent)}},
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": {MANIFEST_DIR_ANNOTATION: str(path.parent)},
+                },
                 "spec": spec,
             }
         )
 
     def operator_group(self, namespace: str = "operators", name: str = "og") -> None:
         self.apply(
-            {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": name, "namespace": namespace}, "spec": {}}
+            {
+                "apiVersion": "operators.coreos.com/v1",
+                "kind": "OperatorGroup",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {},
+            }
         )
 
     def subscribe(
@@ -103,7 +114,14 @@ class Cluster:
             spec["installPlanApproval"] = approval
         if starting_csv:
             spec["startingCSV"] = starting_csv
-        self.apply({"apiVersion": V1A1, "kind": "Subscription", "metadata": {"name": package, "namespace": namespace}, "spec": spec})
+        self.apply(
+            {
+                "apiVersion": V1A1,
+                "kind": "Subscription",
+                "metadata": {"name": package, "namespace": namespace},
+                "spec": spec,
+            }
+        )
 
     # -- running ------------------------------------------------------------------------
 
@@ -152,7 +170,9 @@ def plural(kind: str) -> str:
     return kind.lower() + "s"
 
 
-def crd(group: str, kind: str, versions: Sequence[str] = ("v1",), schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def crd(
+    group: str, kind: str, versions: Sequence[str] = ("v1",), schema: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """A CRD serving ``versions`` (the last is the storage version)."""
     schema = schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {
@@ -255,7 +275,8 @@ def bundle_blob(b: B) -> dict[str, Any]:
     props += [dict(p) for p in b.properties]
     if b.inline:
         props += [
-            {"type": "olm.bundle.object", "value": {"data": base64.b64encode(orjson.dumps(m)).decode()}} for m in manifests(b)
+            {"type": "olm.bundle.object", "value": {"data": base64.b64encode(orjson.dumps(m)).decode()}}
+            for m in manifests(b)
         ]
     return {
         "schema": "olm.bundle",

@@ -8,7 +8,7 @@ from tests.lifecycle.harness import Cluster
 
 
 def test_install_with_dependency(cluster: Cluster) -> None:
-    """A subscription installs the channel head and, for its required API, a dependency with a generated Subscription."""
+    """A subscription installs the channel head and, for the API it requires, a dependency (generated Subscription)."""
     cluster.subscribe("postgres-operator", channel="stable")
 
     outcome = cluster.reconcile()
@@ -50,7 +50,8 @@ def test_installed_csv_carries_bundle_properties_and_owns_its_workload(cluster: 
     account = cluster.get("sa", "cert-manager-lite")
     assert csv["metadata"]["uid"] in [r["uid"] for r in account["metadata"]["ownerReferences"]]
     roles = cluster.names("role")
-    assert 1 == len(roles) and roles[0].startswith("cert-manager-lite.v1.2.0-cert-manager-lite-")
+    assert 1 == len(roles)
+    assert roles[0].startswith("cert-manager-lite.v1.2.0-cert-manager-lite-")
     requirements = {(r["kind"], r["name"]): r["status"] for r in csv["status"]["requirementStatus"]}
     assert "Present" == requirements[("ServiceAccount", "cert-manager-lite")]
     assert "Present" == requirements[("CustomResourceDefinition", "certificates.certs.example.io")]
