@@ -20,9 +20,9 @@ from olmkit.errors import InputError
 from olmkit.lifecycle.catalogs import content_digest, source_label
 from olmkit.lifecycle.context import LifecycleContext
 from olmkit.lifecycle.kinds import CATALOG_SOURCE, CONFIG_MAP
-from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchEvent, WatchSpec
+from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import parse_duration
-from olmkit.store import NotFound
+from olmkit.store import NotFound, WatchEvent
 
 __all__ = ["CatalogSourceController", "poll_interval"]
 

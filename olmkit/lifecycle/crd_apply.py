@@ -49,7 +49,7 @@ def apply_crd(ctx: LifecycleContext, installing_csv: str, crd: dict[str, Any]) -
             existing = store.get(CRD.api_version, CRD.kind, name)
         else:
             return "Created"
-    from olmkit.lifecycle.crds import CRDUpgradeError, plan_crd_upgrade
+    from olmkit.lifecycle.crds import plan_crd_upgrade
 
     replacing = None
     for csv in store.list(CSV.api_version, CSV.kind):
@@ -72,8 +72,7 @@ def apply_crd(ctx: LifecycleContext, installing_csv: str, crd: dict[str, Any]) -
         replacing_csv=replacing,
         list_resources=list_resources,
     )
-    if not upgrade.allowed:
-        raise CRDUpgradeError("; ".join(upgrade.problems), crd=name, problems=upgrade.problems)
+    upgrade.raise_for_problems()
     merged = dict(upgrade.merged)
     status = merged.pop("status", None)
     stored = store.update(merged)

@@ -228,7 +228,7 @@ class WorkQueue:
         """Queue a key after its backoff delay; returns the delay."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        delay = min(self.base_backoff * (2**failures), self.max_backoff)
+        delay = min(self.base_backoff * 2.0**failures, self.max_backoff)
         self.add_after(key, delay)
         return delay
 

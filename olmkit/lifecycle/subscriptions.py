@@ -228,8 +228,7 @@ class SubscriptionController(Controller):
         steps_by_sub: dict[str, Step] = {}
         for step in resolution.steps:
             for sub in subs:
-                ref = _subscription(sub)
-                if _matches(ref, step):
+                if _matches(_subscription(sub), step):
                     steps_by_sub.setdefault(sub["metadata"]["name"], step)
         if not resolution.steps:
             self._clear_failures(subs)
@@ -256,10 +255,10 @@ class SubscriptionController(Controller):
         for sub in subs:
             status = _status(sub)
             conditions = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
-            step = steps_by_sub.get(sub["metadata"]["name"])
-            if step is not None:
+            matched = steps_by_sub.get(sub["metadata"]["name"])
+            if matched is not None:
                 status.update(
-                    currentCSV=step.bundle,
+                    currentCSV=matched.bundle,
                     installPlanRef=ref,
                     installplan={
                         "apiVersion": INSTALL_PLAN.api_version,
@@ -354,7 +353,7 @@ class SubscriptionController(Controller):
                 status["state"] = STATE_UPGRADE_AVAILABLE if self._upgrade_available(sub, csv) else STATE_AT_LATEST
 
         # catalog health
-        health = []
+        health: list[dict[str, Any]] = []
         unhealthy = []
         for src in sources:
             state = ((_status(src).get("connectionState") or {}).get("lastObservedState")) or ""

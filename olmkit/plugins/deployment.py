@@ -195,9 +195,9 @@ class DeploymentInstaller:
         ns = csv["metadata"].get("namespace", "")
         per_account: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
         for key, cluster in (("permissions", False), ("clusterPermissions", True)):
-            for entry in _entries(spec, key):
-                sa = str(entry.get("serviceAccountName") or "")
-                for rule in entry.get("rules") or []:
+            for perm in _entries(spec, key):
+                sa = str(perm.get("serviceAccountName") or "")
+                for rule in perm.get("rules") or []:
                     per_account.setdefault(sa, []).append((cluster, rule))
                 per_account.setdefault(sa, [])
         out = []
@@ -269,7 +269,7 @@ class DeploymentInstaller:
                             },
                         }
                     )
-            body = {
+            body: dict[str, Any] = {
                 "apiVersion": DEPLOYMENT.api_version,
                 "kind": DEPLOYMENT.kind,
                 "metadata": {
