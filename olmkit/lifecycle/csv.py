@@ -444,7 +444,7 @@ class ClusterServiceVersionController(Controller):
         meta = csv["metadata"]
         selector = {OWNER_LABEL: meta["name"], OWNER_NAMESPACE_LABEL: meta["namespace"]}
         for api_version, kind in _CLUSTER_OWNED:
-            for obj in store.list(api_version, kind, label_selector=selector):
+            for obj in store.list(api_version, kind, label_selector={"matchLabels": selector}):
                 with contextlib.suppress(NotFound):
                     store.delete(api_version, kind, obj["metadata"]["name"])
         finalizers = [f for f in meta.get("finalizers") or () if f != CLEANUP_FINALIZER]

@@ -155,7 +155,10 @@ class InstallPlanController(Controller):
         ns, name = plan["metadata"]["namespace"], plan["metadata"]["name"]
         steps = [dict(s) for s in _status(plan).get("plan") or ()]
         csvs: dict[str, Object] = {}
-        for i, step in enumerate(steps):
+        # CRDs go first: a refused CRD upgrade must fail the plan before its CSV replaces anything
+        order = sorted(range(len(steps)), key=lambda i: (steps[i].get("resource") or {}).get("kind") != CRD.kind)
+        for i in order:
+            step = steps[i]
             resource = step.get("resource") or {}
             if step.get("status") in DONE_STEPS:
                 continue

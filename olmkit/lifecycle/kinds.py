@@ -112,6 +112,16 @@ KINDS: Final[Mapping[str, Kind]] = {
         Kind("Service", "v1", "services", ("svc",)),
         Kind("APIService", "apiregistration.k8s.io/v1", "apiservices", (), False),
         Kind("Event", "v1", "events", ("ev",)),
+        # the optional objects a bundle may carry
+        Kind("PrometheusRule", "monitoring.coreos.com/v1", "prometheusrules"),
+        Kind("ServiceMonitor", "monitoring.coreos.com/v1", "servicemonitors"),
+        Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", ("pdb",)),
+        Kind("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", ("pc",), False),
+        Kind("VerticalPodAutoscaler", "autoscaling.k8s.io/v1", "verticalpodautoscalers", ("vpa",)),
+        Kind("ConsoleYAMLSample", "console.openshift.io/v1", "consoleyamlsamples", (), False),
+        Kind("ConsoleQuickStart", "console.openshift.io/v1", "consolequickstarts", (), False),
+        Kind("ConsoleCLIDownload", "console.openshift.io/v1", "consoleclidownloads", (), False),
+        Kind("ConsoleLink", "console.openshift.io/v1", "consolelinks", (), False),
     )
 }
 

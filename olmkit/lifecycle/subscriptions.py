@@ -75,6 +75,8 @@ UNFINISHED_PLAN_PHASES: Final = frozenset({"", "Planning", "RequiresApproval", "
 #: how long a namespace whose resolution hit an error waits before trying again (a resync)
 ERROR_RETRY: Final = 30.0
 LEASE_NAME: Final = "olmkit-resolver"
+#: the digest of the resolution inputs an InstallPlan was made from
+INPUTS_ANNOTATION: Final = "olmkit.io/resolution-inputs"
 #: InstallPlans kept per namespace (older finished ones are deleted, as upstream keeps 5)
 KEEP_INSTALL_PLANS: Final = 5
 
@@ -185,7 +187,7 @@ class SubscriptionController(Controller):
         if any(_in_transition(c) for c in csvs.values()):
             return DONE  # resolve again once the install or upgrade under way has finished
         inputs = self._fingerprint(subs, csvs, groups, sources)
-        if self._settled.get(ns) == inputs:
+        if self._settled.get(ns) == inputs or self._failed_with(ns, subs, inputs):
             return DONE
 
         # 3. resolve under the namespace lease
@@ -236,7 +238,7 @@ class SubscriptionController(Controller):
             return DONE
 
         try:
-            plan_name, plan = self._ensure_install_plan(ns, subs, resolution.steps)
+            plan_name, plan = self._ensure_install_plan(ns, subs, resolution.steps, inputs)
         except BundleUnpackError as exc:
             self._fail_all(subs, BUNDLE_UNPACK_FAILED, "BundleUnpackFailed", str(exc))
             self.ctx.event(f"namespace {ns}: {exc}")
@@ -448,6 +450,22 @@ class SubscriptionController(Controller):
                 return True
         return False
 
+    def _failed_with(self, ns: str, subs: list[Object], inputs: bytes) -> bool:
+        """Whether a subscription's InstallPlan failed on these very inputs (planning again would fail again)."""
+        digest = inputs.hex()
+        for sub in subs:
+            ref = _status(sub).get("installPlanRef") or {}
+            if not ref.get("name"):
+                continue
+            try:
+                plan = self.ctx.store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ref["name"], ns)
+            except NotFound:
+                continue
+            annotations = plan["metadata"].get("annotations") or {}
+            if _status(plan).get("phase") == "Failed" and annotations.get(INPUTS_ANNOTATION) == digest:
+                return True
+        return False
+
     def _fingerprint(
         self, subs: list[Object], csvs: Mapping[str, Object], groups: list[Object], sources: list[Object]
     ) -> bytes:
@@ -532,7 +550,9 @@ class SubscriptionController(Controller):
 
     # -- the InstallPlan ----------------------------------------------------------------
 
-    def _ensure_install_plan(self, ns: str, subs: list[Object], steps: Sequence[Step]) -> tuple[str, Object]:
+    def _ensure_install_plan(
+        self, ns: str, subs: list[Object], steps: Sequence[Step], inputs: bytes
+    ) -> tuple[str, Object]:
         """Create the InstallPlan for ``steps`` (or reuse an unfinished identical one a crash left behind)."""
         store = self.ctx.store
         csv_names = [s.bundle for s in steps]
@@ -557,7 +577,12 @@ class SubscriptionController(Controller):
                     {
                         "apiVersion": INSTALL_PLAN.api_version,
                         "kind": INSTALL_PLAN.kind,
-                        "metadata": {"name": name, "namespace": ns, "ownerReferences": owners},
+                        "metadata": {
+                            "name": name,
+                            "namespace": ns,
+                            "ownerReferences": owners,
+                            "annotations": {INPUTS_ANNOTATION: inputs.hex()},
+                        },
                         "spec": {
                             "clusterServiceVersionNames": csv_names,
                             "approval": approval,

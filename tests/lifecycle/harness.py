@@ -123,6 +123,12 @@ class Cluster:
             }
         )
 
+    def approve(self, plan: str, namespace: str = "operators") -> None:
+        """Approve an InstallPlan, as ``olmkit approve`` does."""
+        obj = self.get("ip", plan, namespace)
+        obj["spec"]["approved"] = True
+        self.store.update(obj)
+
     # -- running ------------------------------------------------------------------------
 
     def reconcile(self, timeout: float = 3600.0) -> RunOutcome:
