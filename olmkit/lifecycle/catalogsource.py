@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from olmkit.catalog.sources import READY, TRANSIENT_FAILURE
+from olmkit.catalog.sources import READY, TRANSIENT_FAILURE, source_revision
 from olmkit.errors import InputError
 from olmkit.lifecycle.catalogs import content_digest, source_label
 from olmkit.lifecycle.context import LifecycleContext
@@ -72,7 +72,7 @@ class CatalogSourceController(Controller):
             WatchSpec(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind),
             WatchSpec(CONFIG_MAP.api_version, CONFIG_MAP.kind, _configmap_users(ctx)),
         )
-        self._polled: dict[tuple[str, str], tuple[int, float]] = {}
+        self._polled: dict[tuple[str, str], tuple[int, float, str | None]] = {}
 
     def reconcile(self, namespace: str, name: str) -> Result | None:
         store, ctx = self.ctx.store, self.ctx
@@ -93,15 +93,17 @@ class CatalogSourceController(Controller):
             return DONE  # only a change of the spec can help
         now = ctx.clock.now()
         last = self._polled.get((namespace, name))
+        revision = source_revision(opened.source)
         due = (
             opened.catalog is None
             or last is None
             or last[0] != generation
+            or last[2] != revision
             or (interval is not None and now - last[1] >= interval)
         )
         if due:
             opened, changed = ctx.catalogs.refresh(obj)
-            self._polled[(namespace, name)] = (generation, now)
+            self._polled[(namespace, name)] = (generation, now, revision)
             if opened.error is None and changed and opened.catalog is not None:
                 bundles = sum(map(len, opened.catalog.bundles.values()))
                 packages = len(opened.catalog.packages)

@@ -132,6 +132,11 @@ class ConfigMapSource:
             except ValueError as exc:
                 raise InputError(str(exc), path=f"{where}:data.{key}") from None
 
+    def revision(self) -> str | None:
+        """A token that changes whenever the ConfigMap does (its resourceVersion)."""
+        obj = self._object()
+        return str((obj.get("metadata") or {}).get("resourceVersion")) if obj is not None else None
+
     def health(self) -> SourceHealth:
         """``TRANSIENT_FAILURE`` when the ConfigMap is missing or the last load failed."""
         if self._last_error is not None:
