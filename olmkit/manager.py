@@ -41,7 +41,12 @@ ENTRY_POINT_GROUP: Final = "olmkit"
 KERNEL_PLUGINS: tuple[str, ...] = ("olmkit.resolver",)
 
 #: The built-in plugins, by module name: everything OLM means is registered here.
-BUILTIN_PLUGINS: tuple[str, ...] = ("olmkit.plugins.properties", "olmkit.plugins.sources", "olmkit.plugins.requirements")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "olmkit.plugins.properties",
+    "olmkit.plugins.sources",
+    "olmkit.plugins.requirements",
+    "olmkit.plugins.admission",
+)
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"
 TRACE_ENV: Final = "OLMKIT_TRACE_PLUGINS"
