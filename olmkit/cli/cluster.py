@@ -913,7 +913,7 @@ def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
                 missing = True
                 continue
             texts.append(describe_object(found, events=_events_of(store, found)))
-        sys.stdout.write("\n\n".join(texts))
+        sys.stdout.write("\n".join(texts))
     return EXIT_NOT_FOUND if missing else 0
 
 
@@ -1112,7 +1112,12 @@ def run_install(args: argparse.Namespace, pm: PluginManager) -> int:
             "spec": spec,
         }
         group: Object | None = None
-        if not store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace).items:
+        groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace).items
+        if groups and (args.watch or args.watch_all):
+            sys.stderr.write(
+                f"warning: --watch is ignored: namespace {namespace} has OperatorGroup {_name(groups[0])} already\n"
+            )
+        if not groups:
             targets = [] if args.watch_all else [t for w in args.watch or [namespace] for t in w.split(",") if t]
             group = {
                 "apiVersion": OPERATOR_GROUP.api_version,

@@ -56,6 +56,19 @@ def test_install_keeps_an_existing_operator_group(olmkit, examples, write, store
 
 
 @pytest.mark.parametrize(
+    ("flags", "expected"),
+    [(["--watch", "a,b", "--watch", "c"], {"targetNamespaces": ["a", "b", "c"]}), (["--watch-all"], {})],
+    ids=["watch", "watch-all"],
+)
+def test_install_operator_group_targets(olmkit, examples, store, flags, expected):
+    """--watch names the new OperatorGroup's target namespaces; --watch-all targets every namespace."""
+    result = olmkit("install", "storage-operator", "-n", "ops", *flags)
+
+    assert 0 == result.code
+    assert {"ops": expected} == specs(store, V1, "OperatorGroup", "ops")
+
+
+@pytest.mark.parametrize(
     ("mini_priority", "expected"),
     [(5, "default/mini"), (0, "olm/examples")],
     ids=["higher-priority-wins", "then-by-name"],
