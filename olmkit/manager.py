@@ -50,6 +50,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "olmkit.plugins.deployment",
     "olmkit.plugins.bundle_content",
     "olmkit.plugins.simulated",
+    "olmkit.plugins.admission",
 )
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"

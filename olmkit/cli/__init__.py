@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.plugins",
     "olmkit.cli.catalog",
     "olmkit.cli.resolve",
+    "olmkit.cli.cluster",
     "olmkit.cli.lifecycle",
 )
 
