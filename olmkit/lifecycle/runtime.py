@@ -236,6 +236,10 @@ class WorkQueue:
         """The key succeeded: reset its backoff."""
         self._failures.pop(key, None)
 
+    def cancel_delayed(self, key: Key) -> None:
+        """Drop the key's delayed entry (a reconcile that just ran decides what comes next)."""
+        self._due.pop(key, None)
+
     def failures(self, key: Key) -> int:
         return self._failures.get(key, 0)
 
@@ -361,6 +365,7 @@ class ControllerManager:
         if key is None:
             return False
         controller = self.controllers[key.controller]
+        self.queue.cancel_delayed(key)
         start = time.perf_counter()
         self.reconciles += 1
         try:
