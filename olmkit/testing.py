@@ -146,8 +146,12 @@ def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
     """
     from olmkit.resolver import ResolutionRequest, SourceRef, SubscriptionRef
 
-    def run(subscriptions: Sequence[Any], catalogs: Sequence[Any], installed: Sequence[Any] = (),
-            namespace: str = "operators") -> Any:
+    def run(
+        subscriptions: Sequence[Any],
+        catalogs: Sequence[Any],
+        installed: Sequence[Any] = (),
+        namespace: str = "operators",
+    ) -> Any:
         refs = []
         for item in catalogs:
             catalog, ns, priority = item if isinstance(item, tuple) else (item, namespace, 0)
@@ -156,11 +160,17 @@ def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
         for sub in subscriptions:
             if isinstance(sub, str):
                 package, _, channel = sub.partition("/")
-                sub = SubscriptionRef(name=package, package=package, channel=channel,
-                                      source=refs[0].name, source_namespace=refs[0].namespace)
+                sub = SubscriptionRef(
+                    name=package,
+                    package=package,
+                    channel=channel,
+                    source=refs[0].name,
+                    source_namespace=refs[0].namespace,
+                )
             subs.append(sub)
-        request = ResolutionRequest(namespace=namespace, registry=olmkit_pm.registry, subscriptions=subs,
-                                    installed=installed, sources=refs)
+        request = ResolutionRequest(
+            namespace=namespace, registry=olmkit_pm.registry, subscriptions=subs, installed=installed, sources=refs
+        )
         return olmkit_pm.hook.olmkit_resolve(request=request)
 
     return run

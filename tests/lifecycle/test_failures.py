@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.lifecycle.harness import V1A1, B, Cluster, bundle_blob, csv_manifest, crd, write_catalog
+from tests.lifecycle.harness import V1A1, B, Cluster, bundle_blob, crd, csv_manifest, write_catalog
 
 GVK = ("example.io", "v1", "Widget")
 
@@ -21,7 +21,9 @@ def _cluster(make_cluster: Callable[..., Cluster], catalog: Path, **options: obj
     return cluster
 
 
-def test_bundle_without_content_fails_with_bundle_unpack_failed(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> None:
+def test_bundle_without_content_fails_with_bundle_unpack_failed(
+    tmp_path: Path, make_cluster: Callable[..., Cluster]
+) -> None:
     """A chosen bundle with no inline manifests and a registry image: BundleUnpackFailed names the bundle."""
     catalog = write_catalog(tmp_path / "catalog", [B("widget", "1.0.0", owns=(GVK,), inline=False)])
     cluster = _cluster(make_cluster, catalog)
@@ -55,11 +57,16 @@ def test_deployment_that_never_becomes_available_fails_the_install_after_the_tim
     assert ["Pending", "InstallReady", "Installing", "Failed"] == [c["phase"] for c in csv["status"]["conditions"]]
 
 
-def test_a_never_ready_pod_template_fails_even_with_the_kubelet(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> None:
+def test_a_never_ready_pod_template_fails_even_with_the_kubelet(
+    tmp_path: Path, make_cluster: Callable[..., Cluster]
+) -> None:
     """The simulated kubelet leaves a template annotated never-ready unavailable; other CSVs still succeed."""
     catalog = write_catalog(
         tmp_path / "catalog",
-        [B("widget", "1.0.0", owns=(GVK,), never_ready=True), B("gadget", "1.0.0", owns=(("example.io", "v1", "Gadget"),))],
+        [
+            B("widget", "1.0.0", owns=(GVK,), never_ready=True),
+            B("gadget", "1.0.0", owns=(("example.io", "v1", "Gadget"),)),
+        ],
     )
     cluster = _cluster(make_cluster, catalog, install_timeout=60)
     cluster.subscribe("gadget", source="test")
@@ -71,7 +78,9 @@ def test_a_never_ready_pod_template_fails_even_with_the_kubelet(tmp_path: Path, 
     assert 0 == cluster.get("deploy", "widget")["status"]["availableReplicas"]
 
 
-def test_unreachable_catalog_source_is_reported_everywhere(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> None:
+def test_unreachable_catalog_source_is_reported_everywhere(
+    tmp_path: Path, make_cluster: Callable[..., Cluster]
+) -> None:
     """A CatalogSource whose path is missing is TRANSIENT_FAILURE; its subscriptions say so and cannot resolve."""
     cluster = _cluster(make_cluster, tmp_path / "nowhere")
 
@@ -108,7 +117,12 @@ def test_configmap_catalog_source(make_cluster: Callable[..., Cluster]) -> None:
     ]
     data = b"\n".join(orjson.dumps(b) for b in blobs).decode()
     cluster.apply(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fbc", "namespace": "olm"}, "data": {"catalog.json": data}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "fbc", "namespace": "olm"},
+            "data": {"catalog.json": data},
+        },
         {
             "apiVersion": V1A1,
             "kind": "CatalogSource",
@@ -150,7 +164,9 @@ def test_csv_without_operator_group_fails_until_one_exists(make_cluster: Callabl
     assert ("Failed", "NoOperatorGroup") == (csv["status"]["phase"], csv["status"]["reason"])
 
     cluster.operator_group()
-    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "widget", "namespace": "operators"}})
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "widget", "namespace": "operators"}}
+    )
     cluster.reconcile()
     csv = cluster.get("csv", b.name)
     # the service account exists but nothing grants its rules: requirements not met
@@ -188,7 +204,9 @@ def test_csv_waits_for_its_required_crd(make_cluster: Callable[..., Cluster]) ->
 
     csv = cluster.get("csv", b.name)
     assert ("Pending", "RequirementsNotMet") == (csv["status"]["phase"], csv["status"]["reason"])
-    assert [("widgets.example.io", "NotPresent")] == [(r["name"], r["status"]) for r in csv["status"]["requirementStatus"]]
+    assert [("widgets.example.io", "NotPresent")] == [
+        (r["name"], r["status"]) for r in csv["status"]["requirementStatus"]
+    ]
 
     cluster.apply(crd("example.io", "Widget"))
     cluster.reconcile()

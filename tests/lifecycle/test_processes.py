@@ -24,19 +24,32 @@ def _seed(path: Path) -> None:
             {
                 "apiVersion": V1A1,
                 "kind": "CatalogSource",
-                "metadata": {"name": "examples", "namespace": "olm", "annotations": {MANIFEST_DIR_ANNOTATION: str(EXAMPLES)}},
+                "metadata": {
+                    "name": "examples",
+                    "namespace": "olm",
+                    "annotations": {MANIFEST_DIR_ANNOTATION: str(EXAMPLES)},
+                },
                 "spec": {"sourceType": "file", "path": "catalog"},
             }
         )
         store.create(
-            {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "og", "namespace": "operators"}}
+            {
+                "apiVersion": "operators.coreos.com/v1",
+                "kind": "OperatorGroup",
+                "metadata": {"name": "og", "namespace": "operators"},
+            }
         )
         store.create(
             {
                 "apiVersion": V1A1,
                 "kind": "Subscription",
                 "metadata": {"name": "postgres-operator", "namespace": "operators"},
-                "spec": {"name": "postgres-operator", "source": "examples", "sourceNamespace": "olm", "channel": "stable"},
+                "spec": {
+                    "name": "postgres-operator",
+                    "source": "examples",
+                    "sourceNamespace": "olm",
+                    "channel": "stable",
+                },
             }
         )
 
@@ -52,7 +65,9 @@ def _assert_installed(path: Path) -> None:
         assert "Complete" == plans[0]["status"]["phase"]
         steps = plans[0]["status"]["plan"]
         assert all(s["status"] in ("Created", "Present") for s in steps)
-        csvs = {c["metadata"]["name"]: c["status"]["phase"] for c in store.list(V1A1, "ClusterServiceVersion", "operators")}
+        csvs = {
+            c["metadata"]["name"]: c["status"]["phase"] for c in store.list(V1A1, "ClusterServiceVersion", "operators")
+        }
         assert {"postgres-operator.v2.3.0": "Succeeded", "cert-manager-lite.v1.2.0": "Succeeded"} == csvs
         subs = {s["metadata"]["name"]: s["status"].get("state") for s in store.list(V1A1, "Subscription", "operators")}
         assert {"postgres-operator": "AtLatestKnown", "cert-manager-lite-stable-examples-olm": "AtLatestKnown"} == subs
@@ -64,8 +79,22 @@ def test_two_processes_reconcile_one_store(tmp_path: Path) -> None:
     """Two `olmkit reconcile` processes at once make one InstallPlan and lose no update."""
     path = tmp_path / "cluster.db"
     _seed(path)
-    command = [sys.executable, "-m", "olmkit", "reconcile", "--until-stable", "--store", str(path), "--timeout", "120", "-v"]
-    procs = [subprocess.Popen(command, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    command = [
+        sys.executable,
+        "-m",
+        "olmkit",
+        "reconcile",
+        "--until-stable",
+        "--store",
+        str(path),
+        "--timeout",
+        "120",
+        "-v",
+    ]
+    procs = [
+        subprocess.Popen(command, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=180)[0] for p in procs]
 
     assert [0, 0] == [p.returncode for p in procs], outputs
@@ -103,7 +132,9 @@ def test_crash_in_the_middle_of_an_install_plan_is_completed_by_the_next_run(tmp
     script = tmp_path / "crash.py"
     script.write_text(CRASHER)
 
-    crashed = subprocess.run([sys.executable, str(script), str(path)], env=_env(tmp_path), capture_output=True, timeout=120)
+    crashed = subprocess.run(
+        [sys.executable, str(script), str(path)], env=_env(tmp_path), capture_output=True, timeout=120
+    )
 
     assert -9 == crashed.returncode, crashed.stderr
     with SqliteStore(str(path)) as store:

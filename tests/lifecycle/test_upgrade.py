@@ -163,7 +163,8 @@ def test_shared_crd_upgrade_refused_when_existing_resources_fail_the_new_schema(
     assert "Failed" == plan["status"]["phase"]
     installed = cluster.condition(plan, "Installed")
     assert "InstallComponentFailed" == installed["reason"]
-    assert "apps/big" in installed["message"] and "spec.size" in installed["message"]
+    assert "apps/big" in installed["message"]
+    assert "spec.size" in installed["message"]
     stored = cluster.get("crd", "widgets.example.io", None)
     assert (
         "string"
