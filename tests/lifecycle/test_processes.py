@@ -153,3 +153,52 @@ def test_crash_in_the_middle_of_an_install_plan_is_completed_by_the_next_run(tmp
 
     assert 0 == done.returncode, done.stdout + done.stderr
     _assert_installed(path)
+
+
+@pytest.mark.slow
+def test_run_keeps_reconciling_until_terminated(tmp_path: Path) -> None:
+    """`olmkit run` installs what is subscribed while it runs, picks up new subscriptions, and stops on SIGTERM."""
+    import signal
+    import time
+
+    path = tmp_path / "cluster.db"
+    _seed(path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "olmkit", "run", "--store", str(path)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        def phase_of(name: str) -> str | None:
+            with SqliteStore(str(path)) as store:
+                for csv in store.list(V1A1, "ClusterServiceVersion", "operators"):
+                    if csv["metadata"]["name"] == name:
+                        return str((csv.get("status") or {}).get("phase"))
+            return None
+
+        def wait_for(name: str) -> None:
+            deadline = time.monotonic() + 60
+            while phase_of(name) != "Succeeded":
+                assert time.monotonic() < deadline, f"{name} did not succeed"
+                time.sleep(0.2)
+
+        wait_for("postgres-operator.v2.3.0")
+        with SqliteStore(str(path)) as store:
+            store.create(
+                {
+                    "apiVersion": V1A1,
+                    "kind": "Subscription",
+                    "metadata": {"name": "storage-operator", "namespace": "operators"},
+                    "spec": {"name": "storage-operator", "source": "examples", "sourceNamespace": "olm"},
+                }
+            )
+        wait_for("storage-operator.v0.5.0")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=30)[0]
+
+    assert 0 == proc.returncode, output
+    assert "stopped after" in output

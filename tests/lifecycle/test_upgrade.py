@@ -213,3 +213,52 @@ def test_optional_objects_follow_their_csv(cluster: Cluster) -> None:
     assert not cluster.exists("deploy", "postgres-operator")
     assert [] == [n for n in cluster.names("clusterrole", None) if n.startswith("postgres-operator.v2.3.0")]
     assert cluster.exists("crd", "postgresclusters.db.example.io", None)  # CRDs outlive their operators
+
+
+def test_a_served_crd_version_is_removed_only_after_it_stopped_being_served(
+    tmp_path: Path, make_cluster: Callable[..., Cluster]
+) -> None:
+    """Dropping a served version is refused; unserving it first, then dropping it, works and cleans storedVersions."""
+
+    def versions(*spec: tuple[str, bool, bool]) -> dict[str, object]:
+        widget = crd("example.io", "Widget")
+        widget["spec"]["versions"] = [
+            {"name": n, "served": served, "storage": storage, "schema": {"openAPIV3Schema": {"type": "object"}}}
+            for n, served, storage in spec
+        ]
+        return widget
+
+    old = ("example.io", "v1alpha1", "Widget")
+    new = ("example.io", "v1", "Widget")
+    v1 = B("widget", "1.0.0", owns=(old, new), crds=(versions(("v1alpha1", True, False), ("v1", True, True)),))
+    cluster = _cluster(make_cluster, _published(tmp_path, [v1]))
+    cluster.reconcile()
+    cluster.store.update_status(
+        {**cluster.get("crd", "widgets.example.io", None), "status": {"storedVersions": ["v1alpha1", "v1"]}}
+    )
+
+    dropped = B("widget", "2.0.0", replaces=v1.name, owns=(new,), crds=(versions(("v1", True, True)),))
+    _published(tmp_path, [v1, dropped])
+    cluster.clock.advance(600)
+    cluster.reconcile()
+    failed = cluster.condition(cluster.plans()[-1], "Installed")
+    assert "Failed" == cluster.plans()[-1]["status"]["phase"]
+    assert "v1alpha1" in failed["message"]
+    assert "served" in failed["message"]
+
+    unserved = B(
+        "widget",
+        "2.0.1",
+        replaces=v1.name,
+        owns=(new,),
+        crds=(versions(("v1alpha1", False, False), ("v1", True, True)),),
+    )
+    removed = B("widget", "3.0.0", replaces=unserved.name, owns=(new,), crds=(versions(("v1", True, True)),))
+    _published(tmp_path, [v1, unserved, removed])
+    cluster.clock.advance(600)
+    cluster.reconcile()
+
+    assert {"widget.v3.0.0": "Succeeded"} == _csv_phases(cluster)
+    stored = cluster.get("crd", "widgets.example.io", None)
+    assert ["v1"] == [v["name"] for v in stored["spec"]["versions"]]
+    assert ["v1"] == stored["status"]["storedVersions"]
