@@ -682,7 +682,7 @@ def _field(label: str, value: Any) -> list[str]:
     values = [value] if _is_scalar(value) else list(value)
     if not values:
         values = ["<none>"]
-    head = f"{label + ':':<{_WIDTH}}"
+    head = f"{label + ':':<{_WIDTH - 1}} "
     first, *rest = (_scalar(v) for v in values)
     return [f"{head}{first}".rstrip()] + [" " * _WIDTH + v for v in rest]
 
@@ -837,9 +837,13 @@ def describe_object(
         lines += _field("Deleting", f"since {meta['deletionTimestamp']}")
     if meta.get("finalizers"):
         lines += _field("Finalizers", meta["finalizers"])
-    owners = [f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)]
+    refs = [o for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)]
+    controllers = [f"{o.get('kind')}/{o.get('name')}" for o in refs if o.get("controller")]
+    owners = [f"{o.get('kind')}/{o.get('name')}" for o in refs if not o.get("controller")]
+    if controllers:
+        lines += _field("Controlled By", controllers)
     if owners:
-        lines += _field("Controlled By" if len(owners) == 1 else "Owned By", owners)
+        lines += _field("Owned By", owners)
     lines += _field("Generation", meta.get("generation"))
     lines += _field("UID", meta.get("uid"))
 

@@ -61,7 +61,8 @@ class Kind:
     def names(self) -> tuple[str, ...]:
         """Every spelling that names this kind on the command line (lower case)."""
         singular = self.kind.lower()
-        return (singular, self.plural, *self.short_names, f"{self.plural}.{self.group}" if self.group else self.plural)
+        qualified = (f"{self.plural}.{self.group}", f"{singular}.{self.group}") if self.group else ()
+        return (singular, self.plural, *self.short_names, *qualified)
 
 
 _OPERATORS_V1A1: Final = "operators.coreos.com/v1alpha1"
