@@ -44,7 +44,7 @@ from olmkit.lifecycle.kinds import (
     SERVICE_ACCOUNT,
 )
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
-from olmkit.lifecycle.status import find_condition, owner_reference
+from olmkit.lifecycle.status import find_condition, owner_reference, spec_of, status_of
 from olmkit.lifecycle.strategy import (
     OWNER_LABEL,
     OWNER_NAMESPACE_LABEL,
@@ -75,18 +75,8 @@ _CLUSTER_OWNED: Final = (
 )
 
 
-def _status(obj: Mapping[str, Any]) -> dict[str, Any]:
-    status = obj.get("status")
-    return dict(status) if isinstance(status, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
 def _descriptions(csv: Mapping[str, Any], section: str, which: str) -> list[Mapping[str, Any]]:
-    defs = _spec(csv).get(section) or {}
+    defs = spec_of(csv).get(section) or {}
     items = defs.get(which) if isinstance(defs, Mapping) else None
     return [d for d in items or () if isinstance(d, Mapping)]
 
@@ -99,8 +89,8 @@ def upgradeable(condition: Mapping[str, Any] | None) -> tuple[bool, str]:
     """
     if condition is None:
         return True, ""
-    spec = _spec(condition)
-    for source in (spec.get("overrides"), _status(condition).get("conditions"), spec.get("conditions")):
+    spec = spec_of(condition)
+    for source in (spec.get("overrides"), status_of(condition).get("conditions"), spec.get("conditions")):
         found = find_condition(source if isinstance(source, list) else None, "Upgradeable")
         if found is not None:
             if str(found.get("status")) == "False":
@@ -144,13 +134,13 @@ class ClusterServiceVersionController(Controller):
             ns, name = event.object["metadata"].get("namespace"), event.object["metadata"]["name"]
             out = [(str(ns), str(name))]
             for csv in store.list(CSV.api_version, CSV.kind, ns):
-                if _spec(csv).get("replaces") == name:
+                if spec_of(csv).get("replaces") == name:
                     out.append((str(ns), csv["metadata"]["name"]))
             return out
 
         def by_replaces(event: WatchEvent) -> list[tuple[str, str]]:
             ns = event.object["metadata"].get("namespace")
-            replaces = _spec(event.object).get("replaces")
+            replaces = spec_of(event.object).get("replaces")
             return [(str(ns), str(replaces))] if replaces else []
 
         self.watches = (
@@ -179,7 +169,7 @@ class ClusterServiceVersionController(Controller):
         if meta.get("deletionTimestamp"):
             self._cleanup(csv)
             return DONE
-        status = _status(csv)
+        status = status_of(csv)
         if status.get("reason") == "Copied":
             return DONE
         if CLEANUP_FINALIZER not in (meta.get("finalizers") or ()):
@@ -211,29 +201,32 @@ class ClusterServiceVersionController(Controller):
 
         if phase == "":
             return self._to(csv, "Pending", "RequirementsUnknown", "requirements not yet checked")
-        if phase == "Pending":
-            return self._pending(csv)
-        if phase == "InstallReady":
-            return self._install(csv)
-        if phase == "Installing":
-            return self._installing(csv)
-        if phase == "Succeeded":
-            return self._succeeded(csv)
-        if phase == "Failed":
-            return self._failed(csv)
         if phase == "Replacing":
             return self._replacing(csv, replacer)
         if phase == "Deleting":
             store.delete(CSV.api_version, CSV.kind, name, namespace)
             self.ctx.event(f"csv {namespace}/{name}: deleted (replaced)")
             return DONE
-        return DONE
+        step = {
+            "Pending": self._pending,
+            "InstallReady": self._install,
+            "Installing": self._installing,
+            "Succeeded": self._succeeded,
+            "Failed": self._failed,
+        }.get(phase)
+        if step is None:
+            return DONE
+        try:
+            installer = installer_for(self.ctx.registry, csv, InstallContext(store, self.ctx.now))
+        except StrategyError as exc:
+            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
+        try:
+            return step(csv, installer)
+        except StrategyError as exc:  # the strategy found the CSV's install spec malformed
+            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
 
-    def _installer(self, csv: Object) -> Installer:
-        return installer_for(self.ctx.registry, csv, InstallContext(self.ctx.store, self.ctx.now))
-
-    def _pending(self, csv: Object) -> Result:
-        replaces = _spec(csv).get("replaces")
+    def _pending(self, csv: Object, installer: Installer) -> Result:
+        replaces = spec_of(csv).get("replaces")
         if replaces:
             ns = csv["metadata"]["namespace"]
             try:
@@ -245,10 +238,6 @@ class ClusterServiceVersionController(Controller):
                 return self._to(
                     csv, "Pending", "OperatorConditionNotUpgradeable", f"The operator is not upgradeable: {message}"
                 )
-        try:
-            installer = self._installer(csv)
-        except StrategyError as exc:
-            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
         met, requirements = self._requirements(csv, installer)
         if not met:
             return self._to(
@@ -266,23 +255,17 @@ class ClusterServiceVersionController(Controller):
             requirementStatus=requirements,
         )
 
-    def _install(self, csv: Object) -> Result:
-        try:
-            self._installer(csv).install(csv)
-        except StrategyError as exc:
-            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
+    def _install(self, csv: Object, installer: Installer) -> Result:
+        installer.install(csv)
         return self._to(csv, "Installing", "InstallSucceeded", "waiting for install components to report healthy")
 
-    def _installing(self, csv: Object) -> Result:
-        try:
-            check = self._installer(csv).check(csv)
-        except StrategyError as exc:
-            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
+    def _installing(self, csv: Object, installer: Installer) -> Result:
+        check = installer.check(csv)
         if check.healthy:
             return self._to(csv, "Succeeded", "InstallSucceeded", "install strategy completed with no errors")
         if check.failed:
             return self._to(csv, "Failed", "InstallCheckFailed", check.message)
-        started = _status(csv).get("lastTransitionTime")
+        started = status_of(csv).get("lastTransitionTime")
         elapsed = self.ctx.clock.now() - parse_rfc3339(started) if started else 0.0
         timeout = self.ctx.options.install_timeout
         if elapsed >= timeout:
@@ -293,11 +276,7 @@ class ClusterServiceVersionController(Controller):
             waiting=f"{check.message} (install times out in {timeout - elapsed:.0f}s)",
         )
 
-    def _succeeded(self, csv: Object) -> Result:
-        try:
-            installer = self._installer(csv)
-        except StrategyError as exc:
-            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
+    def _succeeded(self, csv: Object, installer: Installer) -> Result:
         met, requirements = self._requirements(csv, installer)
         if not met:
             return self._to(
@@ -308,18 +287,10 @@ class ClusterServiceVersionController(Controller):
             return self._to(csv, "Failed", "ComponentUnhealthy", f"installing: {check.message}")
         return DONE
 
-    def _failed(self, csv: Object) -> Result:
-        reason = _status(csv).get("reason")
+    def _failed(self, csv: Object, installer: Installer) -> Result:
+        reason = status_of(csv).get("reason")
         if reason == "InvalidInstallStrategy":
-            try:
-                self._installer(csv)
-            except StrategyError:
-                return DONE
             return self._to(csv, "Pending", "NeedsReinstall", "install strategy is supported now")
-        try:
-            installer = self._installer(csv)
-        except StrategyError as exc:
-            return self._to(csv, "Failed", "InvalidInstallStrategy", str(exc))
         met, requirements = self._requirements(csv, installer)
         if not met:
             if reason == "RequirementsNotMet":
@@ -344,7 +315,7 @@ class ClusterServiceVersionController(Controller):
             if nxt is None or nxt["metadata"]["name"] in seen:
                 break
             leaf = nxt
-        if _status(leaf).get("phase") == "Succeeded":
+        if status_of(leaf).get("phase") == "Succeeded":
             return self._to(
                 csv,
                 "Deleting",
@@ -359,7 +330,7 @@ class ClusterServiceVersionController(Controller):
         """The CSV in the namespace whose ``spec.replaces`` names this one."""
         name = csv["metadata"]["name"]
         for other in self.ctx.store.list(CSV.api_version, CSV.kind, csv["metadata"]["namespace"]):
-            if _spec(other).get("replaces") == name and not other["metadata"].get("deletionTimestamp"):
+            if spec_of(other).get("replaces") == name and not other["metadata"].get("deletionTimestamp"):
                 return other
         return None
 
@@ -375,7 +346,7 @@ class ClusterServiceVersionController(Controller):
                 except NotFound:
                     out.append({**entry, "status": "NotPresent", "message": "CRD is not present"})
                     continue
-                established = find_condition(_status(crd).get("conditions"), "Established")
+                established = find_condition(status_of(crd).get("conditions"), "Established")
                 if established is None or established.get("status") != "True":
                     out.append(
                         {
@@ -409,7 +380,7 @@ class ClusterServiceVersionController(Controller):
 
     def _ensure_operator_condition(self, csv: Object) -> None:
         ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
-        install = _spec(csv).get("install") or {}
+        install = spec_of(csv).get("install") or {}
         spec = install.get("spec") if isinstance(install, Mapping) else None
         spec = spec if isinstance(spec, Mapping) else {}
         deployments = sorted({str(d.get("name")) for d in spec.get("deployments") or () if isinstance(d, Mapping)})
@@ -434,7 +405,7 @@ class ClusterServiceVersionController(Controller):
                 }
             )
             return
-        cspec = _spec(current)
+        cspec = spec_of(current)
         if cspec.get("deployments") != deployments or cspec.get("serviceAccounts") != accounts:
             store.update({**current, "spec": {**cspec, "deployments": deployments, "serviceAccounts": accounts}})
 
@@ -453,7 +424,7 @@ class ClusterServiceVersionController(Controller):
 
     def _to(self, csv: Object, phase: str, reason: str, message: str, **extra: Any) -> Result:
         """Record a phase (a no-op when phase, reason, message and extras are unchanged)."""
-        status = _status(csv)
+        status = status_of(csv)
         old_phase = status.get("phase") or None
         same = (
             status.get("phase") == phase

@@ -29,7 +29,7 @@ from olmkit.errors import OlmkitError
 from olmkit.lifecycle.context import LifecycleContext
 from olmkit.lifecycle.kinds import CATALOG_SOURCE, CRD, CSV, INSTALL_PLAN, SUBSCRIPTION, kind_of
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
-from olmkit.lifecycle.status import owner_reference, set_condition
+from olmkit.lifecycle.status import owner_reference, set_condition, spec_of, status_of
 from olmkit.lifecycle.strategy import owner_labels
 from olmkit.store import AlreadyExists, Invalid, NotFound, Object, StoreError
 
@@ -40,16 +40,6 @@ DONE_STEPS: Final = frozenset({"Created", "Present", "UnsupportedResource"})
 
 class StepError(OlmkitError):
     """A step's resource could not be created or updated."""
-
-
-def _status(obj: Mapping[str, Any]) -> dict[str, Any]:
-    status = obj.get("status")
-    return dict(status) if isinstance(status, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
 
 
 class InstallPlanController(Controller):
@@ -67,7 +57,7 @@ class InstallPlanController(Controller):
             plan = store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, name, namespace)
         except NotFound:
             return DONE
-        status = _status(plan)
+        status = status_of(plan)
         phase = status.get("phase") or ""
         if phase in ("Complete", "Failed"):
             return DONE
@@ -77,7 +67,7 @@ class InstallPlanController(Controller):
             self._set_phase(plan, self._approval_phase(plan))
             return DONE
         if phase == "RequiresApproval":
-            if _spec(plan).get("approved"):
+            if spec_of(plan).get("approved"):
                 self._set_phase(plan, "Installing")
                 self.ctx.event(f"installplan {namespace}/{name}: approved")
             return DONE
@@ -85,11 +75,11 @@ class InstallPlanController(Controller):
 
     @staticmethod
     def _approval_phase(plan: Object) -> str:
-        spec = _spec(plan)
+        spec = spec_of(plan)
         return "RequiresApproval" if spec.get("approval") == "Manual" and not spec.get("approved") else "Installing"
 
     def _set_phase(self, ip: Object, phase: str, **extra: Any) -> Object:
-        status = {**_status(ip), "phase": phase, **extra}
+        status = {**status_of(ip), "phase": phase, **extra}
         return self.ctx.store.update_status({**ip, "status": status})
 
     # -- planning a hand-written plan ---------------------------------------------------
@@ -99,7 +89,7 @@ class InstallPlanController(Controller):
         from olmkit.lifecycle.subscriptions import SubscriptionController
         from olmkit.resolver import Step
 
-        spec = _spec(plan)
+        spec = spec_of(plan)
         ns = plan["metadata"]["namespace"]
         names = spec.get("clusterServiceVersionNames") or []
         source, source_ns = spec.get("source"), spec.get("sourceNamespace") or ns
@@ -153,7 +143,7 @@ class InstallPlanController(Controller):
 
     def _install(self, plan: Object) -> Result:
         ns, name = plan["metadata"]["namespace"], plan["metadata"]["name"]
-        steps = [dict(s) for s in _status(plan).get("plan") or ()]
+        steps = [dict(s) for s in status_of(plan).get("plan") or ()]
         csvs: dict[str, Object] = {}
         # CRDs go first: a refused CRD upgrade must fail the plan before its CSV replaces anything
         order = sorted(range(len(steps)), key=lambda i: (steps[i].get("resource") or {}).get("kind") != CRD.kind)
@@ -179,17 +169,17 @@ class InstallPlanController(Controller):
             plan = self._set_phase(plan, "Installing", plan=steps)
             self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status=step["status"])
         now = self.ctx.now()
-        conditions = set_condition(_status(plan).get("conditions"), "Installed", "True", now=now)
+        conditions = set_condition(status_of(plan).get("conditions"), "Installed", "True", now=now)
         self._set_phase(plan, "Complete", plan=steps, conditions=conditions)
         self.ctx.event(
-            f"installplan {ns}/{name}: Complete ({', '.join(_spec(plan).get('clusterServiceVersionNames') or [])})"
+            f"installplan {ns}/{name}: Complete ({', '.join(spec_of(plan).get('clusterServiceVersionNames') or [])})"
         )
         return DONE
 
     def _fail(self, ip: Object, reason: str, message: str, **extra: Any) -> None:
         now = self.ctx.now()
         conditions = set_condition(
-            _status(ip).get("conditions"), "Installed", "False", reason=reason, message=message, now=now
+            status_of(ip).get("conditions"), "Installed", "False", reason=reason, message=message, now=now
         )
         self._set_phase(ip, "Failed", conditions=conditions, **extra)
         self.ctx.event(f"installplan {ip['metadata']['namespace']}/{ip['metadata']['name']}: Failed: {message}")

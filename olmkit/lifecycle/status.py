@@ -17,7 +17,21 @@ __all__ = [
     "parse_duration",
     "remove_condition",
     "set_condition",
+    "spec_of",
+    "status_of",
 ]
+
+
+def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's ``spec`` (empty when missing or not an object)."""
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def status_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an object's ``status`` (empty when missing or not an object), to change and write back."""
+    status = obj.get("status")
+    return dict(status) if isinstance(status, Mapping) else {}
 
 
 def find_condition(conditions: Sequence[Mapping[str, Any]] | None, type_: str) -> Mapping[str, Any] | None:

@@ -41,7 +41,14 @@ from olmkit.lifecycle.context import LifecycleContext
 from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, OPERATOR_GROUP, SUBSCRIPTION
 from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
-from olmkit.lifecycle.status import find_condition, owner_reference, remove_condition, set_condition
+from olmkit.lifecycle.status import (
+    find_condition,
+    owner_reference,
+    remove_condition,
+    set_condition,
+    spec_of,
+    status_of,
+)
 from olmkit.lifecycle.strategy import InstallContext, StrategyError, installer_for
 from olmkit.model import Property
 from olmkit.resolver import InstalledCSV, Resolution, ResolutionRequest, SourceRef, Step, SubscriptionRef
@@ -115,16 +122,6 @@ def _subscription(obj: Mapping[str, Any]) -> SubscriptionRef:
     return SubscriptionRef.from_manifest(obj, ns)
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any]) -> dict[str, Any]:
-    status = obj.get("status")
-    return dict(status) if isinstance(status, Mapping) else {}
-
-
 def _random_suffix(n: int = 5) -> str:
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=n))
 
@@ -179,16 +176,16 @@ class SubscriptionController(Controller):
             return DONE  # the status writes wake the next pass
 
         # 2. anything to do?
-        if all(_status(s).get("installPlanRef") and _status(s).get("state") == STATE_UPGRADE_PENDING for s in subs):
+        if all(status_of(s).get("installPlanRef") and status_of(s).get("state") == STATE_UPGRADE_PENDING for s in subs):
             return DONE  # every subscription waits for its InstallPlan
-        in_flight = self._plans_in_flight(ns, subs)
-        if in_flight:
+        plans = self._referenced_plans(ns, subs)
+        if any((status_of(p).get("phase") or "") in UNFINISHED_PLAN_PHASES for p in plans):
             return DONE  # the plan's progress wakes the next pass
         if any(_in_transition(c) for c in csvs.values()):
             return DONE  # resolve again once the install or upgrade under way has finished
         inputs = self._fingerprint(subs, csvs, groups, sources)
-        if self._settled.get(ns) == inputs or self._failed_with(ns, subs, inputs):
-            return DONE
+        if self._settled.get(ns) == inputs or any(_failed_with(p, inputs) for p in plans):
+            return DONE  # nothing changed since the last answer (planning again would fail again)
 
         # 3. resolve under the namespace lease
         lease = Lease(store, ns, LEASE_NAME, self.ctx.clock)
@@ -252,10 +249,10 @@ class SubscriptionController(Controller):
             "uid": plan["metadata"]["uid"],
             "resourceVersion": plan["metadata"]["resourceVersion"],
         }
-        generation = int(_spec(plan).get("generation") or 1)
+        generation = int(spec_of(plan).get("generation") or 1)
         now = self.ctx.now()
         for sub in subs:
-            status = _status(sub)
+            status = status_of(sub)
             conditions = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
             matched = steps_by_sub.get(sub["metadata"]["name"])
             if matched is not None:
@@ -281,7 +278,7 @@ class SubscriptionController(Controller):
     def _upkeep(self, sub: Object, csvs: Mapping[str, Object], sources: list[Object]) -> bool:
         store, now = self.ctx.store, self.ctx.now()
         ns = sub["metadata"]["namespace"]
-        status = _status(sub)
+        status = status_of(sub)
         before = orjson.dumps(status, option=orjson.OPT_SORT_KEYS)
         conditions = list(status.get("conditions") or ())
 
@@ -301,7 +298,7 @@ class SubscriptionController(Controller):
                     "uid": plan["metadata"]["uid"],
                 }
                 status["state"] = STATE_UPGRADE_PENDING
-                status["currentCSV"] = _spec(sub).get("startingCSV") or ""
+                status["currentCSV"] = spec_of(sub).get("startingCSV") or ""
 
         # the referenced InstallPlan
         plan_failed = False
@@ -322,7 +319,7 @@ class SubscriptionController(Controller):
                     now=now,
                 )
             else:
-                phase = _status(plan).get("phase") or ""
+                phase = status_of(plan).get("phase") or ""
                 conditions = remove_condition(conditions, INSTALL_PLAN_MISSING)
                 if phase in UNFINISHED_PLAN_PHASES:
                     conditions = remove_condition(conditions, INSTALL_PLAN_FAILED)
@@ -331,7 +328,7 @@ class SubscriptionController(Controller):
                     )
                 elif phase == "Failed":
                     plan_failed = True
-                    failed = find_condition(_status(plan).get("conditions"), "Installed") or {}
+                    failed = find_condition(status_of(plan).get("conditions"), "Installed") or {}
                     conditions = remove_condition(conditions, INSTALL_PLAN_PENDING)
                     conditions = set_condition(
                         conditions,
@@ -358,7 +355,7 @@ class SubscriptionController(Controller):
         health: list[dict[str, Any]] = []
         unhealthy = []
         for src in sources:
-            state = ((_status(src).get("connectionState") or {}).get("lastObservedState")) or ""
+            state = ((status_of(src).get("connectionState") or {}).get("lastObservedState")) or ""
             healthy = state == READY
             if not healthy:
                 unhealthy.append(source_label(src))
@@ -431,61 +428,44 @@ class SubscriptionController(Controller):
         if entries is None:
             return False
         name = csv["metadata"]["name"]
-        version = _spec(csv).get("version")
+        version = spec_of(csv).get("version")
         return any(
             upgrades_from(e, name, str(version) if version else None) is not None and e.name != name
             for e in entries.entries
         )
 
-    def _plans_in_flight(self, ns: str, subs: list[Object]) -> bool:
+    def _referenced_plans(self, ns: str, subs: list[Object]) -> list[Object]:
+        """The InstallPlans the subscriptions reference (those that exist)."""
+        plans = []
         for sub in subs:
-            ref = _status(sub).get("installPlanRef") or {}
-            if not ref.get("name"):
-                continue
-            try:
-                plan = self.ctx.store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ref["name"], ns)
-            except NotFound:
-                continue
-            if (_status(plan).get("phase") or "") in UNFINISHED_PLAN_PHASES:
-                return True
-        return False
-
-    def _failed_with(self, ns: str, subs: list[Object], inputs: bytes) -> bool:
-        """Whether a subscription's InstallPlan failed on these very inputs (planning again would fail again)."""
-        digest = inputs.hex()
-        for sub in subs:
-            ref = _status(sub).get("installPlanRef") or {}
-            if not ref.get("name"):
-                continue
-            try:
-                plan = self.ctx.store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ref["name"], ns)
-            except NotFound:
-                continue
-            annotations = plan["metadata"].get("annotations") or {}
-            if _status(plan).get("phase") == "Failed" and annotations.get(INPUTS_ANNOTATION) == digest:
-                return True
-        return False
+            ref = status_of(sub).get("installPlanRef") or {}
+            if ref.get("name"):
+                try:
+                    plans.append(self.ctx.store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ref["name"], ns))
+                except NotFound:
+                    continue
+        return plans
 
     def _fingerprint(
         self, subs: list[Object], csvs: Mapping[str, Object], groups: list[Object], sources: list[Object]
     ) -> bytes:
         data = [
             [
-                (s["metadata"]["name"], _spec(s), _status(s).get("installedCSV"), _status(s).get("currentCSV"))
+                (s["metadata"]["name"], spec_of(s), status_of(s).get("installedCSV"), status_of(s).get("currentCSV"))
                 for s in subs
             ],
             [
                 (
                     n,
-                    _spec(c).get("version"),
-                    _spec(c).get("replaces"),
+                    spec_of(c).get("version"),
+                    spec_of(c).get("replaces"),
                     (c["metadata"].get("annotations") or {}).get(PROPERTIES_ANNOTATION),
-                    _status(c).get("reason") == "Copied",
+                    status_of(c).get("reason") == "Copied",
                 )
                 for n, c in sorted(csvs.items())
             ],
             [(g["metadata"]["name"], g["metadata"].get("annotations")) for g in groups],
-            [(source_label(s), _spec(s), _status(s).get("catalogDigest")) for s in sources],
+            [(source_label(s), spec_of(s), status_of(s).get("catalogDigest")) for s in sources],
         ]
         return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS, default=str)).digest()
 
@@ -508,12 +488,12 @@ class SubscriptionController(Controller):
                 raise OlmkitError(f"subscription {ns}/{sub['metadata']['name']}: {exc}") from None
         installed = []
         for name, csv in sorted(csvs.items()):
-            status = _status(csv)
+            status = status_of(csv)
             if status.get("reason") == "Copied" or csv["metadata"].get("deletionTimestamp"):
                 continue
             packages = {r.package for r in refs if r.installed_csv == name}
             package = next(iter(packages)) if len(packages) == 1 else None
-            version = _spec(csv).get("version")
+            version = spec_of(csv).get("version")
             installed.append(
                 InstalledCSV(
                     name=name,
@@ -521,13 +501,13 @@ class SubscriptionController(Controller):
                     properties=_csv_properties(
                         Manifest(csv, f"clusterserviceversion {ns}/{name}"), package, self.ctx.pm
                     ),
-                    replaces=_spec(csv).get("replaces"),
+                    replaces=spec_of(csv).get("replaces"),
                     phase=status.get("phase"),
                 )
             )
         source_refs = []
         for src in sources:
-            priority = _spec(src).get("priority", 0)
+            priority = spec_of(src).get("priority", 0)
             source_refs.append(
                 SourceRef(
                     src["metadata"]["name"],
@@ -558,15 +538,15 @@ class SubscriptionController(Controller):
         csv_names = [s.bundle for s in steps]
         plans = list(store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns))
         for plan in plans:
-            if _spec(plan).get("clusterServiceVersionNames") == csv_names and not _status(plan).get("phase"):
+            if spec_of(plan).get("clusterServiceVersionNames") == csv_names and not status_of(plan).get("phase"):
                 name = plan["metadata"]["name"]
                 return name, self._write_plan_status(plan, self._plan_steps(ns, name, steps))
         approval = "Automatic"
-        if any(_spec(s).get("installPlanApproval") == "Manual" for s in subs):
+        if any(spec_of(s).get("installPlanApproval") == "Manual" for s in subs):
             approval = "Manual"
         generation = 1 + max(
-            [int(_spec(p).get("generation") or 0) for p in plans]
-            + [int(_status(s).get("installPlanGeneration") or 0) for s in subs]
+            [int(spec_of(p).get("generation") or 0) for p in plans]
+            + [int(status_of(s).get("installPlanGeneration") or 0) for s in subs]
         )
         owners = [owner_reference(s, controller=False) for s in subs]
         while True:
@@ -602,8 +582,8 @@ class SubscriptionController(Controller):
         return name, plan
 
     def _write_plan_status(self, plan: Object, steps: list[dict[str, Any]]) -> Object:
-        approval = _spec(plan).get("approval")
-        phase = "RequiresApproval" if approval == "Manual" and not _spec(plan).get("approved") else "Installing"
+        approval = spec_of(plan).get("approval")
+        phase = "RequiresApproval" if approval == "Manual" and not spec_of(plan).get("approved") else "Installing"
         catalogs = sorted({f"{s['resource']['sourceNamespace']}/{s['resource']['sourceName']}" for s in steps})
         status = {"phase": phase, "plan": steps, "catalogSources": catalogs, "conditions": []}
         return self.ctx.store.update_status({**plan, "status": status})
@@ -672,9 +652,9 @@ class SubscriptionController(Controller):
         plans = [
             p
             for p in self.ctx.store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns)
-            if _status(p).get("phase") in ("Complete", "Failed")
+            if status_of(p).get("phase") in ("Complete", "Failed")
         ]
-        plans.sort(key=lambda p: (int(_spec(p).get("generation") or 0), p["metadata"]["name"]))
+        plans.sort(key=lambda p: (int(spec_of(p).get("generation") or 0), p["metadata"]["name"]))
         for plan in plans[: max(0, len(plans) - KEEP_INSTALL_PLANS)]:
             with contextlib.suppress(NotFound):
                 self.ctx.store.delete(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, plan["metadata"]["name"], ns)
@@ -682,14 +662,14 @@ class SubscriptionController(Controller):
     # -- writing ------------------------------------------------------------------------
 
     def _write_status(self, sub: Object, status: dict[str, Any]) -> None:
-        if _status(sub) == status:
+        if status_of(sub) == status:
             return
         self.ctx.store.update_status({**sub, "status": status})
 
     def _fail_all(self, subs: Iterable[Object], type_: str, reason: str, message: str) -> None:
         now = self.ctx.now()
         for sub in subs:
-            status = _status(sub)
+            status = status_of(sub)
             status["conditions"] = set_condition(
                 status.get("conditions"), type_, "True", reason=reason, message=message, now=now
             )
@@ -697,9 +677,15 @@ class SubscriptionController(Controller):
 
     def _clear_failures(self, subs: Iterable[Object]) -> None:
         for sub in subs:
-            status = _status(sub)
+            status = status_of(sub)
             status["conditions"] = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
             self._write_status(sub, status)
+
+
+def _failed_with(plan: Mapping[str, Any], inputs: bytes) -> bool:
+    """Whether an InstallPlan failed, and was made from these very resolution inputs."""
+    annotations = plan["metadata"].get("annotations") or {}
+    return status_of(plan).get("phase") == "Failed" and annotations.get(INPUTS_ANNOTATION) == inputs.hex()
 
 
 def _plan_step(step: Step, obj: Mapping[str, Any], status: str = "Unknown") -> dict[str, Any]:
@@ -727,7 +713,7 @@ def _in_transition(csv: Mapping[str, Any]) -> bool:
     versions of a chain may never run; olmkit lets each one finish first. A CSV that is
     stuck (requirements not met, not upgradeable, failed) does not hold resolution up.
     """
-    status = _status(csv)
+    status = status_of(csv)
     phase = status.get("phase") or ""
     if phase in ("", "InstallReady", "Installing", "Replacing", "Deleting"):
         return True
