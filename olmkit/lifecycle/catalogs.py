@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -104,14 +105,29 @@ class CatalogCache:
 
     Args:
         store: the cluster store (ConfigMaps for ``configmap`` sources are read from it).
-        registry: the plugin registry.
+        registry: the plugin registry, or a callable returning the current one.
         disk_cache: whether the on-disk parsed-catalog cache may be used.
+        on_loaded: called as ``on_loaded(source=..., catalog=..., seconds=..., cached=...)`` after
+            each successful load (the ``olmkit_catalog_loaded`` hook's arguments).
     """
 
-    def __init__(self, store: Store, registry: Registry, *, disk_cache: bool = True) -> None:
+    @property
+    def registry(self) -> Registry:
+        """The current registry (plugins registered later are seen)."""
+        return self._registry()
+
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry | Callable[[], Registry],
+        *,
+        disk_cache: bool = True,
+        on_loaded: Callable[..., Any] | None = None,
+    ) -> None:
         self.store = store
-        self.registry = registry
+        self._registry = registry if callable(registry) else (lambda: registry)
         self.disk_cache = disk_cache
+        self.on_loaded = on_loaded
         self._opened: dict[tuple[str, str], OpenedSource] = {}
         self._lock = threading.RLock()
 
@@ -154,12 +170,20 @@ class CatalogCache:
         """
         opened = self.opened(obj)
         before = content_digest(opened.catalog) if opened.catalog is not None else None
+        start = time.perf_counter()
         try:
             opened.catalog = opened.source.load()
             opened.error = None
         except OlmkitError as exc:
             opened.error = str(exc)
             return opened, False
+        if self.on_loaded is not None:
+            self.on_loaded(
+                source=source_label(obj),
+                catalog=opened.catalog,
+                seconds=time.perf_counter() - start,
+                cached=bool(getattr(opened.source, "cached", False)),
+            )
         return opened, content_digest(opened.catalog) != before
 
     def snapshot(self, obj: Mapping[str, Any]) -> Catalog:

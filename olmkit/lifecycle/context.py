@@ -61,7 +61,12 @@ class LifecycleContext:
     catalogs: CatalogCache = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.catalogs = CatalogCache(self.store, self.registry, disk_cache=self.options.disk_cache)
+        self.catalogs = CatalogCache(
+            self.store,
+            lambda: self.registry,
+            disk_cache=self.options.disk_cache,
+            on_loaded=self.pm.hook.olmkit_catalog_loaded,
+        )
 
     @property
     def registry(self) -> Registry:

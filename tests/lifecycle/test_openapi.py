@@ -486,11 +486,15 @@ SCHEMAS = st.recursive(
 )
 
 
+#: JSON integers as Kubernetes stores them (int64)
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
 def _json_key(value: Any) -> bytes:
     """Equal for equal JSON values (1 and 1.0 alike, true and 1 not)."""
 
     def norm(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer():
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
             return int(v)
         if isinstance(v, list):
             return [norm(i) for i in v]
@@ -512,7 +516,7 @@ def values_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 def _values_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     if schema.get("x-kubernetes-int-or-string"):
-        return st.one_of(st.integers(), st.text())
+        return st.one_of(INT64, st.text())
     kind = schema.get("type")
     if kind == "integer":
         exclusive = 1 if schema.get("exclusiveMinimum") else 0
@@ -564,7 +568,7 @@ def test_unknown_fields_are_reported_exactly_when_asked(data):
     """Extra keys on a valid object are ignored by default and reported, each once, when asked."""
     schema = data.draw(_object_schema(SCHEMAS))
     value = data.draw(values_for(schema))
-    extra = data.draw(st.dictionaries(NAMES.map(str.upper), st.integers(), min_size=1, max_size=3))
+    extra = data.draw(st.dictionaries(NAMES.map(str.upper), INT64, min_size=1, max_size=3))
     value = {**value, **extra}
 
     assert [] == validate(value, schema, "spec")
@@ -574,7 +578,7 @@ def test_unknown_fields_are_reported_exactly_when_asked(data):
 
 
 JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5)),
+    st.one_of(st.none(), st.booleans(), INT64, st.floats(allow_nan=False), st.text(max_size=5)),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(NAMES, inner, max_size=3)),
     max_leaves=8,
 )
@@ -604,10 +608,10 @@ def test_all_of_one_is_the_schema(schema, value):
 
 
 TYPED_VALUES = {
-    "object": st.dictionaries(NAMES, st.integers(), max_size=2),
-    "array": st.lists(st.integers(), max_size=2),
+    "object": st.dictionaries(NAMES, INT64, max_size=2),
+    "array": st.lists(INT64, max_size=2),
     "string": st.text(max_size=3),
-    "integer": st.integers(),
+    "integer": INT64,
     "number": st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not f.is_integer()),
     "boolean": st.booleans(),
 }

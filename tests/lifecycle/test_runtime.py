@@ -229,10 +229,8 @@ def test_built_in_bundle_content_rejects_broken_inline_manifests(olmkit_pm: Any)
         bundle_content(olmkit_pm, bundle)
 
 
-def test_hook_olmkit_csv_phase_changed_and_install_plan_step(
-    tmp_path: Any, make_cluster: Any, olmkit_register: Any
-) -> None:
-    """Plugins are told of every CSV phase change and every InstallPlan step, in order."""
+def _install_and_watch(make_cluster: Any, olmkit_register: Any, tmp_path: Any) -> tuple[list[Any], list[Any]]:
+    """Install one operator with a plugin watching CSV phases and InstallPlan steps."""
     phases: list[tuple[str, str | None, str]] = []
     steps: list[tuple[str, str]] = []
 
@@ -247,12 +245,17 @@ def test_hook_olmkit_csv_phase_changed_and_install_plan_step(
 
     olmkit_register(Watcher())
     cluster: Cluster = make_cluster()
-    cluster.catalog_source(
-        "test", write_catalog(tmp_path / "c", [B("widget", "1.0.0", owns=(("example.io", "v1", "W"),))])
-    )
+    catalog = write_catalog(tmp_path / "c", [B("widget", "1.0.0", owns=(("example.io", "v1", "W"),))])
+    cluster.catalog_source("test", catalog)
     cluster.operator_group()
     cluster.subscribe("widget", source="test")
     cluster.reconcile()
+    return phases, steps
+
+
+def test_hook_olmkit_csv_phase_changed(tmp_path: Any, make_cluster: Any, olmkit_register: Any) -> None:
+    """Plugins are told of every CSV phase change, in order, with the phase before."""
+    phases, _ = _install_and_watch(make_cluster, olmkit_register, tmp_path)
 
     assert [
         ("widget.v1.0.0", None, "Pending"),
@@ -260,6 +263,16 @@ def test_hook_olmkit_csv_phase_changed_and_install_plan_step(
         ("widget.v1.0.0", "InstallReady", "Installing"),
         ("widget.v1.0.0", "Installing", "Succeeded"),
     ] == phases
-    assert ("CustomResourceDefinition", "Created") == steps[0]  # CRDs are created first
-    assert ("ClusterServiceVersion", "Created") == steps[1]
-    assert {"Created"} == {s for _, s in steps}
+
+
+def test_hook_olmkit_install_plan_step(tmp_path: Any, make_cluster: Any, olmkit_register: Any) -> None:
+    """Plugins are told of every InstallPlan step as it is done (CRDs first)."""
+    _, steps = _install_and_watch(make_cluster, olmkit_register, tmp_path)
+
+    assert [
+        ("CustomResourceDefinition", "Created"),
+        ("ClusterServiceVersion", "Created"),
+        ("ServiceAccount", "Created"),
+        ("Role", "Created"),
+        ("RoleBinding", "Created"),
+    ] == steps
