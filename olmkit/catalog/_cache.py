@@ -1,204 +1,325 @@
 """The on-disk catalog cache: keyed by the content digest of every file read.
 
-Format (``marshal``, version-tagged): packages, deprecations and opaque blobs as one
-orjson document each; channels and bundles as one orjson document *per package*; the
-index with ``(package, bundle)`` pairs; the problems found while building. Loading it
-builds only the package list: a package's channels and bundles materialise on first
-access, so an unchanged catalog is queryable almost at once.
+Layout (format 3): an 8-byte little-endian header length, the header (``marshal``),
+then the body. The header holds the file list, the package, deprecation and opaque
+blobs as JSON arrays with their origins, the problems found while loading, and where
+in the body each package's part and each property type's index lie. A package's part
+is the JSON array of its channel and bundle blobs exactly as they were read (their
+origins are in the header); an index part maps keys to ``(package, bundle)`` pairs.
+
+Writing is a copy of the texts the loader kept, not a re-serialisation. Reading maps
+the body into memory and decodes only the header: a package's channels and bundles are
+built on first access, and an index type on its first lookup, so an unchanged catalog
+is queryable almost at once and a package nobody asks for costs nothing.
 """
 
 from __future__ import annotations
 
 import marshal
+import mmap
 import os
-import tempfile
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from array import array
+from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
 
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._files import write_atomic
 from olmkit.catalog.problems import Problem
-from olmkit.model import Blob, Bundle, Channel, Origin, Property
+from olmkit.errors import CatalogError
+from olmkit.model import Blob, Bundle, Channel, Origin
 from olmkit.registry import Registry
-from olmkit.serde import (
-    bundle_from_dict,
-    bundle_to_dict,
-    channel_from_dict,
-    channel_to_dict,
-    package_from_dict,
-    package_to_dict,
-)
+from olmkit.serde import SCHEMA_BUNDLE, BlobReader
 
-__all__ = ["read_cache", "write_cache"]
+__all__ = ["CacheRecord", "read_cache", "write_cache"]
 
-_FORMAT: Final = 2
-_ORIGIN: Final = "\x00origin"
+_FORMAT: Final = 3
+_HEAD: Final = 8  # bytes of the header length
 
 
-def _with_origin(blob: dict[str, Any], origin: Origin | None) -> dict[str, Any]:
-    if origin is not None:
-        blob[_ORIGIN] = [origin.path, origin.line]
-    return blob
-
-
-def _origin(blob: dict[str, Any]) -> Origin | None:
-    raw = blob.pop(_ORIGIN, None)
-    return Origin(raw[0], raw[1]) if raw else None
-
-
-def write_cache(path: Path, catalog: Catalog, problems: tuple[Problem, ...]) -> None:
-    """Write ``catalog`` to ``path`` atomically; failures are ignored (the cache is optional)."""
-    index: dict[str, dict[Hashable, list[tuple[str, str]]]] = {}
-    for type_name in list(catalog._index):
-        index[type_name] = {
-            k: [(b.package, b.name) for b in bundles] for k, bundles in catalog._index[type_name].items()
-        }
-    state = {
-        "format": _FORMAT,
-        "packages": orjson.dumps([_with_origin(package_to_dict(p), p.origin) for p in catalog.packages.values()]),
-        "channels": {
-            pkg: orjson.dumps([_with_origin(channel_to_dict(c), c.origin) for c in chans.values()])
-            for pkg, chans in catalog.channels.items()
-        },
-        "bundles": {
-            pkg: orjson.dumps([_with_origin(bundle_to_dict(b), b.origin) for b in bundles.values()])
-            for pkg, bundles in catalog.bundles.items()
-        },
-        "others": orjson.dumps([_with_origin(dict(b.data), b.origin) for b in catalog.others]),
-        "deprecations": orjson.dumps([d.data for d in catalog.deprecations.values()]),
-        "index": index,
-        "problems": [tuple(p.to_dict().values()) for p in problems],
-    }
+def _json_text(raw: Any) -> bytes | None:
     try:
-        data = marshal.dumps(state)
+        return orjson.dumps(raw)
+    except TypeError:  # a YAML value JSON cannot hold (a set, binary data ...)
+        return None
+
+
+def _json_array(texts: list[bytes]) -> bytes:
+    return b"[" + b",".join(texts) + b"]"
+
+
+def _origins(items: list[int]) -> bytes:
+    return array("q", items).tobytes()
+
+
+class CacheRecord:
+    """What a cold load keeps for the cache: the JSON text of each blob it accepted, by package.
+
+    ``ok`` turns false when some blob has no JSON text (a YAML value JSON cannot hold):
+    such a catalog is not cached.
+    """
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.files: list[str] = []
+        self.packages: list[bytes] = []
+        self.package_origins: list[int] = []
+        self.deprecations: list[bytes] = []
+        self.others: list[bytes] = []
+        self.other_origins: list[int] = []
+        self.parts: dict[str, tuple[list[bytes], list[int]]] = {}
+        self.channel_packages: list[str] = []
+        self.bundle_packages: list[str] = []
+        self.index: Mapping[str, Mapping[Hashable, tuple[Bundle, ...]]] = {}
+        self.problems: tuple[Problem, ...] = ()
+
+    def add_file(self, path: str) -> int:
+        """Register a file; returns its number in the origins."""
+        self.files.append(path)
+        return len(self.files) - 1
+
+    def keep(self, package: str, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
+        """Keep a channel or bundle blob of ``package``."""
+        if text is None and (text := _json_text(raw)) is None:
+            self.ok = False
+            return
+        part = self.parts.get(package)
+        if part is None:
+            part = self.parts[package] = ([], [])
+        part[0].append(text)
+        part[1].extend((file_index, line))
+
+    def keep_package(self, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
+        """Keep a package blob."""
+        if text is None and (text := _json_text(raw)) is None:
+            self.ok = False
+            return
+        self.packages.append(text)
+        self.package_origins += (file_index, line)
+
+    def keep_deprecation(self, raw: Any, text: bytes | None) -> None:
+        """Keep a deprecations blob."""
+        if text is None and (text := _json_text(raw)) is None:
+            self.ok = False
+            return
+        self.deprecations.append(text)
+
+    def keep_other(self, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
+        """Keep an opaque blob."""
+        if text is None and (text := _json_text(raw)) is None:
+            self.ok = False
+            return
+        self.others.append(text)
+        self.other_origins += (file_index, line)
+
+
+def write_cache(path: Path, record: CacheRecord) -> None:
+    """Write what ``record`` kept to ``path`` atomically; failures are ignored (the cache is optional)."""
+    if not record.ok:
+        return
+    chunks: list[bytes] = []
+    offset = 0
+    parts: dict[str, tuple[int, int, bytes]] = {}
+    for package, (texts, origins) in record.parts.items():
+        body = _json_array(texts)
+        parts[package] = (offset, len(body), _origins(origins))
+        chunks.append(body)
+        offset += len(body)
+    index: dict[str, tuple[int, int]] = {}
+    try:
+        for type_name, keys in record.index.items():
+            body = marshal.dumps({k: [(b.package, b.name) for b in bundles] for k, bundles in keys.items()})
+            index[type_name] = (offset, len(body))
+            chunks.append(body)
+            offset += len(body)
     except ValueError:
         return  # an index key marshal cannot store (a plugin's own type): no cache
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".cache")
+    header = marshal.dumps(
+        {
+            "format": _FORMAT,
+            "files": record.files,
+            "packages": _json_array(record.packages),
+            "package_origins": _origins(record.package_origins),
+            "deprecations": _json_array(record.deprecations),
+            "others": _json_array(record.others),
+            "other_origins": _origins(record.other_origins),
+            "channel_packages": record.channel_packages,
+            "bundle_packages": record.bundle_packages,
+            "parts": parts,
+            "index": index,
+            "problems": [tuple(p.to_dict().values()) for p in record.problems],
+            "body_size": offset,
+        }
+    )
+    write_atomic(path, [len(header).to_bytes(_HEAD, "little"), header, *chunks])
+
+
+class _Packages:
+    """Builds a package's channels and bundles from its part of the cache on first access."""
+
+    def __init__(
+        self,
+        path: Path,
+        body: Any,
+        base: int,
+        parts: dict[str, tuple[int, int, bytes]],
+        files: list[str],
+        reader: BlobReader,
+    ) -> None:
+        self._path = path
+        self._body = body
+        self._base = base
+        self._parts = parts
+        self._files = files
+        self._reader = reader
+        self._done: dict[str, tuple[Mapping[str, Channel], Mapping[str, Bundle]]] = {}
+
+    def get(self, package: str) -> tuple[Mapping[str, Channel], Mapping[str, Bundle]]:
+        found = self._done.get(package)
+        if found is None:
+            found = self._done[package] = self._build(package)
+        return found
+
+    def _build(self, package: str) -> tuple[Mapping[str, Channel], Mapping[str, Bundle]]:
+        offset, size, origins_bytes = self._parts[package]
+        start = self._base + offset
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        return
+            blobs = orjson.loads(self._body[start : start + size])
+            origins = array("q")
+            origins.frombytes(origins_bytes)
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
+        files = self._files
+        reader = self._reader
+        channels: dict[str, Channel] = {}
+        bundles: dict[str, Bundle] = {}
+        for i, raw in enumerate(blobs):
+            origin = Origin(files[origins[2 * i]], origins[2 * i + 1])
+            if raw.get("schema") == SCHEMA_BUNDLE:
+                bundle = reader.bundle(raw, origin)
+                bundles[bundle.name] = bundle
+            else:
+                channel = reader.channel(raw, origin)
+                channels[channel.name] = channel
+        return channels, bundles
 
 
-class _LazyPackages(Mapping[str, Mapping[str, Any]]):
-    """package -> (name -> object), each package decoded and built on first access."""
+class _View(Mapping[str, Mapping[str, Any]]):
+    """``package -> name -> channel`` (or bundle), packages built on first access."""
 
-    def __init__(self, raw: dict[str, bytes], build: Callable[[bytes], Mapping[str, Any]]) -> None:
-        self._raw = raw
-        self._build = build
-        self._done: dict[str, Mapping[str, Any]] = {}
+    def __init__(self, packages: _Packages, keys: list[str], which: int) -> None:
+        self._packages = packages
+        self._keys = dict.fromkeys(keys)
+        self._which = which
 
     def __getitem__(self, key: str) -> Mapping[str, Any]:
+        if key not in self._keys:
+            raise KeyError(key)
+        return self._packages.get(key)[self._which]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+
+class _Index(Mapping[str, Mapping[Hashable, Any]]):
+    """``property type -> key -> [(package, bundle name)]``, each type decoded on first use."""
+
+    def __init__(self, path: Path, body: Any, base: int, parts: dict[str, tuple[int, int]]) -> None:
+        self._path = path
+        self._body = body
+        self._base = base
+        self._parts = parts
+        self._done: dict[str, Mapping[Hashable, Any]] = {}
+
+    def __getitem__(self, key: str) -> Mapping[Hashable, Any]:
         found = self._done.get(key)
         if found is None:
-            found = self._done[key] = MappingProxyType(dict(self._build(self._raw[key])))
+            offset, size = self._parts[key]
+            start = self._base + offset
+            try:
+                found = self._done[key] = marshal.loads(self._body[start : start + size])
+            except (EOFError, ValueError, TypeError) as exc:
+                raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
         return found
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
+        return iter(self._parts)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._parts)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._raw
+        return key in self._parts
+
+
+def _open(path: Path) -> tuple[dict[str, Any], Any, int] | None:
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below; the map outlives it
+    except OSError:
+        return None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            length = int.from_bytes(f.read(_HEAD), "little")
+            header = marshal.loads(f.read(length))
+            if not isinstance(header, dict) or header.get("format") != _FORMAT:
+                return None
+            if _HEAD + length + header["body_size"] != size:
+                return None  # truncated or from a different writer
+            body: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if header["body_size"] else b""
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            return None
+    return header, body, _HEAD + length
 
 
 def read_cache(path: Path, registry: Registry, name: str, digest: str) -> tuple[Catalog, tuple[Problem, ...]] | None:
     """Open a cached catalog, or ``None`` when there is no usable cache file."""
+    opened = _open(path)
+    if opened is None:
+        return None
+    header, body, base = opened
+    reader = BlobReader({n: pt.parse for n, pt in registry.property_types.items() if pt.identity})
     try:
-        data = path.read_bytes()
-        state = marshal.loads(data)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(state, dict) or state.get("format") != _FORMAT:
-        return None
-    identity = {n: pt.parse for n, pt in registry.property_types.items() if pt.identity}
-    interned: dict[Hashable, Property] = {}
-
-    def make_property(ptype: str, value: Any) -> Property:
-        try:
-            key: Hashable = (ptype, tuple(value.items())) if type(value) is dict else (ptype, value)
-            found = interned.get(key)
-        except TypeError:
-            key = (ptype, orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-            found = interned.get(key)
-        if found is None:
-            found = interned[key] = Property(ptype, value)
-        return found
-
-    def version_of(properties: tuple[Property, ...]) -> str | None:
-        for p in properties:
-            parse = identity.get(p.type)
-            if parse is not None:
-                try:
-                    return getattr(parse(p.value), "version", None)
-                except (ValueError, TypeError, AttributeError, KeyError):
-                    continue
-        return None
-
-    def build_bundles(raw: bytes) -> dict[str, Bundle]:
-        out = {}
-        for blob in orjson.loads(raw):
-            origin = _origin(blob)
-            b = bundle_from_dict(blob, origin, make_property=make_property, version_of=version_of)
-            out[b.name] = b
-        return out
-
-    def build_channels(raw: bytes) -> dict[str, Channel]:
-        out = {}
-        for blob in orjson.loads(raw):
-            origin = _origin(blob)
-            c = channel_from_dict(blob, origin)
-            out[c.name] = c
-        return out
-
-    try:
+        files: list[str] = header["files"]
+        origins = array("q")
+        origins.frombytes(header["package_origins"])
         packages = {}
-        for blob in orjson.loads(state["packages"]):
-            origin = _origin(blob)
-            p = package_from_dict(blob, origin)
-            packages[p.name] = p
-        others = []
-        for blob in orjson.loads(state["others"]):
-            origin = _origin(blob)
-            others.append(Blob(blob["schema"], blob, origin))
+        for i, raw in enumerate(orjson.loads(header["packages"])):
+            package = reader.package(raw, Origin(files[origins[2 * i]], origins[2 * i + 1]))
+            packages[package.name] = package
+        origins = array("q")
+        origins.frombytes(header["other_origins"])
+        others = tuple(
+            Blob(raw["schema"], raw, Origin(files[origins[2 * i]], origins[2 * i + 1]))
+            for i, raw in enumerate(orjson.loads(header["others"]))
+        )
         deprecations = {}
-        for blob in orjson.loads(state["deprecations"]):
-            entries = blob.get("entries") or []
-            pkg_msg, chans, bundles = None, {}, {}
-            for e in entries:
-                ref = e["reference"]
-                kind = ref.get("schema", "")
-                if kind.endswith("package"):
-                    pkg_msg = e["message"]
-                elif kind.endswith("channel"):
-                    chans[ref["name"]] = e["message"]
-                else:
-                    bundles[ref["name"]] = e["message"]
-            deprecations[blob["package"]] = Deprecation(blob["package"], pkg_msg, chans, bundles, blob)
-        problems = tuple(Problem(*row) for row in state["problems"])
-        catalog = Catalog._lazy(
+        for raw in orjson.loads(header["deprecations"]):
+            deprecation = Deprecation.from_dict(raw)
+            deprecations[deprecation.package] = deprecation
+        problems = tuple(Problem(*row) for row in header["problems"])
+        store = _Packages(path, body, base, header["parts"], files, reader)
+        catalog = Catalog._wrap(
             name,
             packages,
-            _LazyPackages(state["channels"], build_channels),  # type: ignore[arg-type]
-            _LazyPackages(state["bundles"], build_bundles),  # type: ignore[arg-type]
-            tuple(others),
+            _View(store, header["channel_packages"], 0),
+            _View(store, header["bundle_packages"], 1),
+            others,
             deprecations,
-            state["index"],
-            {n: pt.parse for n, pt in registry.property_types.items()},
-            digest,
+            index=None,
+            refs=_Index(path, body, base, header["index"]),
+            parsed=reader.parsed,
+            parse={n: pt.parse for n, pt in registry.property_types.items()},
+            digest=digest,
         )
-    except (KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+    except (KeyError, TypeError, ValueError, IndexError, orjson.JSONDecodeError):
         return None
     return catalog, problems

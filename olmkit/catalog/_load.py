@@ -1,31 +1,38 @@
 """Loading file-based catalogs: walk, decode, build the snapshot and its index, cache it.
 
-Speed notes (see ``benchmarks/bench_catalog.py``): files are decoded one at a time
-(line-by-line orjson on the fast path) and dropped after conversion; identical
-properties are interned (one :class:`Property` object, one parsed value and one index
-computation per distinct value); the garbage collector is paused during the bulk load
-and the long-lived result is frozen out of later collections.
+Speed notes (see ``benchmarks/bench_catalog.py`` and ``benchmarks/results/catalog.md``):
+
+* each file is read once: the same bytes are hashed (the cache key) and decoded, line
+  by line with orjson on the fast path, and dropped after conversion;
+* blobs become model objects through :class:`~olmkit.serde.BlobReader`, which interns
+  equal properties (one :class:`~olmkit.model.Property`, one parsed value and one index
+  computation per distinct value);
+* the JSON text of every blob kept is remembered, so writing the cache is a copy, not
+  a re-serialisation;
+* the cyclic garbage collector is paused during the bulk load, and what the load
+  built is frozen out of later collections (:func:`gc.freeze`): the snapshot is
+  immutable and cycle-free, and a full collection over a few million objects would
+  otherwise cost more than the load of a large catalog.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 from collections.abc import Hashable, Iterator
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
-import orjson
-import pathspec
 
 from olmkit import __version__
-from olmkit.catalog._cache import read_cache, write_cache
+from olmkit.catalog import _files
+from olmkit.catalog._cache import CacheRecord, read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
-from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
+from olmkit.model import Blob, Bundle, Channel, Origin, Package
 from olmkit.registry import Registry
 from olmkit.serde import (
     SCHEMA_BUNDLE,
@@ -33,12 +40,10 @@ from olmkit.serde import (
     SCHEMA_DEPRECATIONS,
     SCHEMA_PACKAGE,
     SCHEMA_PREFIX,
+    BlobReader,
     WireError,
-    bundle_from_dict,
-    channel_from_dict,
-    decode_json_stream,
+    decode_json_texts,
     decode_yaml_stream,
-    package_from_dict,
 )
 
 __all__ = [
@@ -52,8 +57,10 @@ __all__ = [
 ]
 
 CACHE_ENV: Final = "OLMKIT_CACHE_DIR"
-_CACHE_FORMAT: Final = 1
-IGNORE_FILE: Final = ".indexignore"
+IGNORE_FILE: Final = _files.IGNORE_FILE
+#: Part of every catalog digest: a new loader or a different set of property types
+#: never reads a cache written by another.
+_DIGEST_FORMAT: Final = 3
 
 
 @attrs.frozen
@@ -74,9 +81,6 @@ def cache_dir() -> Path:
     return Path(base) / "olmkit" / "catalogs"
 
 
-# --------------------------------------------------------------------------- walking
-
-
 def catalog_files(root: str | os.PathLike[str]) -> list[Path]:
     """Every catalog file under ``root`` (or ``root`` itself), honouring ``.indexignore``.
 
@@ -87,136 +91,64 @@ def catalog_files(root: str | os.PathLike[str]) -> list[Path]:
     Raises:
         InputError: ``root`` does not exist or cannot be listed.
     """
-    path = Path(root)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise InputError("no such file or directory", path=str(path))
-    files: list[Path] = []
-    specs: list[tuple[Path, pathspec.PathSpec]] = []
-
-    def onerror(exc: OSError) -> None:
-        raise InputError(f"cannot list directory: {exc.strerror}", path=exc.filename)
-
-    for dirpath, dirnames, filenames in os.walk(path, onerror=onerror):
-        here = Path(dirpath)
-        dirnames.sort()
-        specs = [(base, spec) for base, spec in specs if base == here or base in here.parents]
-        if IGNORE_FILE in filenames:
-            try:
-                lines = (here / IGNORE_FILE).read_text().splitlines()
-            except OSError as exc:
-                raise InputError(f"cannot read: {exc.strerror}", path=str(here / IGNORE_FILE)) from None
-            specs.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
-
-        def ignored(rel_to: Path, is_dir: bool) -> bool:
-            for base, spec in specs:
-                rel = rel_to.relative_to(base).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(rel):
-                    return True
-            return False
-
-        dirnames[:] = [d for d in dirnames if not ignored(here / d, True)]
-        for name in sorted(filenames):
-            if name == IGNORE_FILE:
-                continue
-            full = here / name
-            if not ignored(full, False):
-                files.append(full)
-    return files
-
-
-def _digest(files: list[Path], root: Path, registry_key: str) -> str:
-    h = hashlib.sha1(registry_key.encode(), usedforsecurity=False)
-    for f in files:
-        h.update(b"\0" + str(f.relative_to(root) if f != root else f.name).encode() + b"\0")
-        h.update(_read(f))
-    return h.hexdigest()
-
-
-def _read(f: Path) -> bytes:
-    try:
-        return f.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", path=str(f)) from None
+    return [Path(path) for path, _ in _files.scan(root)]
 
 
 def _registry_key(registry: Registry) -> str:
     types = sorted(f"{name}={registry.owners.get(('property type', name), '')}" for name in registry.property_types)
-    return f"{_CACHE_FORMAT}:{__version__}:" + ",".join(types)
-
-
-def _decode(f: Path, data: bytes) -> Iterator[tuple[int, Any]]:
-    suffix = f.suffix.lower()
-    try:
-        if suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"[")):
-            yield from decode_json_stream(data)
-        else:
-            yield from decode_yaml_stream(data)
-    except ValueError as exc:
-        raise InputError(str(exc), path=str(f)) from None
+    return f"{_DIGEST_FORMAT}:{__version__}:" + ",".join(types)
 
 
 # --------------------------------------------------------------------------- building
 
 
 class _Builder:
-    """Turns decoded blobs into a :class:`Catalog`, collecting problems on the way."""
+    """Turns decoded blobs into a :class:`Catalog`, collecting problems on the way.
 
-    def __init__(self, registry: Registry) -> None:
+    With ``keep`` set it also records, per package, the JSON text of every blob it
+    accepted and where it came from: what the cache stores.
+    """
+
+    def __init__(self, registry: Registry, *, keep: bool = False) -> None:
         self.registry = registry
-        self.identity = {n: pt.parse for n, pt in registry.property_types.items() if pt.identity}
-        self.parsers = {n: pt.parse for n, pt in registry.property_types.items()}
+        self.reader = BlobReader({n: pt.parse for n, pt in registry.property_types.items() if pt.identity})
         self.problems: list[Problem] = []
         self.packages: dict[str, Package] = {}
         self.channels: dict[str, dict[str, Channel]] = {}
         self.bundles: dict[str, dict[str, Bundle]] = {}
         self.others: list[Blob] = []
         self.deprecations: dict[str, Deprecation] = {}
-        self.parsed: dict[int, Any] = {}
-        self._props: dict[Hashable, Property] = {}
-        self._origins: dict[str, str] = {}
+        self.record: CacheRecord | None = CacheRecord() if keep else None
 
-    def problem(self, message: str, origin: Origin | None, **kw: Any) -> None:
-        self.problems.append(
-            Problem(ERROR, message, path=origin.path if origin else None, line=origin.line if origin else None, **kw)
-        )
+    # -- input ----------------------------------------------------------------------
 
-    def make_property(self, ptype: str, value: Any) -> Property:
+    def add_file(self, path: str, data: bytes) -> None:
+        """Add every blob of one file (a JSON or YAML stream).
+
+        Raises:
+            InputError: the file is malformed (names it and the line).
+        """
+        file_index = self.record.add_file(path) if self.record is not None else 0
+        suffix = os.path.splitext(path)[1].lower()
+        add = self.add
         try:
-            key: Hashable = (ptype, tuple(value.items())) if type(value) is dict else (ptype, value)
-            found = self._props.get(key)
-        except TypeError:
-            try:
-                key = (ptype, orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-            except TypeError:
-                key = (ptype, repr(value))
-            found = self._props.get(key)
-        if found is None:
-            found = self._props[key] = Property(ptype, value)
-        return found
+            if suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"[")):
+                for line, raw, text in decode_json_texts(data):
+                    add(raw, path, line, text, file_index)
+            else:
+                for line, raw in decode_yaml_stream(data):
+                    add(raw, path, line, None, file_index)
+        except ValueError as exc:
+            raise InputError(str(exc), path=path) from None
 
-    def version_of(self, properties: tuple[Property, ...]) -> str | None:
-        identity = self.identity
-        for p in properties:
-            parse = identity.get(p.type)
-            if parse is None:
-                continue
-            try:
-                value = self.parsed.get(id(p))
-                if value is None:
-                    value = self.parsed[id(p)] = parse(p.value)
-            except (ValueError, TypeError, AttributeError, KeyError):
-                continue
-            return getattr(value, "version", None)
-        return None
-
-    def add(self, raw: Any, path: str, line: int) -> None:
+    def add(self, raw: Any, path: str, line: int, text: bytes | None = None, file_index: int = 0) -> None:
+        """Add one decoded blob; ``text`` is its JSON text when known (kept for the cache)."""
         origin = Origin(path, line)
         schema = raw.get("schema") if type(raw) is dict else None
+        record = self.record
         try:
             if schema == SCHEMA_BUNDLE:
-                bundle = bundle_from_dict(raw, origin, make_property=self.make_property, version_of=self.version_of)
+                bundle = self.reader.bundle(raw, origin)
                 per = self.bundles.get(bundle.package)
                 if per is None:
                     per = self.bundles[bundle.package] = {}
@@ -229,10 +161,14 @@ class _Builder:
                     )
                     return
                 per[bundle.name] = bundle
+                if record is not None:
+                    record.keep(bundle.package, raw, text, file_index, line)
             elif schema == SCHEMA_CHANNEL:
-                channel = channel_from_dict(raw, origin)
-                chans = self.channels.setdefault(channel.package, {})
-                if channel.name in chans:
+                channel = self.reader.channel(raw, origin)
+                chans = self.channels.get(channel.package)
+                if chans is None:
+                    chans = self.channels[channel.package] = {}
+                elif channel.name in chans:
                     self.blob_problem(
                         f"duplicate channel {channel.name!r} (first defined at {chans[channel.name].origin})",
                         raw,
@@ -241,8 +177,10 @@ class _Builder:
                     )
                     return
                 chans[channel.name] = channel
+                if record is not None:
+                    record.keep(channel.package, raw, text, file_index, line)
             elif schema == SCHEMA_PACKAGE:
-                package = package_from_dict(raw, origin)
+                package = self.reader.package(raw, origin)
                 if package.name in self.packages:
                     first = self.packages[package.name].origin
                     self.blob_problem(
@@ -250,8 +188,15 @@ class _Builder:
                     )
                     return
                 self.packages[package.name] = package
+                if record is not None:
+                    record.keep_package(raw, text, file_index, line)
             elif schema == SCHEMA_DEPRECATIONS:
-                self.add_deprecations(raw, origin)
+                deprecation = Deprecation.from_dict(raw)
+                if deprecation.package in self.deprecations:
+                    raise WireError("package", f"package {deprecation.package!r} has more than one deprecations blob")
+                self.deprecations[deprecation.package] = deprecation
+                if record is not None:
+                    record.keep_deprecation(raw, text)
             elif type(raw) is not dict:
                 self.problem(f"a catalog blob must be an object, not {type(raw).__name__}", origin)
             elif not isinstance(schema, str) or not schema:
@@ -260,93 +205,78 @@ class _Builder:
                 self.blob_problem(f"unknown schema {schema!r}", raw, origin, "schema")
             else:
                 self.others.append(Blob(schema, raw, origin))
+                if record is not None:
+                    record.keep_other(raw, text, file_index, line)
         except WireError as exc:
             self.blob_problem(exc.message, raw, origin, exc.field)
+
+    # -- problems ---------------------------------------------------------------------
+
+    def problem(self, message: str, origin: Origin | None, **kw: Any) -> None:
+        self.problems.append(
+            Problem(ERROR, message, path=origin.path if origin else None, line=origin.line if origin else None, **kw)
+        )
 
     def blob_problem(self, message: str, raw: dict[str, Any], origin: Origin, field: str | None) -> None:
         schema = raw.get("schema")
         name = raw.get("name")
-        label = f"{schema} {name}" if isinstance(name, str) else str(schema)
+        kind = schema if isinstance(schema, str) and schema else "blob"
+        label = f"{kind} {name}" if isinstance(name, str) and name else kind
         pkg = raw.get("package") if schema != SCHEMA_PACKAGE else name
         self.problem(message, origin, package=pkg if isinstance(pkg, str) else None, blob=label, field=field or None)
 
-    def add_deprecations(self, raw: dict[str, Any], origin: Origin) -> None:
-        package = raw.get("package")
-        if not isinstance(package, str) or not package:
-            raise WireError("package", "is required and must be a string")
-        if package in self.deprecations:
-            raise WireError("package", f"package {package!r} has more than one deprecations blob")
-        entries = raw.get("entries") or []
-        if not isinstance(entries, list):
-            raise WireError("entries", "must be a list")
-        pkg_msg: str | None = None
-        channels: dict[str, str] = {}
-        bundles: dict[str, str] = {}
-        for i, e in enumerate(entries):
-            ref = e.get("reference") if isinstance(e, dict) else None
-            if not isinstance(ref, dict):
-                raise WireError(f"entries[{i}].reference", "is required and must be an object")
-            message = e.get("message")
-            if not isinstance(message, str) or not message:
-                raise WireError(f"entries[{i}].message", "is required and must be a string")
-            kind = ref.get("schema")
-            if kind == SCHEMA_PACKAGE:
-                pkg_msg = message
-            elif kind in (SCHEMA_CHANNEL, SCHEMA_BUNDLE):
-                ref_name = ref.get("name")
-                if not isinstance(ref_name, str) or not ref_name:
-                    raise WireError(f"entries[{i}].reference.name", "is required and must be a string")
-                (channels if kind == SCHEMA_CHANNEL else bundles)[ref_name] = message
-            else:
-                raise WireError(f"entries[{i}].reference.schema", f"cannot deprecate schema {kind!r}")
-        self.deprecations[package] = Deprecation(package, pkg_msg, channels, bundles, raw)
+    # -- output -----------------------------------------------------------------------
 
     def build_index(self) -> dict[str, dict[Hashable, tuple[Bundle, ...]]]:
+        """Bundles by ``(property type, index key)``; one computation per distinct property."""
         indexers = {n: pt for n, pt in self.registry.property_types.items() if pt.index_keys is not None}
         if not indexers:
             return {}
         lists: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in indexers}
-        # one computation per distinct (interned) property: the lists its bundles go to
-        targets: dict[int, tuple[list[Bundle], ...]] = {}
-        parsed = self.parsed
-        for prop in self._props.values():
-            pt = indexers.get(prop.type)
-            if pt is None:
-                continue
-            pid = id(prop)
-            try:
-                if pid in parsed:
-                    value = parsed[pid]
-                else:
-                    value = parsed[pid] = pt.parse(prop.value)
-                keys = tuple(pt.index_keys(value))  # type: ignore[misc]
-            except (ValueError, TypeError, AttributeError, KeyError):
-                continue
-            idx = lists[prop.type]
-            targets[pid] = tuple(idx.setdefault(k, []) for k in keys)
+        parsed = self.reader.parsed
+        targets: dict[int, tuple[list[Bundle], ...]] = {}  # id(property) -> the lists its bundles go to
         get = targets.get
         for per in self.bundles.values():
             for bundle in per.values():
                 for p in bundle.properties:
+                    if p.type not in indexers:
+                        continue
                     found = get(id(p))
                     if found is None:
-                        continue
+                        found = targets[id(p)] = ()
+                        pt = indexers[p.type]
+                        try:
+                            value = parsed.get(id(p))
+                            if value is None:
+                                value = parsed[id(p)] = pt.parse(p.value)
+                            keys = pt.index_keys(value)  # type: ignore[misc]
+                            idx = lists[p.type]
+                            found = targets[id(p)] = tuple(idx.setdefault(k, []) for k in keys)
+                        except (ValueError, TypeError, AttributeError, KeyError):
+                            pass
                     for lst in found:
                         if not lst or lst[-1] is not bundle:
                             lst.append(bundle)
-        return {n: {k: tuple(v) for k, v in idx.items() if v} for n, idx in lists.items()}
+        return {n: {k: tuple(v) for k, v in idx.items()} for n, idx in lists.items()}
 
     def catalog(self, name: str, digest: str) -> Catalog:
-        return Catalog(
+        index = self.build_index()
+        if self.record is not None:
+            self.record.index = index
+            self.record.problems = tuple(self.problems)
+            self.record.channel_packages = list(self.channels)
+            self.record.bundle_packages = list(self.bundles)
+        return Catalog._wrap(
             name,
             self.packages,
-            self.channels,
-            self.bundles,
+            {k: MappingProxyType(v) for k, v in self.channels.items()},
+            {k: MappingProxyType(v) for k, v in self.bundles.items()},
             tuple(self.others),
             self.deprecations,
-            index=self.build_index(),
-            parsed=self.parsed,
-            parse=self.parsers,
+            index=index,
+            refs=None,
+            parsed=self.reader.parsed,
+            parse={n: pt.parse for n, pt in self.registry.property_types.items()},
             digest=digest,
         )
 
@@ -370,30 +300,40 @@ def load_catalog_result(
 ) -> LoadResult:
     """Load a catalog and keep the problems found while building it (see :func:`load_catalog`)."""
     root = Path(path)
-    files = catalog_files(root)
+    files = _files.scan(root)
     if not files:
         raise InputError("no catalog files found (empty directory, or everything is ignored)", path=str(root))
     display = name or (root.name if root.is_dir() else root.stem) or str(root)
+    salt = _registry_key(registry)
     enabled = gc.isenabled()
     gc.disable()
     try:
-        digest = ""
-        if cache:
-            digest = _digest(files, root, _registry_key(registry))
+        digests = _files.FileDigests.for_root(root, cache_dir()) if cache else _files.FileDigests(None)
+        if digests.known:
+            # seen before: one stat per file tells whether the cache can answer
+            digest = _files.catalog_digest(salt, [(rel, digests.digest(p, rel)) for p, rel in files])
             hit = read_cache(_cache_path(digest), registry, display, digest)
             if hit is not None:
+                digests.save()
+                gc.freeze()
                 return LoadResult(hit[0], hit[1], cached=True)
-        builder = _Builder(registry)
-        for f in files:
-            data = _read(f)
-            fname = str(f)
-            add = builder.add
-            for line, raw in _decode(f, data):
-                add(raw, fname, line)
+        builder = _Builder(registry, keep=cache)
+        seen = []
+        for p, rel in files:
+            data, signature = _files.read_signed(p)  # signed as opened: a later change shows
+            file_digest = _files.file_digest(data)
+            seen.append((rel, file_digest))
+            if cache:
+                digests.record(rel, signature, file_digest)
+            builder.add_file(p, data)
             del data
-        result = LoadResult(builder.catalog(display, digest), tuple(builder.problems))
-        if cache:
-            write_cache(_cache_path(digest), result.catalog, result.problems)
+        digest = _files.catalog_digest(salt, seen)
+        catalog = builder.catalog(display, digest)
+        result = LoadResult(catalog, tuple(builder.problems))
+        if builder.record is not None:
+            write_cache(_cache_path(digest), builder.record)
+            digests.save()
+        gc.freeze()
         return result
     finally:
         if enabled:
