@@ -68,13 +68,18 @@ class _Context:
 
 
 class _View:
-    """A catalog bundle as predicates see it."""
+    """A catalog bundle as predicates see it (values parsed once per type)."""
 
-    __slots__ = ("_bundle", "_catalog")
+    __slots__ = ("_bundle", "_catalog", "_values")
 
     def __init__(self, catalog: Catalog, bundle: Bundle) -> None:
         self._catalog = catalog
         self._bundle = bundle
+        self._values: dict[str, tuple[Any, ...]] = {}
+
+    @property
+    def name(self) -> str:
+        return self._bundle.name
 
     @property
     def package(self) -> str:
@@ -89,7 +94,10 @@ class _View:
         return self._bundle.properties
 
     def values(self, type_name: str) -> tuple[Any, ...]:
-        return self._catalog.values(self._bundle, type_name)
+        found = self._values.get(type_name)
+        if found is None:
+            found = self._values[type_name] = self._catalog.values(self._bundle, type_name)
+        return found
 
 
 def _bundle_problem(severity: str, message: str, bundle: Bundle, field: str | None = None) -> Problem:
@@ -139,31 +147,37 @@ def validate_catalog(catalog: Catalog, registry: Registry, problems: tuple[Probl
 def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...]) -> list[Problem]:
     out: list[Problem] = list(problems)
     types = registry.property_types
-    identity = set(registry.identity_types)
-    checked: dict[int, list[tuple[str, str]]] = {}  # id(property) -> [(severity, message)]
+    identity = frozenset(registry.identity_types)
+    # what a distinct property says, computed once (properties are interned by the loader):
+    # (identity?, package its identity names, unknown type?, problems, requirement to check?)
+    verdicts: dict[int, tuple[bool, str | None, bool, list[tuple[str, str]], bool]] = {}
     requirement_seen: set[int] = set()
     unknown_seen: set[tuple[str, str]] = set()
+    views: dict[int, _View] = {}
 
-    def check_property(prop: Property) -> list[tuple[str, str]]:
-        pid = id(prop)
-        found = checked.get(pid)
-        if found is not None:
-            return found
-        found = []
+    def verdict(prop: Property) -> tuple[bool, str | None, bool, list[tuple[str, str]], bool]:
         pt = types.get(prop.type)
-        if pt is not None:
+        is_identity = prop.type in identity
+        named: str | None = None
+        if is_identity:
             try:
-                value = catalog.parsed(prop)
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                found.append((ERROR, f"invalid {prop.type} value: {exc}"))
-            else:
-                if pt.validate is not None:
-                    try:
-                        found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
-                    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                        found.append((ERROR, f"invalid {prop.type} value: {exc}"))
-        checked[pid] = found
-        return found
+                named = getattr(catalog.parsed(prop), "package", None)
+            except (ValueError, TypeError, AttributeError, KeyError):
+                named = None
+        if pt is None:
+            return (is_identity, named, True, [], False)
+        found: list[tuple[str, str]] = []
+        try:
+            value = catalog.parsed(prop)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+        else:
+            if pt.validate is not None:
+                try:
+                    found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
+                except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                    found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+        return (is_identity, named, False, found, pt.requirement is not None and not found)
 
     for pkg_name in sorted(set(catalog.bundles) | set(catalog.channels) | set(catalog.packages)):
         package = catalog.packages.get(pkg_name)
@@ -218,22 +232,22 @@ def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...
                 out.append(_bundle_problem(ERROR, f"bundle {bundle.name!r} is not in any channel", bundle))
             identities = 0
             for i, prop in enumerate(bundle.properties):
-                if prop.type in identity:
+                pid = id(prop)
+                v = verdicts.get(pid)
+                if v is None:
+                    v = verdicts[pid] = verdict(prop)
+                if v[0]:
                     identities += 1
-                    try:
-                        ident = catalog.parsed(prop)
-                    except (ValueError, TypeError, AttributeError, KeyError):
-                        ident = None
-                    if ident is not None and getattr(ident, "package", pkg_name) != pkg_name:
+                    if v[1] is not None and v[1] != pkg_name:
                         out.append(
                             _bundle_problem(
                                 ERROR,
-                                f"{prop.type} names package {ident.package!r}, but the bundle belongs to {pkg_name!r}",
+                                f"{prop.type} names package {v[1]!r}, but the bundle belongs to {pkg_name!r}",
                                 bundle,
                                 f"properties[{i}]",
                             )
                         )
-                if prop.type not in types:
+                if v[2]:
                     if (pkg_name, prop.type) not in unknown_seen:
                         unknown_seen.add((pkg_name, prop.type))
                         out.append(
@@ -246,14 +260,12 @@ def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...
                             )
                         )
                     continue
-                found = check_property(prop)
-                for severity, message in found:
+                for severity, message in v[3]:
                     out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
-                pt = types[prop.type]
-                if pt.requirement is not None and not found and id(prop) not in requirement_seen:
-                    requirement_seen.add(id(prop))
-                    out += _check_requirement(catalog, registry, bundle, prop, i)
-            if identity and identities != 1:
+                if v[4] and pid not in requirement_seen:
+                    requirement_seen.add(pid)
+                    out += _check_requirement(catalog, registry, bundle, prop, i, views)
+            if identities != 1 and identity:
                 names = " or ".join(sorted(identity))
                 out.append(
                     _bundle_problem(
@@ -378,7 +390,9 @@ def _validate_channel(
         )
 
 
-def _check_requirement(catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, i: int) -> list[Problem]:
+def _check_requirement(
+    catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, i: int, views: dict[int, _View]
+) -> list[Problem]:
     pt = registry.property_types[prop.type]
     assert pt.requirement is not None
     try:
@@ -390,9 +404,15 @@ def _check_requirement(catalog: Catalog, registry: Registry, bundle: Bundle, pro
     lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
     if lookup is None:
         return []
-    candidates = catalog.lookup(*lookup)
     try:
-        satisfied = any(predicate.matches(_View(catalog, b)) for b in candidates)
+        satisfied = False
+        for candidate in catalog.lookup(*lookup):
+            view = views.get(id(candidate))
+            if view is None:
+                view = views[id(candidate)] = _View(catalog, candidate)
+            if predicate.matches(view):
+                satisfied = True
+                break
     except Exception:  # matching is the plugin's business; no verdict, no warning
         return []
     if satisfied:
