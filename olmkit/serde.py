@@ -457,6 +457,8 @@ class BlobReader:
             WireError: a field is missing or has the wrong type (names the field).
         """
         interned = self.properties
+        identity = self.identity
+        parsed = self.parsed
         dumps = orjson.dumps
         try:
             name, package = raw["name"], raw["package"]
@@ -469,27 +471,41 @@ class BlobReader:
                 or (image is not None and type(image) is not str)
             ):
                 raise _Slow
+            version = None
+            versioned = False
             props: list[Property] = []
             append = props.append
             for p in raw.get("properties") or ():
-                key = dumps(p)
-                prop = interned.get(key)
-                if prop is None:
-                    ptype = p["type"]
-                    if type(ptype) is not str or not ptype:
-                        raise _Slow
-                    # a compact copy: orjson's result keeps a 4 KiB buffer, too much for a dict key
-                    prop = interned[bytes(memoryview(key))] = Property(ptype, p["value"])
+                ptype = p["type"]
+                parse = identity.get(ptype)
+                if parse is None:
+                    key = dumps(p)
+                    prop = interned.get(key)
+                    if prop is None:
+                        if type(ptype) is not str or not ptype:
+                            raise _Slow
+                        # a compact copy: orjson's result keeps a 4 KiB buffer, too much for a dict key
+                        prop = interned[bytes(memoryview(key))] = Property(ptype, p["value"])
+                else:
+                    # an identity property is one bundle's own: nothing to share, parsed at once
+                    prop = Property(ptype, p["value"])
+                    if not versioned:
+                        try:
+                            value = parsed[id(prop)] = parse(prop.value)
+                        except (ValueError, TypeError, AttributeError, KeyError):
+                            pass
+                        else:
+                            versioned = True
+                            version = getattr(value, "version", None)
                 append(prop)
-            properties = tuple(props)
         except (_Slow, KeyError, TypeError, AttributeError):
             return _bundle_from_dict_slow(raw, origin, self.property, self.version)
         return Bundle(
             name,
             package,
-            self.version(properties) if self.identity else None,
+            version,
             image,
-            properties,
+            tuple(props),
             origin,
             None if raw.keys() <= _BUNDLE_KEYS else _extra(raw, _BUNDLE_KEYS),
         )
