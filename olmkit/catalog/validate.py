@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import marshal
 import os
 import re
-from collections.abc import Hashable
+import signal
+import threading
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
@@ -47,6 +51,7 @@ from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
 __all__ = ["validate_catalog", "validate_path"]
 
 _DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_NO_BUNDLES: Final[Mapping[str, Bundle]] = MappingProxyType({})
 
 
 class _Context:
@@ -126,7 +131,9 @@ def _channel_problem(severity: str, message: str, channel: Channel, field: str |
     )
 
 
-def validate_catalog(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...] = ()) -> list[Problem]:
+def validate_catalog(
+    catalog: Catalog, registry: Registry, problems: tuple[Problem, ...] = (), *, jobs: int | None = None
+) -> list[Problem]:
     """Check a catalog; returns every problem found (errors and warnings), load problems first.
 
     Args:
@@ -134,26 +141,152 @@ def validate_catalog(catalog: Catalog, registry: Registry, problems: tuple[Probl
         registry: the plugin registry: every registered property type's ``parse`` and
             ``validate`` run on the properties of that type.
         problems: problems already found while loading.
+        jobs: ``1`` checks in this process; ``2`` lets a forked child check the second
+            half of the packages at the same time (same problems, same order); ``None``
+            does that for catalogs of :data:`PARALLEL_MIN_BUNDLES` bundles or more when
+            the platform can fork and the process runs a single thread.
+
+    .. versionchanged:: 0.1
+       ``jobs``.
     """
     enabled = gc.isenabled()
     gc.disable()  # bulk work on a large heap: full collections would dominate the run time
     try:
-        return _validate(catalog, registry, problems)
+        names = sorted(set(catalog.bundles) | set(catalog.channels) | set(catalog.packages))
+        state = _State()
+        split = _split(catalog, names, jobs)
+        if split is None:
+            return [*problems, *_validate(catalog, registry, names, state)]
+        first, second = names[:split], names[split:]
+        child = _fork(lambda: _rows(catalog, registry, second))
+        try:
+            found = _validate(catalog, registry, first, state)
+        except BaseException:
+            if child is not None:
+                child.cancel()
+            raise
+        rows = child.result() if child is not None else None
+        if rows is None:  # no child, or it failed: check its half here
+            return [*problems, *found, *_validate(catalog, registry, second, state)]
+        # a requirement both halves checked is reported once, where a serial run reports it
+        rest = [Problem(*row[:7]) for row in rows if row[7] not in state.requirement_seen]
+        return [*problems, *found, *rest]
     finally:
         if enabled:
             gc.enable()
 
 
-def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...]) -> list[Problem]:
-    out: list[Problem] = list(problems)
+#: Catalogs with at least this many bundles are checked by two processes when possible.
+PARALLEL_MIN_BUNDLES: Final = 5000
+
+
+class _State:
+    """What checking remembers across packages (and across the halves of a serial run)."""
+
+    __slots__ = ("marks", "requirement_seen", "unknown_seen", "verdicts", "views")
+
+    def __init__(self) -> None:
+        # what a distinct property says, computed once (properties are interned by the loader):
+        # (identity?, package its identity names, unknown type?, problems, requirement to check?)
+        self.verdicts: dict[int, tuple[bool, str | None, bool, list[tuple[str, str]], bool]] = {}
+        self.requirement_seen: set[int] = set()
+        self.unknown_seen: set[tuple[str, str]] = set()
+        self.views: dict[int, _View] = {}
+        self.marks: dict[int, int] = {}  # id(problem) -> id(property) of requirement warnings
+
+
+def _split(catalog: Catalog, names: list[str], jobs: int | None) -> int | None:
+    """Where to cut ``names`` in two halves of about equal bundle counts, or ``None`` to run serially."""
+    if jobs == 1 or not hasattr(os, "fork") or threading.active_count() > 1 or len(names) < 2:
+        return None
+    sizes = [len(catalog.bundles.get(n, _NO_BUNDLES)) for n in names]
+    total = sum(sizes)
+    if jobs is None and total < PARALLEL_MIN_BUNDLES:
+        return None
+    running = 0
+    for i, size in enumerate(sizes):
+        running += size
+        if running * 2 >= total:
+            return min(max(i + 1, 1), len(names) - 1)
+    return len(names) - 1
+
+
+def _rows(catalog: Catalog, registry: Registry, names: list[str]) -> list[tuple[Any, ...]]:
+    """Check ``names`` and return the problems as rows (fields, then the requirement's property id or 0)."""
+    state = _State()
+    return [
+        (p.severity, p.message, p.path, p.line, p.package, p.blob, p.field, state.marks.get(id(p), 0))
+        for p in _validate(catalog, registry, names, state)
+    ]
+
+
+class _Child:
+    """A forked process computing a marshal-able value, read back through a pipe."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+
+    def result(self) -> Any:
+        """The child's value, or ``None`` if it failed."""
+        try:
+            with os.fdopen(self.fd, "rb") as f:
+                data = f.read()
+        finally:
+            _, status = os.waitpid(self.pid, 0)
+        if status != 0 or not data:
+            return None
+        try:
+            return marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def cancel(self) -> None:
+        """Stop the child and reap it."""
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, 0)
+
+
+def _fork(work: Callable[[], Any]) -> _Child | None:
+    """Run ``work`` in a forked child (copy-on-write: the catalog is not copied); ``None`` if fork fails."""
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # the child: compute, send, leave without running any exit handler
+        status = 1
+        try:
+            os.close(read)
+            data = marshal.dumps(work())
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            status = 0
+        except BaseException:  # the parent sees the status and does the work itself
+            pass
+        finally:
+            os._exit(status)
+    os.close(write)
+    return _Child(pid, read)
+
+
+def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _State) -> list[Problem]:
+    out: list[Problem] = []
     types = registry.property_types
     identity = frozenset(registry.identity_types)
-    # what a distinct property says, computed once (properties are interned by the loader):
-    # (identity?, package its identity names, unknown type?, problems, requirement to check?)
-    verdicts: dict[int, tuple[bool, str | None, bool, list[tuple[str, str]], bool]] = {}
-    requirement_seen: set[int] = set()
-    unknown_seen: set[tuple[str, str]] = set()
-    views: dict[int, _View] = {}
+    verdicts = state.verdicts
+    requirement_seen = state.requirement_seen
+    unknown_seen = state.unknown_seen
+    views = state.views
 
     def verdict(prop: Property) -> tuple[bool, str | None, bool, list[tuple[str, str]], bool]:
         pt = types.get(prop.type)
@@ -179,7 +312,7 @@ def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...
                     found.append((ERROR, f"invalid {prop.type} value: {exc}"))
         return (is_identity, named, False, found, pt.requirement is not None and not found)
 
-    for pkg_name in sorted(set(catalog.bundles) | set(catalog.channels) | set(catalog.packages)):
+    for pkg_name in names:
         package = catalog.packages.get(pkg_name)
         channels = catalog.channels.get(pkg_name, {})
         bundles = catalog.bundles.get(pkg_name, {})
@@ -264,12 +397,14 @@ def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...
                     out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
                 if v[4] and pid not in requirement_seen:
                     requirement_seen.add(pid)
-                    out += _check_requirement(catalog, registry, bundle, prop, i, views)
+                    for problem in _check_requirement(catalog, registry, bundle, prop, i, views):
+                        state.marks[id(problem)] = pid
+                        out.append(problem)
             if identities != 1 and identity:
-                names = " or ".join(sorted(identity))
+                wanted = " or ".join(sorted(identity))
                 out.append(
                     _bundle_problem(
-                        ERROR, f"a bundle needs exactly one {names} property, found {identities}", bundle, "properties"
+                        ERROR, f"a bundle needs exactly one {wanted} property, found {identities}", bundle, "properties"
                     )
                 )
             if bundle.version:
