@@ -146,7 +146,9 @@ def _decode_json_slow(data: bytes, first_line: int) -> Iterator[tuple[int, Any]]
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"line {first_line + exc.lineno}: malformed JSON: {exc.msg}") from None
+            at = first_line + exc.lineno
+            where = f"line {at}" if at == line else f"line {at} (in the value starting on line {line})"
+            raise ValueError(f"{where}: malformed JSON: {exc.msg}") from None
         except RecursionError:
             raise ValueError(f"line {line}: malformed JSON: nested too deeply") from None
         yield line, value

@@ -1,7 +1,7 @@
 """The on-disk catalog cache: keyed by the content digest of every file read.
 
-Layout (format 3): an 8-byte little-endian header length, the header (``marshal``),
-then the body. The header holds the file list, the package, deprecation and opaque
+Layout (format 3): a magic string naming the format, an 8-byte little-endian header
+length, the header (``marshal``), then the body. The header holds the file list, the package, deprecation and opaque
 blobs as JSON arrays with their origins, the problems found while loading, and where
 in the body each package's part and each property type's index lie. A package's part
 is the JSON array of its channel and bundle blobs exactly as they were read (their
@@ -36,7 +36,8 @@ from olmkit.serde import SCHEMA_BUNDLE, BlobReader
 __all__ = ["CacheRecord", "read_cache", "write_cache"]
 
 _FORMAT: Final = 3
-_HEAD: Final = 8  # bytes of the header length
+_MAGIC: Final = b"olmkit\x00\x03"  # what a cache file of this format starts with
+_HEAD: Final = len(_MAGIC) + 8  # the magic and the header length
 
 
 def _json_text(raw: Any) -> bytes | None:
@@ -153,7 +154,7 @@ def write_cache(path: Path, record: CacheRecord) -> None:
             "body_size": offset,
         }
     )
-    write_atomic(path, [len(header).to_bytes(_HEAD, "little"), header, *chunks])
+    write_atomic(path, [_MAGIC, len(header).to_bytes(8, "little"), header, *chunks])
 
 
 class _Packages:
@@ -268,7 +269,12 @@ def _open(path: Path) -> tuple[dict[str, Any], Any, int] | None:
     with f:
         try:
             size = os.fstat(f.fileno()).st_size
-            length = int.from_bytes(f.read(_HEAD), "little")
+            head = f.read(_HEAD)
+            if len(head) != _HEAD or not head.startswith(_MAGIC):
+                return None  # empty, truncated, or not a cache file of this format
+            length = int.from_bytes(head[len(_MAGIC) :], "little")
+            if length > size - _HEAD:
+                return None
             header = marshal.loads(f.read(length))
             if not isinstance(header, dict) or header.get("format") != _FORMAT:
                 return None

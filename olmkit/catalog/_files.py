@@ -42,6 +42,7 @@ IGNORE_FILE: Final = ".indexignore"
 
 #: Files changed less than this long before they are recorded are hashed again next time.
 _RACY_NS: Final = 2_000_000_000
+_clock = time.time_ns  # the recording time (tests move it)
 _FORMAT: Final = 1
 
 Signature = tuple[int, int, int, int, int]
@@ -190,7 +191,7 @@ class FileDigests:
         self._seen: set[str] = set()
         self._known = False
         self._changed = False
-        self._now = time.time_ns()
+        self._now = _clock()
         if store is not None:
             try:
                 state = marshal.loads(store.read_bytes())
