@@ -3,9 +3,10 @@
 Layout (format 3): a magic string naming the format, an 8-byte little-endian header
 length, the header (``marshal``), then the body. The header holds the file list, the package, deprecation and opaque
 blobs as JSON arrays with their origins, the problems found while loading, and where
-in the body each package's part and each property type's index lie. A package's part
-is the JSON array of its channel and bundle blobs exactly as they were read (their
-origins are in the header); an index part maps keys to ``(package, bundle)`` pairs.
+in the body each package's parts and each property type's index lie. A package has
+two parts, the JSON arrays of its channel blobs and of its bundle blobs exactly as
+they were read (their origins are in the header); an index part maps keys to
+``(package, bundle)`` pairs.
 
 Writing is a copy of the texts the loader kept, not a re-serialisation. Reading maps
 the body into memory and decodes only the header: a package's channels and bundles are
@@ -19,8 +20,9 @@ import marshal
 import mmap
 import os
 from array import array
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
@@ -29,9 +31,9 @@ from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog._files import write_atomic
 from olmkit.catalog.problems import Problem
 from olmkit.errors import CatalogError
-from olmkit.model import Blob, Bundle, Channel, Origin
+from olmkit.model import Blob, Bundle, Origin
 from olmkit.registry import Registry
-from olmkit.serde import SCHEMA_BUNDLE, BlobReader
+from olmkit.serde import BlobReader
 
 __all__ = ["CacheRecord", "read_cache", "write_cache"]
 
@@ -70,9 +72,8 @@ class CacheRecord:
         self.deprecations: list[bytes] = []
         self.others: list[bytes] = []
         self.other_origins: list[int] = []
-        self.parts: dict[str, tuple[list[bytes], list[int]]] = {}
-        self.channel_packages: list[str] = []
-        self.bundle_packages: list[str] = []
+        self.channels: dict[str, tuple[list[bytes], list[int]]] = {}  # package -> (texts, origins)
+        self.bundles: dict[str, tuple[list[bytes], list[int]]] = {}
         self.index: Mapping[str, Mapping[Hashable, tuple[Bundle, ...]]] = {}
         self.problems: tuple[Problem, ...] = ()
 
@@ -81,14 +82,29 @@ class CacheRecord:
         self.files.append(path)
         return len(self.files) - 1
 
-    def keep(self, package: str, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
-        """Keep a channel or bundle blob of ``package``."""
+    def keep_channel(self, package: str, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
+        """Keep a channel blob of ``package``."""
+        self._keep(self.channels, package, raw, text, file_index, line)
+
+    def keep_bundle(self, package: str, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
+        """Keep a bundle blob of ``package``."""
+        self._keep(self.bundles, package, raw, text, file_index, line)
+
+    def _keep(
+        self,
+        parts: dict[str, tuple[list[bytes], list[int]]],
+        package: str,
+        raw: Any,
+        text: bytes | None,
+        file_index: int,
+        line: int,
+    ) -> None:
         if text is None and (text := _json_text(raw)) is None:
             self.ok = False
             return
-        part = self.parts.get(package)
+        part = parts.get(package)
         if part is None:
-            part = self.parts[package] = ([], [])
+            part = parts[package] = ([], [])
         part[0].append(text)
         part[1].extend((file_index, line))
 
@@ -122,12 +138,13 @@ def write_cache(path: Path, record: CacheRecord) -> None:
         return
     chunks: list[bytes] = []
     offset = 0
-    parts: dict[str, tuple[int, int, bytes]] = {}
-    for package, (texts, origins) in record.parts.items():
-        body = _json_array(texts)
-        parts[package] = (offset, len(body), _origins(origins))
-        chunks.append(body)
-        offset += len(body)
+    parts: dict[str, dict[str, tuple[int, int, bytes]]] = {"channels": {}, "bundles": {}}
+    for kind, kept in (("channels", record.channels), ("bundles", record.bundles)):
+        for package, (texts, origins) in kept.items():
+            body = _json_array(texts)
+            parts[kind][package] = (offset, len(body), _origins(origins))
+            chunks.append(body)
+            offset += len(body)
     index: dict[str, tuple[int, int]] = {}
     try:
         for type_name, keys in record.index.items():
@@ -146,9 +163,8 @@ def write_cache(path: Path, record: CacheRecord) -> None:
             "deprecations": _json_array(record.deprecations),
             "others": _json_array(record.others),
             "other_origins": _origins(record.other_origins),
-            "channel_packages": record.channel_packages,
-            "bundle_packages": record.bundle_packages,
-            "parts": parts,
+            "channels": parts["channels"],
+            "bundles": parts["bundles"],
             "index": index,
             "problems": [tuple(p.to_dict().values()) for p in record.problems],
             "body_size": offset,
@@ -157,8 +173,12 @@ def write_cache(path: Path, record: CacheRecord) -> None:
     write_atomic(path, [_MAGIC, len(header).to_bytes(8, "little"), header, *chunks])
 
 
-class _Packages:
-    """Builds a package's channels and bundles from its part of the cache on first access."""
+class _Packages(Mapping[str, Mapping[str, Any]]):
+    """``package -> name -> channel`` (or bundle): each package built from its part on first access.
+
+    Channels and bundles have separate parts, so that walking every channel (as the
+    resolver does to learn which channels list a bundle) builds no bundle.
+    """
 
     def __init__(
         self,
@@ -167,67 +187,44 @@ class _Packages:
         base: int,
         parts: dict[str, tuple[int, int, bytes]],
         files: list[str],
-        reader: BlobReader,
+        build: Callable[[Mapping[str, Any], Origin], Any],
     ) -> None:
         self._path = path
         self._body = body
         self._base = base
         self._parts = parts
         self._files = files
-        self._reader = reader
-        self._done: dict[str, tuple[Mapping[str, Channel], Mapping[str, Bundle]]] = {}
+        self._build = build
+        self._done: dict[str, Mapping[str, Any]] = {}
 
-    def get(self, package: str) -> tuple[Mapping[str, Channel], Mapping[str, Bundle]]:
+    def __getitem__(self, package: str) -> Mapping[str, Any]:
         found = self._done.get(package)
         if found is None:
-            found = self._done[package] = self._build(package)
+            offset, size, origins_bytes = self._parts[package]
+            start = self._base + offset
+            try:
+                blobs = orjson.loads(self._body[start : start + size])
+                origins = array("q")
+                origins.frombytes(origins_bytes)
+            except (orjson.JSONDecodeError, ValueError) as exc:
+                raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
+            files = self._files
+            build = self._build
+            built = {}
+            for i, raw in enumerate(blobs):
+                obj = build(raw, Origin(files[origins[2 * i]], origins[2 * i + 1]))
+                built[obj.name] = obj
+            found = self._done[package] = MappingProxyType(built)
         return found
 
-    def _build(self, package: str) -> tuple[Mapping[str, Channel], Mapping[str, Bundle]]:
-        offset, size, origins_bytes = self._parts[package]
-        start = self._base + offset
-        try:
-            blobs = orjson.loads(self._body[start : start + size])
-            origins = array("q")
-            origins.frombytes(origins_bytes)
-        except (orjson.JSONDecodeError, ValueError) as exc:
-            raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
-        files = self._files
-        reader = self._reader
-        channels: dict[str, Channel] = {}
-        bundles: dict[str, Bundle] = {}
-        for i, raw in enumerate(blobs):
-            origin = Origin(files[origins[2 * i]], origins[2 * i + 1])
-            if raw.get("schema") == SCHEMA_BUNDLE:
-                bundle = reader.bundle(raw, origin)
-                bundles[bundle.name] = bundle
-            else:
-                channel = reader.channel(raw, origin)
-                channels[channel.name] = channel
-        return channels, bundles
-
-
-class _View(Mapping[str, Mapping[str, Any]]):
-    """``package -> name -> channel`` (or bundle), packages built on first access."""
-
-    def __init__(self, packages: _Packages, keys: list[str], which: int) -> None:
-        self._packages = packages
-        self._keys = dict.fromkeys(keys)
-        self._which = which
-
-    def __getitem__(self, key: str) -> Mapping[str, Any]:
-        if key not in self._keys:
-            raise KeyError(key)
-        return self._packages.get(key)[self._which]
-
     def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
+        return iter(self._parts)
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._parts)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._keys
+        return key in self._parts
 
 
 class _Index(Mapping[str, Mapping[Hashable, Any]]):
@@ -312,12 +309,11 @@ def read_cache(path: Path, registry: Registry, name: str, digest: str) -> tuple[
             deprecation = Deprecation.from_dict(raw)
             deprecations[deprecation.package] = deprecation
         problems = tuple(Problem(*row) for row in header["problems"])
-        store = _Packages(path, body, base, header["parts"], files, reader)
         catalog = Catalog._wrap(
             name,
             packages,
-            _View(store, header["channel_packages"], 0),
-            _View(store, header["bundle_packages"], 1),
+            _Packages(path, body, base, header["channels"], files, reader.channel),
+            _Packages(path, body, base, header["bundles"], files, reader.bundle),
             others,
             deprecations,
             index=None,

@@ -162,7 +162,7 @@ class _Builder:
                     return
                 per[bundle.name] = bundle
                 if record is not None:
-                    record.keep(bundle.package, raw, text, file_index, line)
+                    record.keep_bundle(bundle.package, raw, text, file_index, line)
             elif schema == SCHEMA_CHANNEL:
                 channel = self.reader.channel(raw, origin)
                 chans = self.channels.get(channel.package)
@@ -178,7 +178,7 @@ class _Builder:
                     return
                 chans[channel.name] = channel
                 if record is not None:
-                    record.keep(channel.package, raw, text, file_index, line)
+                    record.keep_channel(channel.package, raw, text, file_index, line)
             elif schema == SCHEMA_PACKAGE:
                 package = self.reader.package(raw, origin)
                 if package.name in self.packages:
@@ -264,8 +264,6 @@ class _Builder:
         if self.record is not None:
             self.record.index = index
             self.record.problems = tuple(self.problems)
-            self.record.channel_packages = list(self.channels)
-            self.record.bundle_packages = list(self.bundles)
         return Catalog._wrap(
             name,
             self.packages,

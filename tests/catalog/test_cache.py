@@ -88,17 +88,18 @@ def test_cached_catalog_equals_the_loaded_one(tmp_path, olmkit_pm):
 
 
 def test_cache_builds_a_package_only_when_it_is_used(tmp_path, olmkit_pm):
-    """Reading the cache decodes the package list; a package's bundles are built on first access."""
+    """Reading the cache decodes the package list; a package's channels or bundles are built on first access."""
     root = tmp_path / "cat"
     write(root, CATALOG)
     load_catalog_result(root, olmkit_pm.registry)
     warm = load_catalog_result(root, olmkit_pm.registry).catalog
-    store = warm.bundles._packages  # the lazy store behind the mapping
+    channels_of = {name: list(channels) for name, channels in warm.channels.items()}
 
     assert ["a", "b"] == list(warm.packages)
-    assert {} == store._done
+    assert {"a": ["stable", "fast"], "b": ["stable"]} == channels_of
+    assert {} == warm.bundles._done  # walking every channel built no bundle
     assert "1.1.0" == warm.bundles["a"]["a.v1.1.0"].version
-    assert ["a"] == list(store._done)
+    assert ["a"] == list(warm.bundles._done)
 
 
 def test_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path, olmkit_pm, later):
