@@ -27,7 +27,7 @@ from typing import Any, Final
 import attrs
 
 from olmkit import __version__
-from olmkit.catalog import _files
+from olmkit.catalog import _files, _fork
 from olmkit.catalog._cache import CacheRecord, read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
@@ -61,6 +61,8 @@ IGNORE_FILE: Final = _files.IGNORE_FILE
 #: Part of every catalog digest: a new loader or a different set of property types
 #: never reads a cache written by another.
 _DIGEST_FORMAT: Final = 3
+#: Catalogs with at least this many bundles have their cache written by a forked child.
+BACKGROUND_MIN_BUNDLES: Final = 5000
 
 
 @attrs.frozen
@@ -303,6 +305,7 @@ def load_catalog_result(
         raise InputError("no catalog files found (empty directory, or everything is ignored)", path=str(root))
     display = name or (root.name if root.is_dir() else root.stem) or str(root)
     salt = _registry_key(registry)
+    _fork.wait_background()  # a cache still being written by an earlier load is complete first
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -328,10 +331,18 @@ def load_catalog_result(
         digest = _files.catalog_digest(salt, seen)
         catalog = builder.catalog(display, digest)
         result = LoadResult(catalog, tuple(builder.problems))
-        if builder.record is not None:
-            write_cache(_cache_path(digest), builder.record)
-            digests.save()
         gc.freeze()
+        if builder.record is not None:
+            record = builder.record
+
+            def write() -> None:
+                write_cache(_cache_path(digest), record)
+                digests.save()
+
+            # a large catalog's cache is written by a child while this process goes on
+            big = sum(map(len, builder.bundles.values())) >= BACKGROUND_MIN_BUNDLES
+            if not (big and _fork.background(write)):
+                write()
         return result
     finally:
         if enabled:

@@ -27,18 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import marshal
 import os
 import re
-import signal
-import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
 
+from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog
 from olmkit.catalog._load import cache_dir, load_catalog_result
 from olmkit.catalog.problems import ERROR, WARNING, Problem
@@ -158,7 +156,7 @@ def validate_catalog(
         if split is None:
             return [*problems, *_validate(catalog, registry, names, state)]
         first, second = names[:split], names[split:]
-        child = _fork(lambda: _rows(catalog, registry, second))
+        child = _fork.start(lambda: _rows(catalog, registry, second))
         try:
             found = _validate(catalog, registry, first, state)
         except BaseException:
@@ -197,7 +195,7 @@ class _State:
 
 def _split(catalog: Catalog, names: list[str], jobs: int | None) -> int | None:
     """Where to cut ``names`` in two halves of about equal bundle counts, or ``None`` to run serially."""
-    if jobs == 1 or not hasattr(os, "fork") or threading.active_count() > 1 or len(names) < 2:
+    if jobs == 1 or len(names) < 2 or not _fork.can_fork():
         return None
     sizes = [len(catalog.bundles.get(n, _NO_BUNDLES)) for n in names]
     total = sum(sizes)
@@ -218,65 +216,6 @@ def _rows(catalog: Catalog, registry: Registry, names: list[str]) -> list[tuple[
         (p.severity, p.message, p.path, p.line, p.package, p.blob, p.field, state.marks.get(id(p), 0))
         for p in _validate(catalog, registry, names, state)
     ]
-
-
-class _Child:
-    """A forked process computing a marshal-able value, read back through a pipe."""
-
-    def __init__(self, pid: int, fd: int) -> None:
-        self.pid = pid
-        self.fd = fd
-
-    def result(self) -> Any:
-        """The child's value, or ``None`` if it failed."""
-        try:
-            with os.fdopen(self.fd, "rb") as f:
-                data = f.read()
-        finally:
-            _, status = os.waitpid(self.pid, 0)
-        if status != 0 or not data:
-            return None
-        try:
-            return marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            return None
-
-    def cancel(self) -> None:
-        """Stop the child and reap it."""
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, 0)
-
-
-def _fork(work: Callable[[], Any]) -> _Child | None:
-    """Run ``work`` in a forked child (copy-on-write: the catalog is not copied); ``None`` if fork fails."""
-    try:
-        read, write = os.pipe()
-    except OSError:
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
-        return None
-    if pid == 0:  # the child: compute, send, leave without running any exit handler
-        status = 1
-        try:
-            os.close(read)
-            data = marshal.dumps(work())
-            with os.fdopen(write, "wb") as out:
-                out.write(data)
-            status = 0
-        except BaseException:  # the parent sees the status and does the work itself
-            pass
-        finally:
-            os._exit(status)
-    os.close(write)
-    return _Child(pid, read)
 
 
 def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _State) -> list[Problem]:

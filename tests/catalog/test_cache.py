@@ -250,3 +250,20 @@ def test_has_type_cel_rules_do_not_build_the_cel_parser(tmp_path, olmkit_pm):
     assert before["compiled"] == requirements._CEL_STATS["compiled"] - 1
     assert rule.has_type is None
     assert [] == [p for p in problems if p.severity == "error"]
+
+
+def test_large_catalog_cache_is_written_by_a_child(tmp_path, olmkit_pm, monkeypatch):
+    """A large catalog's cache is written in the background; the next load waits for it and hits."""
+    from olmkit.catalog import _fork, _load
+
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 1)
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    first = load_catalog_result(root, olmkit_pm.registry)
+    writers = len(_fork._pending)
+    second = load_catalog_result(root, olmkit_pm.registry)
+
+    assert 1 == writers
+    assert 0 == len(_fork._pending)
+    assert (False, True) == (first.cached, second.cached)
+    assert catalog_blobs(first.catalog) == catalog_blobs(second.catalog)
