@@ -23,6 +23,9 @@ from typing import Any, Final
 import orjson
 
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
+from olmkit.model import _bundle as new_bundle
+from olmkit.model import _entry as new_entry
+from olmkit.model import _property as new_property
 
 __all__ = [
     "KNOWN_SCHEMAS",
@@ -487,10 +490,10 @@ class BlobReader:
                         if type(ptype) is not str or not ptype:
                             raise _Slow
                         # a compact copy: orjson's result keeps a 4 KiB buffer, too much for a dict key
-                        prop = interned[bytes(memoryview(key))] = Property(ptype, p["value"])
+                        prop = interned[bytes(memoryview(key))] = new_property(ptype, p["value"])
                 else:
                     # an identity property is one bundle's own: nothing to share, parsed at once
-                    prop = Property(ptype, p["value"])
+                    prop = new_property(ptype, p["value"])
                     if not versioned:
                         try:
                             value = parsed[id(prop)] = parse(prop.value)
@@ -502,14 +505,14 @@ class BlobReader:
                 append(prop)
         except (_Slow, KeyError, TypeError, AttributeError):
             return _bundle_from_dict_slow(raw, origin, self.property, self.version)
-        return Bundle(
+        return new_bundle(
             name,
             package,
             version,
             image,
             tuple(props),
             origin,
-            None if raw.keys() <= _BUNDLE_KEYS else _extra(raw, _BUNDLE_KEYS),
+            None if _BUNDLE_KEYS.issuperset(raw) else _extra(raw, _BUNDLE_KEYS),
         )
 
     def channel(self, raw: Mapping[str, Any], origin: Origin | None) -> Channel:
@@ -531,7 +534,7 @@ class BlobReader:
                     or not name
                     or (replaces is not None and type(replaces) is not str)
                     or (skip_range is not None and type(skip_range) is not str)
-                    or not e.keys() <= _ENTRY_KEYS
+                    or not _ENTRY_KEYS.issuperset(e)
                 ):
                     raise _Slow
                 if skips:
@@ -543,7 +546,7 @@ class BlobReader:
                 key = (name, replaces, skips, skip_range)
                 entry = interned.get(key)
                 if entry is None:
-                    entry = interned[key] = ChannelEntry(name, replaces, skips, skip_range)
+                    entry = interned[key] = new_entry(name, replaces, skips, skip_range)
                 append(entry)
             package, name = raw["package"], raw["name"]
             if type(package) is not str or not package or type(name) is not str or not name:

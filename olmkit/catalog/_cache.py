@@ -32,6 +32,7 @@ from olmkit.catalog._files import write_atomic
 from olmkit.catalog.problems import Problem
 from olmkit.errors import CatalogError
 from olmkit.model import Blob, Bundle, Origin
+from olmkit.model import _origin as new_origin
 from olmkit.registry import Registry
 from olmkit.serde import BlobReader
 
@@ -212,7 +213,7 @@ class _Packages(Mapping[str, Mapping[str, Any]]):
             build = self._build
             built = {}
             for i, raw in enumerate(blobs):
-                obj = build(raw, Origin(files[origins[2 * i]], origins[2 * i + 1]))
+                obj = build(raw, new_origin(files[origins[2 * i]], origins[2 * i + 1]))
                 built[obj.name] = obj
             found = self._done[package] = MappingProxyType(built)
         return found

@@ -33,6 +33,7 @@ from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
 from olmkit.model import Blob, Bundle, Channel, Origin, Package
+from olmkit.model import _origin as new_origin
 from olmkit.registry import Registry
 from olmkit.serde import (
     SCHEMA_BUNDLE,
@@ -145,7 +146,7 @@ class _Builder:
 
     def add(self, raw: Any, path: str, line: int, text: bytes | None = None, file_index: int = 0) -> None:
         """Add one decoded blob; ``text`` is its JSON text when known (kept for the cache)."""
-        origin = Origin(path, line)
+        origin = new_origin(path, line)
         schema = raw.get("schema") if type(raw) is dict else None
         record = self.record
         try:
