@@ -247,3 +247,15 @@ def test_sources_file_and_configmap(olmkit_pm, tmp_path):
     assert "TRANSIENT_FAILURE" == missing.health().state
     with pytest.raises(InputError, match=r"unknown spec\.sourceType 'grpcx'"):
         open_source({"sourceType": "grpcx"}, registry=reg, name="x", namespace="olm", base_dir=None)
+
+
+def test_problem_to_dict_has_every_field():
+    """Problem.to_dict gives every field of the problem, in declaration order (the -o json shape)."""
+    import attrs
+
+    from olmkit.catalog.problems import Problem
+
+    problem = Problem("error", "m", path="p", line=3, package="a", blob="olm.bundle a.v1", field="name")
+
+    assert attrs.asdict(problem) == problem.to_dict()
+    assert [f.name for f in attrs.fields(Problem)] == list(problem.to_dict())
