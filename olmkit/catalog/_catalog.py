@@ -15,6 +15,7 @@ from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, WireErro
 __all__ = ["Catalog", "Deprecation"]
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
+_MISSING: Any = object()
 
 
 @attrs.frozen(slots=True)
@@ -220,10 +221,9 @@ class Catalog:
             ValueError: the value is malformed for its (registered) type.
         """
         key = id(prop)
-        try:
-            return self._parsed[key]
-        except KeyError:
-            pass
+        found = self._parsed.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
         pt = self._parse.get(prop.type)
         value = pt(prop.value) if pt is not None else prop.value
         self._parsed[key] = value
