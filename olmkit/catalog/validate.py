@@ -480,7 +480,7 @@ def _check_requirement(
         return []
     try:
         satisfied = False
-        for candidate in catalog.lookup(*lookup):
+        for candidate in reversed(catalog.lookup(*lookup)):  # newest first: most ranges are lower bounds
             view = views.get(id(candidate))
             if view is None:
                 view = views[id(candidate)] = _View(catalog, candidate)
