@@ -415,17 +415,28 @@ class BlobReader:
 
     Args:
         identity: property type -> parser of that type (its result has ``.version``).
+        collect: called once per distinct property: the lists every bundle carrying it
+            belongs in (the catalog's index lists). After :meth:`bundle`,
+            :attr:`gathered` holds the lists of that bundle's properties, so that the
+            caller can file the bundle without another pass over its properties.
 
     .. versionadded:: 0.1
     """
 
-    __slots__ = ("entries", "identity", "parsed", "properties")
+    __slots__ = ("_lists", "collect", "entries", "gathered", "identity", "parsed", "properties")
 
-    def __init__(self, identity: Mapping[str, Callable[[Any], Any]]) -> None:
+    def __init__(
+        self,
+        identity: Mapping[str, Callable[[Any], Any]],
+        collect: Callable[[Property], tuple[list[Any], ...]] | None = None,
+    ) -> None:
         self.identity = dict(identity)
-        self.properties: dict[bytes, Property] = {}
+        self.collect = collect
+        self.properties: dict[bytes, tuple[Property, tuple[list[Any], ...]]] = {}
         self.entries: dict[tuple[str, str | None, tuple[str, ...], str | None], ChannelEntry] = {}
         self.parsed: dict[int, Any] = {}
+        self.gathered: list[list[Any]] = []
+        self._lists: dict[int, tuple[list[Any], ...]] = {}  # for properties built outside the fast path
 
     def property(self, ptype: str, value: Any) -> Property:
         """The interned property ``ptype``/``value`` (a fresh one if the value is not JSON)."""
@@ -435,8 +446,9 @@ class BlobReader:
             return Property(ptype, value)
         found = self.properties.get(key)
         if found is None:
-            found = self.properties[bytes(memoryview(key))] = Property(ptype, value)
-        return found
+            prop = Property(ptype, value)
+            found = self.properties[bytes(memoryview(key))] = (prop, self.collect(prop) if self.collect else ())
+        return found[0]
 
     def version(self, properties: tuple[Property, ...]) -> str | None:
         """The version the first well-formed identity property declares, or ``None``."""
@@ -464,7 +476,9 @@ class BlobReader:
         interned = self.properties
         identity = self.identity
         parsed = self.parsed
+        collect = self.collect
         dumps = orjson.dumps
+        gathered: list[list[Any]] = []
         try:
             name, package = raw["name"], raw["package"]
             image = raw.get("image") or None
@@ -485,12 +499,14 @@ class BlobReader:
                 parse = identity.get(ptype)
                 if parse is None:
                     key = dumps(p)
-                    prop = interned.get(key)
-                    if prop is None:
+                    found = interned.get(key)
+                    if found is None:
                         if type(ptype) is not str or not ptype:
                             raise _Slow
+                        prop = new_property(ptype, p["value"])
                         # a compact copy: orjson's result keeps a 4 KiB buffer, too much for a dict key
-                        prop = interned[bytes(memoryview(key))] = new_property(ptype, p["value"])
+                        found = interned[bytes(memoryview(key))] = (prop, collect(prop) if collect else ())
+                    prop, lists = found
                 else:
                     # an identity property is one bundle's own: nothing to share, parsed at once
                     prop = new_property(ptype, p["value"])
@@ -502,9 +518,15 @@ class BlobReader:
                         else:
                             versioned = True
                             version = getattr(value, "version", None)
+                    lists = collect(prop) if collect else ()
+                if lists:
+                    gathered += lists
                 append(prop)
         except (_Slow, KeyError, TypeError, AttributeError):
-            return _bundle_from_dict_slow(raw, origin, self.property, self.version)
+            bundle = _bundle_from_dict_slow(raw, origin, self.property, self.version)
+            self.gathered = self._gather(bundle.properties)
+            return bundle
+        self.gathered = gathered
         return new_bundle(
             name,
             package,
@@ -514,6 +536,18 @@ class BlobReader:
             origin,
             None if _BUNDLE_KEYS.issuperset(raw) else _extra(raw, _BUNDLE_KEYS),
         )
+
+    def _gather(self, properties: tuple[Property, ...]) -> list[list[Any]]:
+        collect = self.collect
+        if collect is None:
+            return []
+        gathered: list[list[Any]] = []
+        for p in properties:
+            lists = self._lists.get(id(p))
+            if lists is None:
+                lists = self._lists[id(p)] = collect(p)
+            gathered += lists
+        return gathered
 
     def channel(self, raw: Mapping[str, Any], origin: Origin | None) -> Channel:
         """A channel blob as a :class:`Channel` (see :func:`channel_from_dict`).

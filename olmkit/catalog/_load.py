@@ -32,7 +32,7 @@ from olmkit.catalog._cache import CacheRecord, read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
-from olmkit.model import Blob, Bundle, Channel, Origin, Package
+from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
 from olmkit.model import _origin as new_origin
 from olmkit.registry import Registry
 from olmkit.serde import (
@@ -114,7 +114,12 @@ class _Builder:
 
     def __init__(self, registry: Registry, *, keep: bool = False) -> None:
         self.registry = registry
-        self.reader = BlobReader({n: pt.parse for n, pt in registry.property_types.items() if pt.identity})
+        self.indexers = {n: pt for n, pt in registry.property_types.items() if pt.index_keys is not None}
+        self.index: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in self.indexers}
+        self.reader = BlobReader(
+            {n: pt.parse for n, pt in registry.property_types.items() if pt.identity},
+            self.index_lists if self.indexers else None,
+        )
         self.problems: list[Problem] = []
         self.packages: dict[str, Package] = {}
         self.channels: dict[str, dict[str, Channel]] = {}
@@ -164,6 +169,9 @@ class _Builder:
                     )
                     return
                 per[bundle.name] = bundle
+                for lst in self.reader.gathered:  # file it in the index
+                    if not lst or lst[-1] is not bundle:
+                        lst.append(bundle)
                 if record is not None:
                     record.keep_bundle(bundle.package, raw, text, file_index, line)
             elif schema == SCHEMA_CHANNEL:
@@ -230,37 +238,25 @@ class _Builder:
 
     # -- output -----------------------------------------------------------------------
 
-    def build_index(self) -> dict[str, dict[Hashable, tuple[Bundle, ...]]]:
-        """Bundles by ``(property type, index key)``; one computation per distinct property."""
-        indexers = {n: pt for n, pt in self.registry.property_types.items() if pt.index_keys is not None}
-        if not indexers:
-            return {}
-        lists: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in indexers}
+    def index_lists(self, prop: Property) -> tuple[list[Bundle], ...]:
+        """The index lists a bundle carrying ``prop`` belongs in (once per distinct property)."""
+        pt = self.indexers.get(prop.type)
+        if pt is None:
+            return ()
         parsed = self.reader.parsed
-        targets: dict[int, tuple[list[Bundle], ...]] = {}  # id(property) -> the lists its bundles go to
-        get = targets.get
-        for per in self.bundles.values():
-            for bundle in per.values():
-                for p in bundle.properties:
-                    if p.type not in indexers:
-                        continue
-                    found = get(id(p))
-                    if found is None:
-                        found = targets[id(p)] = ()
-                        pt = indexers[p.type]
-                        try:
-                            value = parsed.get(id(p))
-                            if value is None:
-                                value = parsed[id(p)] = pt.parse(p.value)
-                            keys = pt.index_keys(value)  # type: ignore[misc]
-                            idx = lists[p.type]
-                            found = targets[id(p)] = tuple(idx.setdefault(k, []) for k in keys)
-                        except (ValueError, TypeError, AttributeError, KeyError):
-                            pass
-                    for lst in found:
-                        if not lst or lst[-1] is not bundle:
-                            lst.append(bundle)
-        return {n: {k: tuple(v) for k, v in idx.items()} for n, idx in lists.items()}
+        try:
+            value = parsed.get(id(prop))
+            if value is None:
+                value = parsed[id(prop)] = pt.parse(prop.value)
+            keys = pt.index_keys(value)  # type: ignore[misc]
+            idx = self.index[prop.type]
+            return tuple(idx.setdefault(k, []) for k in keys)
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return ()
+
+    def build_index(self) -> dict[str, dict[Hashable, tuple[Bundle, ...]]]:
+        """Bundles by ``(property type, index key)``, as filed while adding them."""
+        return {n: {k: tuple(v) for k, v in idx.items() if v} for n, idx in self.index.items()}
 
     def catalog(self, name: str, digest: str) -> Catalog:
         index = self.build_index()
