@@ -100,23 +100,26 @@ def decode_json_stream(data: bytes) -> Iterator[tuple[int, Any]]:
         yield line, value
 
 
-def decode_json_texts(data: bytes) -> Iterator[tuple[int, Any, bytes | None]]:
+def decode_json_texts(data: bytes, *, texts: bool = True) -> Iterator[tuple[int, Any, bytes | None]]:
     """As :func:`decode_json_stream`, with each value's own JSON text when it is one line.
 
-    The text is ``None`` for values that span lines (they are decoded by the slow path).
+    The text is ``None`` for values that span lines (they are decoded by the slow path),
+    and for every value when ``texts`` is false.
     """
     body = data.rstrip(b"\n")
     try:
         # one value per line (what opm writes): decode the file as one array. A newline
         # inside a value, a blank line or two values on a line all make this invalid
         # JSON, so success means value i is line i + 1.
-        values = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        values = orjson.loads(b"".join((b"[", body.replace(b"\n", b","), b"]")))
     except orjson.JSONDecodeError:
         pass
     else:
-        texts = body.split(b"\n") if values else []
-        for index, value in enumerate(values):
-            yield index + 1, value, texts[index]
+        if texts and values:
+            yield from zip(range(1, len(values) + 1), values, body.split(b"\n"), strict=True)
+        else:
+            for index, value in enumerate(values):
+                yield index + 1, value, None
         return
     lines = data.split(b"\n")
     loads = orjson.loads
@@ -124,7 +127,7 @@ def decode_json_texts(data: bytes) -> Iterator[tuple[int, Any, bytes | None]]:
         if not line:
             continue
         try:
-            yield index + 1, loads(line), line
+            yield index + 1, loads(line), line if texts else None
         except orjson.JSONDecodeError:
             if not line.strip():
                 continue

@@ -141,7 +141,7 @@ class _Builder:
         add = self.add
         try:
             if suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"[")):
-                for line, raw, text in decode_json_texts(data):
+                for line, raw, text in decode_json_texts(data, texts=self.record is not None):
                     add(raw, path, line, text, file_index)
             else:
                 for line, raw in decode_yaml_stream(data):
@@ -319,13 +319,13 @@ def load_catalog_result(
         seen = []
         for p, rel in files:
             data, signature = _files.read_signed(p)  # signed as opened: a later change shows
-            file_digest = _files.file_digest(data)
-            seen.append((rel, file_digest))
-            if cache:
+            if cache:  # the digest is the cache's key; without the cache there is none, as before
+                file_digest = _files.file_digest(data)
+                seen.append((rel, file_digest))
                 digests.record(rel, signature, file_digest)
             builder.add_file(p, data)
             del data
-        digest = _files.catalog_digest(salt, seen)
+        digest = _files.catalog_digest(salt, seen) if cache else ""
         catalog = builder.catalog(display, digest)
         result = LoadResult(catalog, tuple(builder.problems))
         gc.freeze()

@@ -230,6 +230,7 @@ def test_json_texts_match_the_stream_decoder(data):
     lines = data.split(b"\n")
 
     assert [(line, value) for line, value, _ in texts] == list(decode_json_stream(data))
+    assert [(line, value, None) for line, value, _ in texts] == list(decode_json_texts(data, texts=False))
     for line, value, text in texts:
         if text is not None:
             assert text == lines[line - 1]
