@@ -7,19 +7,25 @@ front end can print one clear line and a program can inspect the fields.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 __all__ = [
+    "BundleError",
     "CatalogError",
     "InputError",
+    "InvalidBundleError",
     "OlmkitError",
     "PluginConflictError",
     "PluginError",
     "ResolutionError",
     "UsageError",
 ]
+
+
+def _lines(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
 
 
 @attrs.define(auto_exc=True, eq=False)
@@ -63,6 +69,41 @@ class InputError(OlmkitError):
         parts = [p for p in (where, self.obj) if p]
         prefix = ": ".join(parts)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+@attrs.define(auto_exc=True, eq=False)
+class BundleError(InputError):
+    """A bundle cannot be read: a missing or unreadable file, malformed YAML or JSON.
+
+    Exit code 2, like every unreadable input. ``path`` names the file (or the bundle
+    directory), ``obj`` the object when known.
+
+    .. versionadded:: 0.1
+    """
+
+
+@attrs.define(auto_exc=True, eq=False)
+class InvalidBundleError(BundleError):
+    """A bundle can be read but breaks its format's rules (no channel, two CSVs ...).
+
+    Exit code 1, like an invalid catalog. ``problems`` lists every rule the bundle
+    breaks, each a complete sentence naming its file and object; the message shows them all.
+
+    Args:
+        message: a summary (``bundle DIR is invalid``).
+        problems: one line per broken rule.
+
+    .. versionadded:: 0.1
+    """
+
+    problems: Sequence[str] = attrs.field(default=(), kw_only=True, converter=_lines)
+    exit_code: int = attrs.field(default=1, kw_only=True)
+
+    def __str__(self) -> str:
+        head = super().__str__()
+        if not self.problems:
+            return head
+        return head + ":\n  " + "\n  ".join(self.problems)
 
 
 @attrs.define(auto_exc=True, eq=False)

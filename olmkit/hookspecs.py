@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
     from olmkit.types import (
         AdmissionCheck,
+        BundleFormat,
         CatalogSourceType,
+        CatalogTemplate,
         ConstraintEvaluator,
         InstallStrategy,
         PropertyType,
@@ -122,6 +124,43 @@ def olmkit_solver_backends() -> Iterable[SolverBackend]:
     raise NotImplementedError
 
 
+@hookspec
+def olmkit_bundle_formats() -> Iterable[BundleFormat]:
+    """Register ways bundles are packaged (directories, archives ...).
+
+    ``olmkit catalog render`` hands each path to the first format whose ``accepts``
+    says yes (anything else is read as a catalog); catalog templates resolve bundle
+    references the same way; the lifecycle reads a bundle's manifests through
+    :func:`olmkit.catalog.bundles.read_bundle`, which asks the same formats. Formats are
+    asked in hook call order: ``tryfirst`` ones first, then later-registered plugins
+    before the built-ins.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.BundleFormat`.
+
+    Example:
+        @hookimpl
+        def olmkit_bundle_formats():
+            yield BundleFormat(name="tarball", accepts=lambda ref: ref.endswith(".tar"), read=read_tarball)
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def olmkit_catalog_templates() -> Iterable[CatalogTemplate]:
+    """Register catalog templates (``olmkit catalog render-template``), one per schema.
+
+    Returns:
+        An iterable of :class:`~olmkit.types.CatalogTemplate`.
+
+    Example:
+        @hookimpl
+        def olmkit_catalog_templates():
+            yield CatalogTemplate(schema="example.io/one-channel", render=render_one_channel)
+    """
+    raise NotImplementedError
+
+
 # --------------------------------------------------------------------------- resolution
 
 
@@ -166,7 +205,81 @@ def olmkit_catalog_loaded(source: str, catalog: Any, seconds: float, cached: boo
     """
 
 
+@hookspec
+def olmkit_csv_properties(csv: Mapping[str, Any], package: str | None) -> list[Mapping[str, Any]] | None:
+    """Derive the properties of an installed ClusterServiceVersion that carries no properties annotation.
+
+    Resolution reads an installed CSV's properties from its properties annotation; without
+    it, the first plugin that answers derives them (the built-in one from owned and
+    required APIs, plus the package when ``package`` is known).
+
+    Args:
+        csv: the CSV object.
+        package: the package inferred from the subscriptions whose ``status.installedCSV``
+            names the CSV, or ``None``.
+
+    Returns:
+        A list of ``{"type": ..., "value": ...}`` mappings, or ``None`` to let another plugin answer.
+
+    Example:
+        @hookimpl
+        def olmkit_csv_properties(csv, package):
+            return [{"type": "example.io/tier", "value": csv["metadata"]["labels"].get("tier")}]
+    """
+
+
 # --------------------------------------------------------------------------- lifecycle
+
+
+@hookspec
+def olmkit_controllers(context: Any) -> Iterable[Any]:
+    """Contribute controllers to a run of the lifecycle (``olmkit reconcile``, ``olmkit run``).
+
+    Called once per run. The kernel contributes OLM's Catalog Operator and OLM Operator
+    controllers this way; plugins add their own (the built-in simulated kubelet does).
+
+    Args:
+        context: the :class:`olmkit.lifecycle.LifecycleContext` of the run (store, plugins,
+            clock, options, catalogs).
+
+    Returns:
+        An iterable of :class:`olmkit.lifecycle.runtime.Controller` objects (names must be unique).
+
+    Example:
+        @hookimpl
+        def olmkit_controllers(context):
+            if context.options.embedded:
+                yield MyController(context)
+    """
+    raise NotImplementedError
+
+
+@hookspec(firstresult=True)
+def olmkit_bundle_content(bundle: Any, registry: Any) -> list[Mapping[str, Any]] | None:
+    """The manifests of a bundle chosen for installation (its CSV, CRDs and other objects).
+
+    Upstream OLM unpacks bundle images; here each plugin that knows a way to get a
+    bundle's content answers, the first non-``None`` answer wins. The built-in plugin reads
+    the bundle's inline manifest properties and bundle directories on disk.
+
+    Args:
+        bundle: the :class:`olmkit.model.Bundle` (its ``image``, ``properties`` and ``origin``).
+        registry: the plugin registry (bundle formats, for reading bundle directories).
+
+    Returns:
+        The manifests as mappings, or ``None`` when this plugin cannot provide them.
+
+    Raises:
+        OlmkitError: the plugin should provide the content but it is broken (the message
+            names the bundle and what is wrong).
+
+    Example:
+        @hookimpl
+        def olmkit_bundle_content(bundle, registry):
+            if bundle.image and bundle.image.startswith("oci-archive:"):
+                return unpack_archive(bundle.image)
+            return None
+    """
 
 
 @hookspec

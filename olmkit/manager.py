@@ -38,10 +38,20 @@ __all__ = [
 ENTRY_POINT_GROUP: Final = "olmkit"
 
 #: Parts of the kernel that implement hooks themselves (always registered).
-KERNEL_PLUGINS: tuple[str, ...] = ("olmkit.resolver",)
+KERNEL_PLUGINS: tuple[str, ...] = ("olmkit.resolver", "olmkit.lifecycle.controllers")
 
 #: The built-in plugins, by module name: everything OLM means is registered here.
-BUILTIN_PLUGINS: tuple[str, ...] = ("olmkit.plugins.properties", "olmkit.plugins.sources", "olmkit.plugins.requirements")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "olmkit.plugins.properties",
+    "olmkit.plugins.sources",
+    "olmkit.plugins.requirements",
+    "olmkit.plugins.bundle_format",
+    "olmkit.plugins.templates",
+    "olmkit.plugins.deployment",
+    "olmkit.plugins.bundle_content",
+    "olmkit.plugins.simulated",
+    "olmkit.plugins.admission",
+)
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"
 TRACE_ENV: Final = "OLMKIT_TRACE_PLUGINS"

@@ -15,7 +15,9 @@ import attrs
 from olmkit.errors import PluginConflictError, PluginError
 from olmkit.types import (
     AdmissionCheck,
+    BundleFormat,
     CatalogSourceType,
+    CatalogTemplate,
     ConstraintEvaluator,
     InstallStrategy,
     PropertyType,
@@ -48,6 +50,8 @@ EXTENSION_POINTS: Final = (
     ExtensionPoint("olmkit_catalog_source_types", "catalog_source_types", "catalog source type", CatalogSourceType),
     ExtensionPoint("olmkit_admission_checks", "admission_checks", "admission check", AdmissionCheck),
     ExtensionPoint("olmkit_solver_backends", "solver_backends", "solver backend", SolverBackend),
+    ExtensionPoint("olmkit_bundle_formats", "bundle_formats", "bundle format", BundleFormat),
+    ExtensionPoint("olmkit_catalog_templates", "catalog_templates", "catalog template", CatalogTemplate, "schema"),
 )
 
 
@@ -68,6 +72,8 @@ class Registry:
     catalog_source_types: Mapping[str, CatalogSourceType] = attrs.field(factory=dict, converter=_frozen)
     admission_checks: Mapping[str, AdmissionCheck] = attrs.field(factory=dict, converter=_frozen)
     solver_backends: Mapping[str, SolverBackend] = attrs.field(factory=dict, converter=_frozen)
+    bundle_formats: Mapping[str, BundleFormat] = attrs.field(factory=dict, converter=_frozen)
+    catalog_templates: Mapping[str, CatalogTemplate] = attrs.field(factory=dict, converter=_frozen)
     owners: Mapping[tuple[str, str], str] = attrs.field(factory=dict, converter=_frozen)
 
     @property

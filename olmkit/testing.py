@@ -6,20 +6,29 @@ Fixtures:
     olmkit_register: ``olmkit_register(plugin, name=None)`` registers a throwaway plugin
         on ``olmkit_pm`` for one test.
     hook_recorder: records every hook call made through ``olmkit_pm``.
+    make_catalog, resolve: build a small catalog and resolve subscriptions against it.
+    embedded_cluster: an :class:`EmbeddedCluster` (SQLite store in ``tmp_path``, the controllers
+        of ``olmkit_pm``'s plugins, a fake clock) for testing install strategies, controllers,
+        admission checks and catalog sources end to end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 from pluggy import HookImpl, Result
 
+from olmkit.lifecycle import FakeClock, LifecycleOptions, Reporter, RunOutcome, build_manager
+from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
+from olmkit.lifecycle.kinds import resolve_kind
 from olmkit.manager import PluginManager, get_plugin_manager
+from olmkit.store import NotFound, SqliteStore
 
-__all__ = ["HookCall", "HookRecorder", "assert_installed", "assert_unsatisfiable"]
+__all__ = ["EmbeddedCluster", "EventRecorder", "HookCall", "HookRecorder", "assert_installed", "assert_unsatisfiable"]
 
 
 @attrs.frozen
@@ -146,8 +155,12 @@ def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
     """
     from olmkit.resolver import ResolutionRequest, SourceRef, SubscriptionRef
 
-    def run(subscriptions: Sequence[Any], catalogs: Sequence[Any], installed: Sequence[Any] = (),
-            namespace: str = "operators") -> Any:
+    def run(
+        subscriptions: Sequence[Any],
+        catalogs: Sequence[Any],
+        installed: Sequence[Any] = (),
+        namespace: str = "operators",
+    ) -> Any:
         refs = []
         for item in catalogs:
             catalog, ns, priority = item if isinstance(item, tuple) else (item, namespace, 0)
@@ -156,11 +169,17 @@ def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
         for sub in subscriptions:
             if isinstance(sub, str):
                 package, _, channel = sub.partition("/")
-                sub = SubscriptionRef(name=package, package=package, channel=channel,
-                                      source=refs[0].name, source_namespace=refs[0].namespace)
+                sub = SubscriptionRef(
+                    name=package,
+                    package=package,
+                    channel=channel,
+                    source=refs[0].name,
+                    source_namespace=refs[0].namespace,
+                )
             subs.append(sub)
-        request = ResolutionRequest(namespace=namespace, registry=olmkit_pm.registry, subscriptions=subs,
-                                    installed=installed, sources=refs)
+        request = ResolutionRequest(
+            namespace=namespace, registry=olmkit_pm.registry, subscriptions=subs, installed=installed, sources=refs
+        )
         return olmkit_pm.hook.olmkit_resolve(request=request)
 
     return run
@@ -177,3 +196,169 @@ def assert_unsatisfiable(resolution: Any, *fragments: str) -> None:
     assert "unsatisfiable" == resolution.status, resolution.status
     for fragment in fragments:
         assert fragment in (resolution.message or ""), resolution.message
+
+
+# --------------------------------------------------------------------------- an embedded cluster
+
+V1ALPHA1 = "operators.coreos.com/v1alpha1"
+
+
+class EventRecorder(Reporter):
+    """Keeps every event and error message."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.errors: list[str] = []
+
+    def on_event(self, message: str) -> None:
+        self.events.append(message)
+
+    def on_error(self, key: Any, error: BaseException, attempt: int, retry_in: float) -> None:
+        self.errors.append(f"{key}: {error}")
+
+
+class EmbeddedCluster:
+    """An embedded cluster for tests: an SQLite store, every plugin's controllers, a fake clock.
+
+    ``reconcile()`` runs the controllers until nothing is pending; waits (install timeouts,
+    retries, catalog polls after ``clock.advance``) cost no real time. Events and errors the
+    controllers report are kept in ``reporter.events`` and ``reporter.errors``.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, path: Path, pm: Any, *, kubelet: bool = True, install_timeout: float = 300.0) -> None:
+        self.store = SqliteStore(str(path))
+        self.pm = pm
+        self.clock = FakeClock()
+        self.reporter = EventRecorder()
+        self.manager = build_manager(
+            self.store,
+            pm,
+            options=LifecycleOptions(install_timeout=install_timeout, simulate_kubelet=kubelet),
+            clock=self.clock,
+            reporter=self.reporter,
+        )
+
+    # -- writing ------------------------------------------------------------------------
+
+    def apply(self, *objs: Mapping[str, Any]) -> None:
+        """Create each object, or replace the spec of an existing one."""
+        for obj in objs:
+            kind = resolve_kind(obj["kind"])
+            meta = obj["metadata"]
+            try:
+                current = self.store.get(obj["apiVersion"], kind.kind, meta["name"], meta.get("namespace"))
+            except NotFound:
+                self.store.create(dict(obj))
+                continue
+            self.store.update({**current, **{k: v for k, v in obj.items() if k not in ("metadata", "status")}})
+
+    def catalog_source(
+        self, name: str, path: Path, *, namespace: str = "olm", priority: int = 0, poll: str = ""
+    ) -> None:
+        spec: dict[str, Any] = {"sourceType": "file", "path": str(path), "priority": priority}
+        if poll:
+            spec["updateStrategy"] = {"registryPoll": {"interval": poll}}
+        self.apply(
+            {
+                "apiVersion": V1ALPHA1,
+                "kind": "CatalogSource",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": {MANIFEST_DIR_ANNOTATION: str(path.parent)},
+                },
+                "spec": spec,
+            }
+        )
+
+    def operator_group(self, namespace: str = "operators", name: str = "og") -> None:
+        self.apply(
+            {
+                "apiVersion": "operators.coreos.com/v1",
+                "kind": "OperatorGroup",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {},
+            }
+        )
+
+    def subscribe(
+        self,
+        package: str,
+        *,
+        channel: str = "",
+        source: str = "examples",
+        namespace: str = "operators",
+        approval: str = "",
+        starting_csv: str = "",
+        source_namespace: str = "olm",
+    ) -> None:
+        spec = {"name": package, "source": source, "sourceNamespace": source_namespace}
+        if channel:
+            spec["channel"] = channel
+        if approval:
+            spec["installPlanApproval"] = approval
+        if starting_csv:
+            spec["startingCSV"] = starting_csv
+        self.apply(
+            {
+                "apiVersion": V1ALPHA1,
+                "kind": "Subscription",
+                "metadata": {"name": package, "namespace": namespace},
+                "spec": spec,
+            }
+        )
+
+    def approve(self, plan: str, namespace: str = "operators") -> None:
+        """Approve an InstallPlan, as ``olmkit approve`` does."""
+        obj = self.get("ip", plan, namespace)
+        obj["spec"]["approved"] = True
+        self.store.update(obj)
+
+    # -- running ------------------------------------------------------------------------
+
+    def reconcile(self, timeout: float = 3600.0) -> RunOutcome:
+        """Run the controllers until stable (on the fake clock)."""
+        return self.manager.run_until_stable(timeout=timeout)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def get(self, kind: str, name: str, namespace: str | None = "operators") -> dict[str, Any]:
+        k = resolve_kind(kind, self.store)
+        return self.store.get(k.api_version, k.kind, name, namespace)
+
+    def exists(self, kind: str, name: str, namespace: str | None = "operators") -> bool:
+        try:
+            self.get(kind, name, namespace)
+        except NotFound:
+            return False
+        return True
+
+    def names(self, kind: str, namespace: str | None = "operators") -> list[str]:
+        k = resolve_kind(kind, self.store)
+        return [o["metadata"]["name"] for o in self.store.list(k.api_version, k.kind, namespace)]
+
+    def phase(self, csv: str, namespace: str = "operators") -> str:
+        return str((self.get("csv", csv, namespace).get("status") or {}).get("phase"))
+
+    def plans(self, namespace: str = "operators") -> list[dict[str, Any]]:
+        plans = list(self.store.list(V1ALPHA1, "InstallPlan", namespace))
+        return sorted(plans, key=lambda p: int(p["spec"].get("generation") or 0))
+
+    def condition(self, obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
+        for cond in (obj.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == type_:
+                return dict(cond)
+        return None
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@pytest.fixture
+def embedded_cluster(olmkit_pm: PluginManager, tmp_path: Any) -> Iterator[EmbeddedCluster]:
+    """An :class:`EmbeddedCluster` on ``olmkit_pm`` (register your plugin first)."""
+    cluster = EmbeddedCluster(tmp_path / "cluster.db", olmkit_pm)
+    yield cluster
+    cluster.close()

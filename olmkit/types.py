@@ -12,13 +12,19 @@ strategies and catalog source types exactly as a third-party plugin registers it
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from olmkit.model import ChannelEntry
+
 __all__ = [
     "AdmissionCheck",
+    "BundleContents",
+    "BundleFormat",
     "CatalogSourceType",
+    "CatalogTemplate",
     "ConstraintEvaluator",
     "InstallStrategy",
     "PackageIdentity",
@@ -27,6 +33,7 @@ __all__ = [
     "PropertyView",
     "RequirementContext",
     "SolverBackend",
+    "TemplateContext",
     "Uniqueness",
 ]
 
@@ -41,6 +48,10 @@ def _name(value: str) -> str:
     if not name:
         raise ValueError("a registered name must not be empty")
     return name
+
+
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
 
 
 @attrs.frozen
@@ -237,4 +248,110 @@ class SolverBackend:
 
     name: str = attrs.field(converter=_name)
     factory: Callable[[], Any]
+    description: str = ""
+
+
+@attrs.frozen
+class BundleContents:
+    """One bundle read from where it is packaged (a directory, an archive, an image ...).
+
+    Args:
+        blob: the bundle as a file-based catalog bundle blob (schema, name, package,
+            image when known, properties, and whatever else the format adds).
+        manifests: the Kubernetes objects the bundle installs, as plain mappings, in the
+            order the format read them.
+        manifest_files: for each manifest, the file it was read from (same length).
+        source: where the bundle was read from (for messages).
+        package: the bundle's package.
+        version: the bundle's version text, when it has one.
+        channels: the channels the bundle asks to be published in.
+        default_channel: the package's default channel the bundle asks for, if any.
+        entry: the bundle's upgrade edges as a channel entry (named after the bundle).
+        package_info: extra fields of a package blob built from this bundle
+            (``description``, ``icon``), when the bundle is the newest of its package.
+
+    .. versionadded:: 0.1
+    """
+
+    blob: Mapping[str, Any]
+    manifests: tuple[Mapping[str, Any], ...]
+    manifest_files: tuple[str, ...]
+    source: str
+    package: str
+    version: str | None = None
+    channels: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    default_channel: str | None = None
+    entry: ChannelEntry | None = None
+    package_info: Mapping[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        """The bundle's name (the blob's ``name``)."""
+        return str(self.blob.get("name", ""))
+
+
+@attrs.frozen
+class BundleFormat:
+    """A way bundles are packaged, so that ``catalog render`` and templates can read them.
+
+    Args:
+        name: the format's name (``registry+v1`` ...).
+        accepts: ``accepts(ref)`` tells whether ``ref`` (a path or another reference)
+            is a bundle of this format; cheap, no parsing. The first format that accepts
+            a reference reads it.
+        read: ``read(ref, image=None)`` returns the :class:`BundleContents`; ``image`` is
+            the image reference to record in the blob (``None``: the bundle has none).
+            Raises :class:`~olmkit.errors.BundleError` (unreadable, exit code 2) or
+            :class:`~olmkit.errors.InvalidBundleError` (breaks the format's rules, exit
+            code 1), each naming the file and object.
+        description: one line for ``olmkit plugins list`` and docs.
+
+    Example:
+        BundleFormat(name="tarball", accepts=lambda ref: ref.endswith(".tar"), read=read_tarball)
+
+    .. versionadded:: 0.1
+    """
+
+    name: str = attrs.field(converter=_name)
+    accepts: Callable[[str], bool]
+    read: Callable[..., BundleContents]
+    description: str = ""
+
+
+@runtime_checkable
+class TemplateContext(Protocol):
+    """Handed to catalog templates: how to turn a bundle reference into a bundle blob.
+
+    ``base_dir`` is the directory relative references are resolved against (the
+    template file's directory). ``resolve_bundle(ref)`` returns the bundle blob a
+    reference names: a bundle any registered :class:`BundleFormat` accepts (read with
+    ``image=ref``), or a bundle whose ``image`` is ``ref`` in the catalogs the user gave;
+    it raises :class:`~olmkit.errors.OlmkitError` naming the reference otherwise.
+    """
+
+    base_dir: Path
+
+    def resolve_bundle(self, ref: str) -> Mapping[str, Any]: ...
+
+
+@attrs.frozen
+class CatalogTemplate:
+    """A catalog template: a terse document that renders to file-based catalog blobs.
+
+    Args:
+        schema: the ``schema`` value of documents this template handles.
+        render: ``render(document, context)`` returns the blobs (a list of mappings);
+            ``context`` is a :class:`TemplateContext`. Raises ``ValueError`` with a
+            message naming the offending field when the document is malformed (the
+            command line adds the file name); errors from ``context`` pass through.
+        description: one line for ``olmkit plugins list`` and docs.
+
+    Example:
+        CatalogTemplate(schema="example.io/one-channel", render=render_one_channel)
+
+    .. versionadded:: 0.1
+    """
+
+    schema: str = attrs.field(converter=_name)
+    render: Callable[[Mapping[str, Any], TemplateContext], list[dict[str, Any]]]
     description: str = ""

@@ -24,6 +24,7 @@ from olmkit.catalog._load import (
     build_catalog,
     cache_dir,
     catalog_files,
+    invalid_catalog,
     load_catalog,
     load_catalog_result,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "build_catalog",
     "cache_dir",
     "catalog_files",
+    "invalid_catalog",
     "load_catalog",
     "load_catalog_result",
 ]

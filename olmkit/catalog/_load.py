@@ -53,6 +53,7 @@ __all__ = [
     "build_catalog",
     "cache_dir",
     "catalog_files",
+    "invalid_catalog",
     "load_catalog",
     "load_catalog_result",
 ]
@@ -364,9 +365,14 @@ def load_catalog(
     """
     result = load_catalog_result(path, registry, name=name, cache=cache)
     if result.problems:
-        lines = [str(p) for p in result.problems[:20]]
-        more = len(result.problems) - len(lines)
-        if more > 0:
-            lines.append(f"... and {more} more")
-        raise CatalogError(f"catalog {path} is invalid:\n  " + "\n  ".join(lines))
+        raise invalid_catalog(path, result.problems)
     return result.catalog
+
+
+def invalid_catalog(path: str | os.PathLike[str], problems: tuple[Problem, ...]) -> CatalogError:
+    """The error for a catalog that loaded with problems (the first twenty listed)."""
+    lines = [str(p) for p in problems[:20]]
+    more = len(problems) - len(lines)
+    if more > 0:
+        lines.append(f"... and {more} more")
+    return CatalogError(f"catalog {path} is invalid:\n  " + "\n  ".join(lines))

@@ -36,6 +36,7 @@ __all__ = [
     "SourceContext",
     "SourceHealth",
     "open_source",
+    "source_revision",
 ]
 
 READY: Final = "READY"
@@ -67,6 +68,17 @@ class CatalogSource(Protocol):
     def health(self) -> SourceHealth:
         """The source's state now (after the last load, if any)."""
         ...
+
+
+def source_revision(source: CatalogSource) -> str | None:
+    """A source's change token, when it offers one.
+
+    A source may define ``revision() -> str | None``: a cheap token that changes whenever
+    its content may have changed (a ConfigMap's resourceVersion). Controllers reload a
+    source whose token changed; sources without one are reloaded on their poll interval.
+    """
+    revision = getattr(source, "revision", None)
+    return revision() if callable(revision) else None
 
 
 @attrs.frozen

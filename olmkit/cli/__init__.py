@@ -22,7 +22,13 @@ from olmkit.errors import OlmkitError
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 #: Modules contributing subcommand groups, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("olmkit.cli.plugins", "olmkit.cli.catalog", "olmkit.cli.resolve")
+COMMAND_MODULES: tuple[str, ...] = (
+    "olmkit.cli.plugins",
+    "olmkit.cli.catalog",
+    "olmkit.cli.resolve",
+    "olmkit.cli.cluster",
+    "olmkit.cli.lifecycle",
+)
 
 
 class _Parser(argparse.ArgumentParser):

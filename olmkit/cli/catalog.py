@@ -2,7 +2,11 @@
 
 * ``validate PATH...``: every problem, each naming file, line, package, blob and field;
   exit 0 valid (warnings allowed), 1 invalid, 2 unreadable input.
-* ``render PATH...``: catalogs as one FBC stream (JSON, or ``-o yaml``).
+* ``render PATH...``: catalogs and bundle directories as one FBC stream (JSON, or
+  ``-o yaml``); bundles come with the package and channel blobs they ask for unless
+  ``--bundles-only``.
+* ``render-template FILE``: a catalog template (``olm.template.basic``, ``olm.semver`` ...)
+  as one FBC stream.
 * ``list packages|channels|bundles PATH``.
 * ``upgrade-path PATH --package P [--channel C] --from BUNDLE``.
 * ``graph PATH PKG [--channel C] -o mermaid|dot``.
@@ -15,13 +19,16 @@ import sys
 from typing import Any
 
 from olmkit.catalog import Catalog, load_catalog
+from olmkit.catalog.bundles import bundles_to_blobs, fill_image_template, find_format, read_bundle
 from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_path
 from olmkit.catalog.problems import ERROR
+from olmkit.catalog.templates import render_template
 from olmkit.catalog.validate import validate_path
 from olmkit.cli.output import add_output_option, emit
 from olmkit.errors import CatalogError, UsageError
 from olmkit.manager import PluginManager
 from olmkit.serde import (
+    SCHEMA_PACKAGE,
     blob_to_dict,
     bundle_to_dict,
     channel_to_dict,
@@ -45,10 +52,33 @@ def add_commands(subparsers: Any) -> None:
     add_output_option(val, formats=("text", "json", "yaml"), default="text")
     val.set_defaults(func=run_validate)
 
-    ren = sub.add_parser("render", help="print catalogs as one FBC stream")
-    ren.add_argument("paths", nargs="+", metavar="PATH")
+    ren = sub.add_parser("render", help="print catalogs and bundle directories as one FBC stream")
+    ren.add_argument("paths", nargs="+", metavar="PATH", help="a catalog directory or file, or a bundle directory")
+    ren.add_argument(
+        "--image-ref-template",
+        metavar="TEMPLATE",
+        help="image reference recorded in rendered bundles, with {package}, {name} and {version} "
+        "(opm's {{.Package}} ... work too); default: none, manifests carried inline",
+    )
+    ren.add_argument(
+        "--bundles-only",
+        action="store_true",
+        help="print only the bundle blobs of bundle directories, not the package and channel blobs they ask for",
+    )
     add_output_option(ren, formats=("json", "yaml"), default="json")
     ren.set_defaults(func=run_render)
+
+    tpl = sub.add_parser("render-template", help="render a catalog template (olm.template.basic, olm.semver ...)")
+    tpl.add_argument("template", metavar="FILE", help="the template file (YAML or JSON); - reads standard input")
+    tpl.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a catalog whose bundles the template may reference by image (repeatable)",
+    )
+    add_output_option(tpl, formats=("json", "yaml"), default="json")
+    tpl.set_defaults(func=run_render_template)
 
     lst = sub.add_parser("list", help="list packages, channels or bundles")
     lst.add_argument("what", choices=("packages", "channels", "bundles"))
@@ -116,27 +146,44 @@ def catalog_blobs(catalog: Catalog) -> list[dict[str, Any]]:
     return out
 
 
-def run_render(args: argparse.Namespace, pm: PluginManager) -> int:
-    """Print catalogs (and bundle directories, when supported) as FBC."""
-    blobs: list[dict[str, Any]] = []
-    for path in args.paths:
-        blobs += _render_path(path, pm)
-    if args.output == "yaml":
+def _print_blobs(blobs: list[dict[str, Any]], fmt: str) -> None:
+    if fmt == "yaml":
         sys.stdout.write(dump_yaml_stream(blobs))
     else:
         sys.stdout.buffer.write(dump_json_stream(blobs))
         sys.stdout.flush()
+
+
+def run_render(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Print catalogs, then bundles read by a registered bundle format, as FBC.
+
+    Bundles of a package that no catalog argument defines come with the package and
+    channel blobs they ask for (unless ``--bundles-only``), so that the output is a
+    complete catalog.
+    """
+    registry = pm.registry
+    blobs: list[dict[str, Any]] = []
+    bundles = []
+    for path in args.paths:
+        if find_format(path, registry) is None:
+            blobs += catalog_blobs(load_catalog(path, registry))
+            continue
+        contents = read_bundle(path, registry)
+        if args.image_ref_template:
+            contents = read_bundle(path, registry, image=fill_image_template(args.image_ref_template, contents))
+        bundles.append(contents)
+    defined = {str(b.get("name")) for b in blobs if b.get("schema") == SCHEMA_PACKAGE}
+    blobs += bundles_to_blobs(bundles, standalone=not args.bundles_only, defined=defined)
+    _print_blobs(blobs, args.output)
     return 0
 
 
-def _render_path(path: str, pm: PluginManager) -> list[dict[str, Any]]:
-    try:
-        from olmkit.catalog import bundledir
-    except ImportError:  # bundle directories not supported in this build
-        bundledir = None  # type: ignore[assignment]
-    if bundledir is not None and bundledir.is_bundle_dir(path):
-        return bundledir.render_bundle_dir(path)
-    return catalog_blobs(load_catalog(path, pm.registry))
+def run_render_template(args: argparse.Namespace, pm: PluginManager) -> int:
+    """Print the catalog a template renders to."""
+    registry = pm.registry
+    catalogs = [load_catalog(path, registry) for path in args.catalog]
+    _print_blobs(render_template(args.template, registry, catalogs=catalogs), args.output)
+    return 0
 
 
 def run_list(args: argparse.Namespace, pm: PluginManager) -> int:

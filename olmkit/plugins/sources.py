@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from olmkit import hookimpl
-from olmkit.catalog import Catalog, build_catalog, load_catalog
+from olmkit.catalog import Catalog, build_catalog, invalid_catalog, load_catalog_result
 from olmkit.catalog.sources import CONNECTING, READY, TRANSIENT_FAILURE, SourceContext, SourceHealth
 from olmkit.errors import CatalogError, InputError, OlmkitError
 from olmkit.serde import decode_json_stream, decode_yaml_stream
@@ -39,6 +39,7 @@ class FileSource:
     context: SourceContext
     _last_error: str | None = None
     _loaded: bool = False
+    cached: bool = False
 
     @classmethod
     def open(cls, spec: Mapping[str, Any], context: SourceContext) -> FileSource:
@@ -54,15 +55,20 @@ class FileSource:
         return cls(context.name, path, context)
 
     def load(self) -> Catalog:
-        """Load (from the cache when unchanged)."""
+        """Load (from the cache when unchanged); ``cached`` tells whether the last load came from it."""
         try:
-            catalog = load_catalog(self.path, self.context.registry, name=self.name, cache=self.context.cache)
+            result = load_catalog_result(self.path, self.context.registry, name=self.name, cache=self.context.cache)
         except OlmkitError as exc:
             self._last_error = str(exc)
             raise
         self._last_error = None
+        self.cached = result.cached
+        if result.problems:
+            error = invalid_catalog(self.path, result.problems)
+            self._last_error = str(error)
+            raise error
         self._loaded = True
-        return catalog
+        return result.catalog
 
     def health(self) -> SourceHealth:
         """``TRANSIENT_FAILURE`` when the path is missing or the last load failed."""
@@ -131,6 +137,11 @@ class ConfigMapSource:
                     yield f"{where}:data.{key}", line, blob
             except ValueError as exc:
                 raise InputError(str(exc), path=f"{where}:data.{key}") from None
+
+    def revision(self) -> str | None:
+        """A token that changes whenever the ConfigMap does (its resourceVersion)."""
+        obj = self._object()
+        return str((obj.get("metadata") or {}).get("resourceVersion")) if obj is not None else None
 
     def health(self) -> SourceHealth:
         """``TRANSIENT_FAILURE`` when the ConfigMap is missing or the last load failed."""

@@ -1,0 +1,465 @@
+"""The controller runtime: level-triggered reconcile loops over the cluster store.
+
+A :class:`Controller` names the kinds it watches and maps each change to the keys it
+reconciles; :meth:`Controller.reconcile` reads the current state afresh and moves it one
+step towards the desired state (it never trusts the event that woke it). The
+:class:`ControllerManager` feeds store watches into one :class:`WorkQueue` and runs the
+reconciles:
+
+* a key is queued at most once at a time (changes coalesce);
+* a failed reconcile is retried with per-key exponential backoff, a conflict (someone
+  else wrote in between) likewise, starting quicker;
+* a reconcile may ask to run again after a delay: *pending* work (waiting for a
+  Deployment, an install timeout) or a *resync* (a catalog's poll interval), which does
+  not keep :meth:`ControllerManager.run_until_stable` from returning.
+
+The manager is single-threaded and processes keys in a fixed order; with a
+:class:`FakeClock` it is fully deterministic (the clock jumps to the next due key when
+nothing else is ready), which is what the tests use. ``olmkit run`` is the same loop
+without an end, waiting on the store's watches when idle.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import attrs
+
+from olmkit.errors import OlmkitError
+from olmkit.store import Conflict, Expired, Object, Store, StoreError, WatchEvent
+
+__all__ = [
+    "Clock",
+    "Controller",
+    "ControllerManager",
+    "FakeClock",
+    "Key",
+    "RealClock",
+    "Reporter",
+    "Result",
+    "RunOutcome",
+    "WatchSpec",
+    "WorkQueue",
+    "parse_rfc3339",
+    "rfc3339",
+]
+
+
+# --------------------------------------------------------------------------- clocks
+
+
+class Clock(Protocol):
+    """Where controllers get the time from (seconds since the epoch)."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class RealClock:
+    """The wall clock."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that moves only when told to (tests, deterministic runs)."""
+
+    def __init__(self, start: float = 1_767_225_600.0) -> None:  # 2026-01-01T00:00:00Z
+        self._now = start
+
+    def now(self) -> float:
+        return self._now
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward."""
+        if seconds > 0:
+            self._now += seconds
+
+
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def rfc3339(seconds: float) -> str:
+    """A Kubernetes timestamp (``2026-01-01T00:00:00Z``)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime(_TIME_FORMAT)
+
+
+def parse_rfc3339(text: str) -> float:
+    """Seconds since the epoch of a Kubernetes timestamp; raises ValueError when malformed."""
+    return datetime.strptime(text, _TIME_FORMAT).replace(tzinfo=UTC).timestamp()
+
+
+# --------------------------------------------------------------------------- keys and results
+
+
+@attrs.frozen(order=True)
+class Key:
+    """What a controller reconciles: an object (or a namespace) by namespace and name."""
+
+    controller: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.controller}:{where}"
+
+
+@attrs.frozen
+class Result:
+    """What a reconcile asks for after it ran.
+
+    Args:
+        requeue_after: run the key again after this many seconds.
+        resync: the requeue is a periodic re-check, not unfinished work (it does not keep
+            :meth:`ControllerManager.run_until_stable` from returning).
+        waiting: a short description of what the key waits for (shown when a run ends
+            with work still pending).
+    """
+
+    requeue_after: float | None = None
+    resync: bool = False
+    waiting: str = ""
+
+
+DONE = Result()
+
+Mapper = Callable[[WatchEvent], Iterable[tuple[str, str]]]
+
+
+@attrs.frozen
+class WatchSpec:
+    """A kind a controller watches and how a change maps to ``(namespace, name)`` keys.
+
+    ``mapper=None`` means the changed object's own namespace and name.
+    """
+
+    api_version: str
+    kind: str
+    mapper: Mapper | None = None
+
+
+class Controller:
+    """Base class of controllers. Subclasses set ``name`` and ``watches`` and implement ``reconcile``."""
+
+    name: str = ""
+    watches: Sequence[WatchSpec] = ()
+
+    def reconcile(self, namespace: str, name: str) -> Result | None:
+        """Move the state of one key towards the desired state; return what to do next."""
+        raise NotImplementedError
+
+
+class Reporter:
+    """Receives what the manager does; every callback does nothing by default."""
+
+    def on_reconcile(self, key: Key, seconds: float, result: Result | None) -> None:
+        """A reconcile finished."""
+
+    def on_error(self, key: Key, error: BaseException, attempt: int, retry_in: float) -> None:
+        """A reconcile raised; it will be retried."""
+
+    def on_event(self, message: str) -> None:
+        """A controller reported something a person watching would want to see."""
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+class WorkQueue:
+    """Keys to reconcile: ready ones in FIFO order, delayed ones by due time.
+
+    Args:
+        clock: the time source.
+        base_backoff: first retry delay after a failure (doubles per failure of the key).
+        max_backoff: the longest retry delay.
+    """
+
+    def __init__(self, clock: Clock, base_backoff: float = 0.05, max_backoff: float = 60.0) -> None:
+        self.clock = clock
+        self.base_backoff = base_backoff
+        self.max_backoff = max_backoff
+        self._ready: deque[Key] = deque()
+        self._queued: set[Key] = set()
+        self._delayed: list[tuple[float, int, Key]] = []
+        self._due: dict[Key, tuple[float, bool]] = {}
+        self._failures: dict[Key, int] = {}
+        self._counter = itertools.count()
+
+    def add(self, key: Key) -> None:
+        """Queue a key now (no-op when it is already queued)."""
+        if key not in self._queued:
+            self._queued.add(key)
+            self._ready.append(key)
+
+    def add_after(self, key: Key, delay: float, *, resync: bool = False) -> None:
+        """Queue a key after ``delay`` seconds (an earlier due time wins)."""
+        if delay <= 0:
+            self.add(key)
+            return
+        due = self.clock.now() + delay
+        known = self._due.get(key)
+        if known is not None and known[0] <= due:
+            if known[1] and not resync:  # keep the earlier time, but it now counts as pending work
+                self._due[key] = (known[0], False)
+            return
+        self._due[key] = (due, resync)
+        heapq.heappush(self._delayed, (due, next(self._counter), key))
+
+    def add_rate_limited(self, key: Key) -> float:
+        """Queue a key after its backoff delay; returns the delay."""
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        delay = min(self.base_backoff * 2.0**failures, self.max_backoff)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: Key) -> None:
+        """The key succeeded: reset its backoff."""
+        self._failures.pop(key, None)
+
+    def cancel_delayed(self, key: Key) -> None:
+        """Drop the key's delayed entry (a reconcile that just ran decides what comes next)."""
+        self._due.pop(key, None)
+
+    def failures(self, key: Key) -> int:
+        return self._failures.get(key, 0)
+
+    def _promote(self) -> None:
+        now = self.clock.now()
+        while self._delayed and self._delayed[0][0] <= now:
+            due, _, key = heapq.heappop(self._delayed)
+            known = self._due.get(key)
+            if known is None or known[0] != due:
+                continue  # superseded by an earlier due time
+            del self._due[key]
+            self.add(key)
+
+    def pop(self) -> Key | None:
+        """The next ready key, or ``None``."""
+        self._promote()
+        if not self._ready:
+            return None
+        key = self._ready.popleft()
+        self._queued.discard(key)
+        return key
+
+    def next_due(self, *, pending_only: bool = False) -> float | None:
+        """When the earliest delayed key is due (``pending_only``: ignoring resyncs)."""
+        times = [due for due, resync in self._due.values() if not (pending_only and resync)]
+        return min(times, default=None)
+
+    def has_ready(self) -> bool:
+        self._promote()
+        return bool(self._ready)
+
+    def pending_keys(self) -> list[Key]:
+        """Keys ready or delayed as unfinished work (not resyncs)."""
+        return sorted(set(self._ready) | {k for k, (_, resync) in self._due.items() if not resync})
+
+
+# --------------------------------------------------------------------------- the manager
+
+
+@attrs.frozen
+class RunOutcome:
+    """How a run ended: ``stable`` (nothing left to do) or not, and what was still pending."""
+
+    stable: bool
+    reconciles: int
+    pending: tuple[str, ...] = ()
+
+
+class ControllerManager:
+    """Runs controllers over one store.
+
+    Args:
+        store: the cluster store.
+        controllers: the controllers, in the order their keys are processed when due together.
+        clock: the time source (a :class:`FakeClock` makes runs deterministic).
+        reporter: receives progress callbacks.
+        context: what the controllers share (kept for callers; the manager does not use it).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        controllers: Sequence[Controller],
+        *,
+        clock: Clock | None = None,
+        reporter: Reporter | None = None,
+        context: Any = None,
+    ) -> None:
+        self.store = store
+        self.context = context
+        self.clock = clock or RealClock()
+        self.reporter = reporter or Reporter()
+        self.controllers = {c.name: c for c in controllers}
+        if len(self.controllers) != len(controllers):
+            raise OlmkitError("two controllers have the same name")
+        self.queue = WorkQueue(self.clock)
+        self._waiting: dict[Key, str] = {}
+        # one watch per kind, dispatched to every controller watching it
+        self._routes: dict[tuple[str, str], list[tuple[Controller, Mapper | None]]] = {}
+        for controller in controllers:
+            for spec in controller.watches:
+                self._routes.setdefault((spec.api_version, spec.kind), []).append((controller, spec.mapper))
+        self._versions: dict[tuple[str, str], str | None] = dict.fromkeys(self._routes)
+        self.reconciles = 0
+
+    # -- events -------------------------------------------------------------------
+
+    def _dispatch(self, route: tuple[str, str], event: WatchEvent) -> None:
+        for controller, mapper in self._routes[route]:
+            if mapper is None:
+                meta = event.object.get("metadata") or {}
+                keys: Iterable[tuple[str, str]] = [(str(meta.get("namespace") or ""), str(meta.get("name")))]
+            else:
+                keys = mapper(event)
+            for namespace, name in keys:
+                self.queue.add(Key(controller.name, namespace, name))
+
+    def poll(self) -> int:
+        """Deliver every change since the last poll to the queue; returns how many."""
+        count = 0
+        for route in self._routes:
+            api_version, kind = route
+            try:
+                watch = self.store.watch(api_version, kind, resource_version=self._versions[route], timeout=0)
+            except Expired:
+                watch = self.store.watch(api_version, kind, resource_version=None, timeout=0)  # relist
+            with watch:
+                for event in watch:
+                    self._dispatch(route, event)
+                    count += 1
+                self._versions[route] = watch.resource_version
+        return count
+
+    def enqueue(self, controller: str, namespace: str, name: str) -> None:
+        """Queue a key by hand."""
+        self.queue.add(Key(controller, namespace, name))
+
+    # -- reconciling --------------------------------------------------------------
+
+    def process_one(self) -> bool:
+        """Reconcile the next ready key; returns whether there was one."""
+        key = self.queue.pop()
+        if key is None:
+            return False
+        controller = self.controllers[key.controller]
+        self.queue.cancel_delayed(key)
+        start = time.perf_counter()
+        self.reconciles += 1
+        try:
+            result = controller.reconcile(key.namespace, key.name)
+        except Conflict as exc:
+            self._retry(key, exc)
+            return True
+        except (OlmkitError, StoreError) as exc:
+            self._retry(key, exc)
+            return True
+        except Exception as exc:  # a bug in a controller must not stop the others
+            exc.__notes__ = [*getattr(exc, "__notes__", []), traceback.format_exc()]
+            self._retry(key, exc)
+            return True
+        self.queue.forget(key)
+        self._waiting.pop(key, None)
+        if result is not None and result.requeue_after is not None:
+            self.queue.add_after(key, result.requeue_after, resync=result.resync)
+            if not result.resync and result.waiting:
+                self._waiting[key] = result.waiting
+        self.reporter.on_reconcile(key, time.perf_counter() - start, result)
+        return True
+
+    def _retry(self, key: Key, error: BaseException) -> None:
+        attempt = self.queue.failures(key) + 1
+        delay = self.queue.add_rate_limited(key)
+        self._waiting[key] = f"retrying after error: {error}"
+        self.reporter.on_error(key, error, attempt, delay)
+
+    def run_until_stable(
+        self, timeout: float | None = None, *, wait: bool = True, max_reconciles: int | None = None
+    ) -> RunOutcome:
+        """Run until no work is pending (only periodic resyncs left), or ``timeout`` seconds passed.
+
+        ``wait=False`` stops as soon as nothing is ready now, without waiting for delayed
+        work (a sweep). With a :class:`FakeClock` the clock jumps to the next due key when
+        nothing is ready, so waits (install timeouts, backoffs) cost no real time.
+        """
+        fake = isinstance(self.clock, FakeClock)
+        deadline = None if timeout is None else self.clock.now() + timeout
+        wall_deadline = None if timeout is None else time.monotonic() + timeout
+        start_count = self.reconciles
+        while True:
+            self.poll()
+            if self.queue.has_ready():
+                self.process_one()
+                if max_reconciles is not None and self.reconciles - start_count >= max_reconciles:
+                    return self._outcome(False, start_count)
+                continue
+            due = self.queue.next_due(pending_only=True)
+            if due is None or not wait:
+                return self._outcome(True, start_count)
+            if deadline is not None and due > deadline:
+                return self._outcome(False, start_count)
+            if wall_deadline is not None and time.monotonic() >= wall_deadline:
+                return self._outcome(False, start_count)
+            if fake:
+                assert isinstance(self.clock, FakeClock)
+                self.clock.advance(due - self.clock.now())
+            else:
+                self._idle(due)
+
+    def run_forever(self, should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Run until ``should_stop()`` is true (``olmkit run``)."""
+        while not should_stop():
+            self.poll()
+            if self.queue.has_ready():
+                self.process_one()
+                continue
+            due = self.queue.next_due()
+            self._idle(due if due is not None else self.clock.now() + 1.0)
+
+    def _idle(self, until: float) -> None:
+        """Wait for ``until`` or the next change in the store, whichever comes first."""
+        step = 0.05
+        while self.clock.now() < until:
+            if self.poll():
+                return
+            self.clock.sleep(min(step, until - self.clock.now()))
+            step = min(step * 2, 0.5)
+
+    def _outcome(self, stable: bool, start_count: int) -> RunOutcome:
+        pending = tuple(f"{key}: {self._waiting.get(key, 'queued')}" for key in self.queue.pending_keys())
+        return RunOutcome(stable=stable and not pending, reconciles=self.reconciles - start_count, pending=pending)
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, name)`` of an object."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def owners_of(obj: Object, kind: str) -> list[tuple[str, str]]:
+    """``(namespace, name)`` of the owners of ``kind`` named in the object's ownerReferences."""
+    meta = obj.get("metadata") or {}
+    ns = str(meta.get("namespace") or "")
+    return [(ns, str(ref.get("name"))) for ref in meta.get("ownerReferences") or () if ref.get("kind") == kind]

@@ -1,0 +1,733 @@
+"""The subscription controller (Catalog Operator): resolve a namespace, write its InstallPlan.
+
+One key per namespace, as upstream's ``syncResolvingNamespace``:
+
+1. bring every Subscription's status up to date with the cluster: the InstallPlan it
+   references (``InstallPlanPending``, ``InstallPlanFailed``, ``InstallPlanMissing``), the
+   CSV it installs (``installedCSV``, ``state`` ``AtLatestKnown`` / ``UpgradeAvailable`` /
+   ``UpgradePending`` / ``UpgradeFailed``) and its catalogs' health
+   (``CatalogSourcesUnhealthy``); a subscription generated for a dependency adopts the
+   InstallPlan that created it. A change ends the pass (the write wakes the next one).
+2. resolve when some subscription has something to do: no InstallPlan in flight and no CSV
+   still installing or being replaced (so each version of an upgrade chain runs before the
+   next hop), under a namespace lease so that two processes never both plan;
+3. on failure set ``ResolutionFailed`` (``ConstraintsNotSatisfiable`` with the
+   explanation tree, or ``ErrorPreventedResolution``) on every subscription;
+4. on success get every new bundle's content (``BundleUnpackFailed`` when impossible),
+   build the steps (CSVs, CRDs, bundle objects, the strategy's RBAC, Subscriptions for
+   new dependencies) and create the InstallPlan, ``Manual`` when any subscription asks for
+   manual approval, then point the subscriptions at it.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+
+from olmkit.catalog.graph import upgrades_from
+from olmkit.catalog.sources import READY
+from olmkit.errors import OlmkitError
+from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
+from olmkit.lifecycle.catalogs import source_label
+from olmkit.lifecycle.context import LifecycleContext
+from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, OPERATOR_GROUP, SUBSCRIPTION
+from olmkit.lifecycle.lease import Lease
+from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
+from olmkit.lifecycle.status import (
+    find_condition,
+    owner_reference,
+    remove_condition,
+    set_condition,
+    spec_of,
+    status_of,
+)
+from olmkit.lifecycle.strategy import InstallContext, StrategyError, installer_for
+from olmkit.model import Property
+from olmkit.resolver import InstalledCSV, Resolution, ResolutionRequest, SourceRef, Step, SubscriptionRef
+from olmkit.resolver.manifests import EXCLUDE_GLOBAL_ANNOTATION, PROPERTIES_ANNOTATION, Manifest, _csv_properties
+from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
+
+__all__ = [
+    "GENERATED_BY_ANNOTATION",
+    "STATE_AT_LATEST",
+    "STATE_FAILED",
+    "STATE_UPGRADE_AVAILABLE",
+    "STATE_UPGRADE_PENDING",
+    "SubscriptionController",
+]
+
+GENERATED_BY_ANNOTATION: Final = "operators.coreos.com/generated-by"
+
+STATE_AT_LATEST: Final = "AtLatestKnown"
+STATE_UPGRADE_AVAILABLE: Final = "UpgradeAvailable"
+STATE_UPGRADE_PENDING: Final = "UpgradePending"
+STATE_FAILED: Final = "UpgradeFailed"
+
+RESOLUTION_FAILED: Final = "ResolutionFailed"
+BUNDLE_UNPACK_FAILED: Final = "BundleUnpackFailed"
+CATALOG_SOURCES_UNHEALTHY: Final = "CatalogSourcesUnhealthy"
+INSTALL_PLAN_PENDING: Final = "InstallPlanPending"
+INSTALL_PLAN_FAILED: Final = "InstallPlanFailed"
+INSTALL_PLAN_MISSING: Final = "InstallPlanMissing"
+
+UNFINISHED_PLAN_PHASES: Final = frozenset({"", "Planning", "RequiresApproval", "Installing"})
+#: how long a namespace whose resolution hit an error waits before trying again (a resync)
+ERROR_RETRY: Final = 30.0
+LEASE_NAME: Final = "olmkit-resolver"
+#: the digest of the resolution inputs an InstallPlan was made from
+INPUTS_ANNOTATION: Final = "olmkit.io/resolution-inputs"
+#: InstallPlans kept per namespace (older finished ones are deleted, as upstream keeps 5)
+KEEP_INSTALL_PLANS: Final = 5
+
+#: Optional bundle objects the spec lets a bundle carry (other kinds are listed as
+#: ``UnsupportedResource`` steps and not created).
+BUNDLE_OBJECT_KINDS: Final = frozenset(
+    {
+        "Secret",
+        "ConfigMap",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+        "Service",
+        "PrometheusRule",
+        "ServiceMonitor",
+        "PodDisruptionBudget",
+        "PriorityClass",
+        "VerticalPodAutoscaler",
+        "ConsoleYAMLSample",
+        "ConsoleQuickStart",
+        "ConsoleCLIDownload",
+        "ConsoleLink",
+    }
+)
+
+
+def _namespace_of(event: WatchEvent) -> list[tuple[str, str]]:
+    ns = (event.object.get("metadata") or {}).get("namespace")
+    return [("", str(ns))] if ns else []
+
+
+def _subscription(obj: Mapping[str, Any]) -> SubscriptionRef:
+    ns = str(obj["metadata"].get("namespace") or "")
+    return SubscriptionRef.from_manifest(obj, ns)
+
+
+def _random_suffix(n: int = 5) -> str:
+    return "".join(random.choices(string.ascii_lowercase + string.digits, k=n))
+
+
+class SubscriptionController(Controller):
+    """Resolves namespaces and writes their InstallPlans."""
+
+    name = "subscription"
+
+    def __init__(self, ctx: LifecycleContext) -> None:
+        self.ctx = ctx
+        self.watches = (
+            WatchSpec(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, _namespace_of),
+            WatchSpec(CSV.api_version, CSV.kind, _namespace_of),
+            WatchSpec(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, _namespace_of),
+            WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, _namespace_of),
+            WatchSpec(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind, self._catalog_changed),
+        )
+        # inputs of the last resolution per namespace that needed nothing (or failed for good)
+        self._settled: dict[str, bytes] = {}
+
+    def _catalog_changed(self, event: WatchEvent) -> list[tuple[str, str]]:
+        ns = str((event.object.get("metadata") or {}).get("namespace") or "")
+        if ns != self.ctx.options.global_namespace:
+            return [("", ns)]
+        subs = self.ctx.store.list(SUBSCRIPTION.api_version, SUBSCRIPTION.kind)
+        return [("", n) for n in sorted({str(s["metadata"]["namespace"]) for s in subs})]
+
+    # -- the pass -------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result | None:
+        ns = name
+        store = self.ctx.store
+        subs = sorted(store.list(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, ns), key=lambda o: o["metadata"]["name"])
+        if not subs:
+            self._settled.pop(ns, None)
+            return DONE
+        groups = list(store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, ns))
+        exclude_global = any(
+            str(((g.get("metadata") or {}).get("annotations") or {}).get(EXCLUDE_GLOBAL_ANNOTATION)) == "true"
+            for g in groups
+        )
+        namespaces = [ns] if exclude_global else [ns, self.ctx.options.global_namespace]
+        sources = self.ctx.catalogs.catalog_sources(namespaces)
+        csvs = {c["metadata"]["name"]: c for c in store.list(CSV.api_version, CSV.kind, ns)}
+
+        # 1. status upkeep
+        changed = False
+        for sub in subs:
+            changed |= self._upkeep(sub, csvs, sources)
+        if changed:
+            return DONE  # the status writes wake the next pass
+
+        # 2. anything to do?
+        if all(status_of(s).get("installPlanRef") and status_of(s).get("state") == STATE_UPGRADE_PENDING for s in subs):
+            return DONE  # every subscription waits for its InstallPlan
+        plans = self._referenced_plans(ns, subs)
+        if any((status_of(p).get("phase") or "") in UNFINISHED_PLAN_PHASES for p in plans):
+            return DONE  # the plan's progress wakes the next pass
+        if any(_in_transition(c) for c in csvs.values()):
+            return DONE  # resolve again once the install or upgrade under way has finished
+        inputs = self._fingerprint(subs, csvs, groups, sources)
+        if self._settled.get(ns) == inputs or any(_failed_with(p, inputs) for p in plans):
+            return DONE  # nothing changed since the last answer (planning again would fail again)
+
+        # 3. resolve under the namespace lease
+        lease = Lease(store, ns, LEASE_NAME, self.ctx.clock)
+        if not lease.acquire():
+            return Result(requeue_after=1.0, waiting="another olmkit process is resolving this namespace")
+        try:
+            return self._resolve_and_plan(ns, subs, csvs, groups, sources, exclude_global, inputs)
+        finally:
+            lease.release()
+
+    def _resolve_and_plan(
+        self,
+        ns: str,
+        subs: list[Object],
+        csvs: Mapping[str, Object],
+        groups: list[Object],
+        sources: list[Object],
+        exclude_global: bool,
+        inputs: bytes,
+    ) -> Result:
+        try:
+            request = self._request(ns, subs, csvs, len(groups), sources, exclude_global)
+        except (OlmkitError, ValueError) as exc:
+            self._fail_all(subs, RESOLUTION_FAILED, "ErrorPreventedResolution", str(exc))
+            return Result(requeue_after=ERROR_RETRY, resync=True)
+        resolution: Resolution = self.ctx.pm.hook.olmkit_resolve(request=request)
+        if not resolution.ok:
+            message = resolution.message or "resolution failed"
+            if resolution.explanation:
+                tree = "\n".join(line for node in resolution.explanation for line in node.render())
+                message = f"{message}\n{tree}"
+            self._fail_all(subs, RESOLUTION_FAILED, resolution.reason or "ErrorPreventedResolution", message)
+            self.ctx.event(f"namespace {ns}: resolution failed: {resolution.message}")
+            if resolution.status == "unsatisfiable":
+                self._settled[ns] = inputs  # terminal until something changes
+                return DONE
+            return Result(requeue_after=ERROR_RETRY, resync=True)
+
+        steps_by_sub: dict[str, Step] = {}
+        for step in resolution.steps:
+            for sub in subs:
+                if _matches(_subscription(sub), step):
+                    steps_by_sub.setdefault(sub["metadata"]["name"], step)
+        if not resolution.steps:
+            self._clear_failures(subs)
+            self._settled[ns] = inputs
+            return DONE
+
+        try:
+            plan_name, plan = self._ensure_install_plan(ns, subs, resolution.steps, inputs)
+        except BundleUnpackError as exc:
+            self._fail_all(subs, BUNDLE_UNPACK_FAILED, "BundleUnpackFailed", str(exc))
+            self.ctx.event(f"namespace {ns}: {exc}")
+            return Result(requeue_after=ERROR_RETRY, resync=True)
+        self._gc_install_plans(ns)
+        ref = {
+            "apiVersion": INSTALL_PLAN.api_version,
+            "kind": INSTALL_PLAN.kind,
+            "name": plan_name,
+            "namespace": ns,
+            "uid": plan["metadata"]["uid"],
+            "resourceVersion": plan["metadata"]["resourceVersion"],
+        }
+        generation = int(spec_of(plan).get("generation") or 1)
+        now = self.ctx.now()
+        for sub in subs:
+            status = status_of(sub)
+            conditions = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
+            matched = steps_by_sub.get(sub["metadata"]["name"])
+            if matched is not None:
+                status.update(
+                    currentCSV=matched.bundle,
+                    installPlanRef=ref,
+                    installplan={
+                        "apiVersion": INSTALL_PLAN.api_version,
+                        "kind": INSTALL_PLAN.kind,
+                        "name": plan_name,
+                        "uuid": ref["uid"],
+                    },
+                    installPlanGeneration=generation,
+                    state=STATE_UPGRADE_PENDING,
+                    lastUpdated=now,
+                )
+            status["conditions"] = conditions
+            self._write_status(sub, status)
+        return DONE
+
+    # -- status upkeep ------------------------------------------------------------------
+
+    def _upkeep(self, sub: Object, csvs: Mapping[str, Object], sources: list[Object]) -> bool:
+        store, now = self.ctx.store, self.ctx.now()
+        ns = sub["metadata"]["namespace"]
+        status = status_of(sub)
+        before = orjson.dumps(status, option=orjson.OPT_SORT_KEYS)
+        conditions = list(status.get("conditions") or ())
+
+        # a subscription generated for a dependency adopts the InstallPlan that created it
+        generated_by = (sub["metadata"].get("annotations") or {}).get(GENERATED_BY_ANNOTATION)
+        if not status.get("installPlanRef") and generated_by:
+            try:
+                plan = store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, generated_by, ns)
+            except NotFound:
+                plan = None
+            if plan is not None:
+                status["installPlanRef"] = {
+                    "apiVersion": INSTALL_PLAN.api_version,
+                    "kind": INSTALL_PLAN.kind,
+                    "name": generated_by,
+                    "namespace": ns,
+                    "uid": plan["metadata"]["uid"],
+                }
+                status["state"] = STATE_UPGRADE_PENDING
+                status["currentCSV"] = spec_of(sub).get("startingCSV") or ""
+
+        # the referenced InstallPlan
+        plan_failed = False
+        ref = status.get("installPlanRef") or {}
+        if ref.get("name"):
+            try:
+                plan = store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ref["name"], ns)
+            except NotFound:
+                plan = None
+            if plan is None:
+                conditions = remove_condition(conditions, INSTALL_PLAN_PENDING, INSTALL_PLAN_FAILED)
+                conditions = set_condition(
+                    conditions,
+                    INSTALL_PLAN_MISSING,
+                    "True",
+                    reason="ReferencedInstallPlanNotFound",
+                    message=f"installplan {ref['name']} not found",
+                    now=now,
+                )
+            else:
+                phase = status_of(plan).get("phase") or ""
+                conditions = remove_condition(conditions, INSTALL_PLAN_MISSING)
+                if phase in UNFINISHED_PLAN_PHASES:
+                    conditions = remove_condition(conditions, INSTALL_PLAN_FAILED)
+                    conditions = set_condition(
+                        conditions, INSTALL_PLAN_PENDING, "True", reason=phase or "InstallPlanNotYetReconciled", now=now
+                    )
+                elif phase == "Failed":
+                    plan_failed = True
+                    failed = find_condition(status_of(plan).get("conditions"), "Installed") or {}
+                    conditions = remove_condition(conditions, INSTALL_PLAN_PENDING)
+                    conditions = set_condition(
+                        conditions,
+                        INSTALL_PLAN_FAILED,
+                        "True",
+                        reason=str(failed.get("reason") or "InstallPlanFailed"),
+                        message=str(failed.get("message") or ""),
+                        now=now,
+                    )
+                else:
+                    conditions = remove_condition(conditions, INSTALL_PLAN_PENDING, INSTALL_PLAN_FAILED)
+
+        # the CSV it installs
+        current = status.get("currentCSV") or ""
+        if current:
+            csv = csvs.get(current)
+            if csv is None:
+                status["state"] = STATE_FAILED if plan_failed else STATE_UPGRADE_PENDING
+            else:
+                status["installedCSV"] = current
+                status["state"] = STATE_UPGRADE_AVAILABLE if self._upgrade_available(sub, csv) else STATE_AT_LATEST
+
+        # catalog health
+        health: list[dict[str, Any]] = []
+        unhealthy = []
+        for src in sources:
+            state = ((status_of(src).get("connectionState") or {}).get("lastObservedState")) or ""
+            healthy = state == READY
+            if not healthy:
+                unhealthy.append(source_label(src))
+            health.append(
+                {
+                    "catalogSourceRef": {
+                        "apiVersion": CATALOG_SOURCE.api_version,
+                        "kind": CATALOG_SOURCE.kind,
+                        "name": src["metadata"]["name"],
+                        "namespace": src["metadata"]["namespace"],
+                        "uid": src["metadata"].get("uid", ""),
+                    },
+                    "healthy": healthy,
+                }
+            )
+        old_health = {
+            (h["catalogSourceRef"]["namespace"], h["catalogSourceRef"]["name"]): h
+            for h in status.get("catalogHealth") or ()
+        }
+        for h in health:
+            key = (h["catalogSourceRef"]["namespace"], h["catalogSourceRef"]["name"])
+            was = old_health.get(key)
+            h["lastUpdated"] = was["lastUpdated"] if was and was.get("healthy") == h["healthy"] else now
+        status["catalogHealth"] = health
+        if not sources:
+            conditions = set_condition(
+                conditions,
+                CATALOG_SOURCES_UNHEALTHY,
+                "True",
+                reason="NoCatalogSourcesFound",
+                message="dependency resolution requires at least one catalogsource",
+                now=now,
+            )
+        elif unhealthy:
+            conditions = set_condition(
+                conditions,
+                CATALOG_SOURCES_UNHEALTHY,
+                "True",
+                reason="UnhealthyCatalogSourceFound",
+                message="targeted catalogsource " + ", ".join(unhealthy) + " unhealthy",
+                now=now,
+            )
+        else:
+            conditions = set_condition(
+                conditions,
+                CATALOG_SOURCES_UNHEALTHY,
+                "False",
+                reason="AllCatalogSourcesHealthy",
+                message="all available catalogsources are healthy",
+                now=now,
+            )
+        status["conditions"] = conditions
+        if orjson.dumps(status, option=orjson.OPT_SORT_KEYS) == before:
+            return False
+        status["lastUpdated"] = now
+        self._write_status(sub, status)
+        return True
+
+    def _upgrade_available(self, sub: Object, csv: Object) -> bool:
+        """Whether the subscribed channel has a bundle that upgrades the installed CSV."""
+        ref = _subscription(sub)
+        try:
+            obj = self.ctx.store.get(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind, ref.source, ref.source_namespace)
+            catalog = self.ctx.catalogs.snapshot(obj)
+        except (NotFound, OlmkitError):
+            return False
+        package = catalog.packages.get(ref.package)
+        channel = ref.channel or (package.default_channel if package is not None else None)
+        entries = catalog.channels.get(ref.package, {}).get(channel or "")
+        if entries is None:
+            return False
+        name = csv["metadata"]["name"]
+        version = spec_of(csv).get("version")
+        return any(
+            upgrades_from(e, name, str(version) if version else None) is not None and e.name != name
+            for e in entries.entries
+        )
+
+    def _referenced_plans(self, ns: str, subs: list[Object]) -> list[Object]:
+        """The InstallPlans the subscriptions reference (those that exist)."""
+        plans = []
+        for sub in subs:
+            ref = status_of(sub).get("installPlanRef") or {}
+            if ref.get("name"):
+                try:
+                    plans.append(self.ctx.store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ref["name"], ns))
+                except NotFound:
+                    continue
+        return plans
+
+    def _fingerprint(
+        self, subs: list[Object], csvs: Mapping[str, Object], groups: list[Object], sources: list[Object]
+    ) -> bytes:
+        data = [
+            [
+                (s["metadata"]["name"], spec_of(s), status_of(s).get("installedCSV"), status_of(s).get("currentCSV"))
+                for s in subs
+            ],
+            [
+                (
+                    n,
+                    spec_of(c).get("version"),
+                    spec_of(c).get("replaces"),
+                    (c["metadata"].get("annotations") or {}).get(PROPERTIES_ANNOTATION),
+                    status_of(c).get("reason") == "Copied",
+                )
+                for n, c in sorted(csvs.items())
+            ],
+            [(g["metadata"]["name"], g["metadata"].get("annotations")) for g in groups],
+            [(source_label(s), spec_of(s), status_of(s).get("catalogDigest")) for s in sources],
+        ]
+        return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS, default=str)).digest()
+
+    # -- resolution ---------------------------------------------------------------------
+
+    def _request(
+        self,
+        ns: str,
+        subs: list[Object],
+        csvs: Mapping[str, Object],
+        group_count: int,
+        sources: list[Object],
+        exclude_global: bool,
+    ) -> ResolutionRequest:
+        refs = []
+        for sub in subs:
+            try:
+                refs.append(_subscription(sub))
+            except ValueError as exc:
+                raise OlmkitError(f"subscription {ns}/{sub['metadata']['name']}: {exc}") from None
+        installed = []
+        for name, csv in sorted(csvs.items()):
+            status = status_of(csv)
+            if status.get("reason") == "Copied" or csv["metadata"].get("deletionTimestamp"):
+                continue
+            packages = {r.package for r in refs if r.installed_csv == name}
+            package = next(iter(packages)) if len(packages) == 1 else None
+            version = spec_of(csv).get("version")
+            installed.append(
+                InstalledCSV(
+                    name=name,
+                    version=str(version) if version is not None else None,
+                    properties=_csv_properties(
+                        Manifest(csv, f"clusterserviceversion {ns}/{name}"), package, self.ctx.pm
+                    ),
+                    replaces=spec_of(csv).get("replaces"),
+                    phase=status.get("phase"),
+                )
+            )
+        source_refs = []
+        for src in sources:
+            priority = spec_of(src).get("priority", 0)
+            source_refs.append(
+                SourceRef(
+                    src["metadata"]["name"],
+                    src["metadata"]["namespace"],
+                    self.ctx.catalogs.resolution_source(src),
+                    priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
+                )
+            )
+        return ResolutionRequest(
+            namespace=ns,
+            registry=self.ctx.registry,
+            subscriptions=refs,
+            installed=installed,
+            sources=source_refs,
+            operator_groups=group_count,
+            global_namespace=self.ctx.options.global_namespace,
+            exclude_global=exclude_global,
+            backend=self.ctx.options.backend,
+        )
+
+    # -- the InstallPlan ----------------------------------------------------------------
+
+    def _ensure_install_plan(
+        self, ns: str, subs: list[Object], steps: Sequence[Step], inputs: bytes
+    ) -> tuple[str, Object]:
+        """Create the InstallPlan for ``steps`` (or reuse an unfinished identical one a crash left behind)."""
+        store = self.ctx.store
+        csv_names = [s.bundle for s in steps]
+        plans = list(store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns))
+        for plan in plans:
+            if spec_of(plan).get("clusterServiceVersionNames") == csv_names and not status_of(plan).get("phase"):
+                name = plan["metadata"]["name"]
+                return name, self._write_plan_status(plan, self._plan_steps(ns, name, steps))
+        approval = "Automatic"
+        if any(spec_of(s).get("installPlanApproval") == "Manual" for s in subs):
+            approval = "Manual"
+        generation = 1 + max(
+            [int(spec_of(p).get("generation") or 0) for p in plans]
+            + [int(status_of(s).get("installPlanGeneration") or 0) for s in subs]
+        )
+        owners = [owner_reference(s, controller=False) for s in subs]
+        while True:
+            name = f"install-{_random_suffix()}"
+            plan_steps = self._plan_steps(ns, name, steps)
+            try:
+                plan = store.create(
+                    {
+                        "apiVersion": INSTALL_PLAN.api_version,
+                        "kind": INSTALL_PLAN.kind,
+                        "metadata": {
+                            "name": name,
+                            "namespace": ns,
+                            "ownerReferences": owners,
+                            "annotations": {INPUTS_ANNOTATION: inputs.hex()},
+                        },
+                        "spec": {
+                            "clusterServiceVersionNames": csv_names,
+                            "approval": approval,
+                            "approved": approval == "Automatic",
+                            "generation": generation,
+                        },
+                    }
+                )
+            except AlreadyExists:
+                continue
+            break
+        plan = self._write_plan_status(plan, plan_steps)
+        self.ctx.event(
+            f"namespace {ns}: installplan {name} ({approval}) for "
+            + ", ".join(f"{s.bundle}" + (f" (replaces {s.replaces})" if s.replaces else "") for s in steps)
+        )
+        return name, plan
+
+    def _write_plan_status(self, plan: Object, steps: list[dict[str, Any]]) -> Object:
+        approval = spec_of(plan).get("approval")
+        phase = "RequiresApproval" if approval == "Manual" and not spec_of(plan).get("approved") else "Installing"
+        catalogs = sorted({f"{s['resource']['sourceNamespace']}/{s['resource']['sourceName']}" for s in steps})
+        status = {"phase": phase, "plan": steps, "catalogSources": catalogs, "conditions": []}
+        return self.ctx.store.update_status({**plan, "status": status})
+
+    def _plan_steps(self, ns: str, plan_name: str, steps: Sequence[Step]) -> list[dict[str, Any]]:
+        """The InstallPlan's steps for the resolved bundles, CSVs first, then CRDs, then the rest."""
+        csv_steps: list[dict[str, Any]] = []
+        crd_steps: list[dict[str, Any]] = []
+        rest: list[dict[str, Any]] = []
+        install_ctx = InstallContext(self.ctx.store, self.ctx.now)
+        for step in steps:
+            content = bundle_content(self.ctx.pm, step.content, name=step.bundle, image=step.image)
+
+            csv = self._csv_manifest(ns, step, content.csv)
+            csv_steps.append(_plan_step(step, csv))
+            crd_steps += [_plan_step(step, crd) for crd in content.crds]
+            for obj in content.objects:
+                supported = obj.get("kind") in BUNDLE_OBJECT_KINDS
+                rest.append(_plan_step(step, obj, "Unknown" if supported else "UnsupportedResource"))
+            try:
+                installer = installer_for(self.ctx.registry, csv, install_ctx)
+                rest += [_plan_step(step, obj) for obj in installer.plan_objects(csv)]
+            except StrategyError:
+                pass  # the CSV controller reports the unknown strategy on the CSV
+            if step.subscription is None:
+                rest.append(_plan_step(step, self._generated_subscription(ns, plan_name, step)))
+        return csv_steps + crd_steps + rest
+
+    def _csv_manifest(self, ns: str, step: Step, csv: Mapping[str, Any]) -> dict[str, Any]:
+        meta = dict(csv.get("metadata") or {})
+        annotations = dict(meta.get("annotations") or {})
+        annotations[PROPERTIES_ANNOTATION] = orjson.dumps(
+            {"properties": [_property_json(p) for p in step.properties]}
+        ).decode()
+        meta.update(namespace=ns, annotations=annotations)
+        for key in ("resourceVersion", "uid", "creationTimestamp", "generation"):
+            meta.pop(key, None)
+        spec = dict(csv.get("spec") or {})
+        if step.replaces:
+            spec["replaces"] = step.replaces
+        else:
+            spec.pop("replaces", None)
+        return {"apiVersion": csv.get("apiVersion", CSV.api_version), "kind": CSV.kind, "metadata": meta, "spec": spec}
+
+    def _generated_subscription(self, ns: str, plan_name: str, step: Step) -> dict[str, Any]:
+        return {
+            "apiVersion": SUBSCRIPTION.api_version,
+            "kind": SUBSCRIPTION.kind,
+            "metadata": {
+                "name": step.generated_subscription,
+                "namespace": ns,
+                "annotations": {GENERATED_BY_ANNOTATION: plan_name},
+            },
+            "spec": {
+                "source": step.catalog,
+                "sourceNamespace": step.catalog_namespace,
+                "name": step.package,
+                "channel": step.channel,
+                "startingCSV": step.bundle,
+                "installPlanApproval": "Automatic",
+            },
+        }
+
+    def _gc_install_plans(self, ns: str) -> None:
+        """Delete finished InstallPlans beyond the newest :data:`KEEP_INSTALL_PLANS`."""
+        plans = [
+            p
+            for p in self.ctx.store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns)
+            if status_of(p).get("phase") in ("Complete", "Failed")
+        ]
+        plans.sort(key=lambda p: (int(spec_of(p).get("generation") or 0), p["metadata"]["name"]))
+        for plan in plans[: max(0, len(plans) - KEEP_INSTALL_PLANS)]:
+            with contextlib.suppress(NotFound):
+                self.ctx.store.delete(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, plan["metadata"]["name"], ns)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _write_status(self, sub: Object, status: dict[str, Any]) -> None:
+        if status_of(sub) == status:
+            return
+        self.ctx.store.update_status({**sub, "status": status})
+
+    def _fail_all(self, subs: Iterable[Object], type_: str, reason: str, message: str) -> None:
+        now = self.ctx.now()
+        for sub in subs:
+            status = status_of(sub)
+            status["conditions"] = set_condition(
+                status.get("conditions"), type_, "True", reason=reason, message=message, now=now
+            )
+            self._write_status(sub, status)
+
+    def _clear_failures(self, subs: Iterable[Object]) -> None:
+        for sub in subs:
+            status = status_of(sub)
+            status["conditions"] = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
+            self._write_status(sub, status)
+
+
+def _failed_with(plan: Mapping[str, Any], inputs: bytes) -> bool:
+    """Whether an InstallPlan failed, and was made from these very resolution inputs."""
+    annotations = plan["metadata"].get("annotations") or {}
+    return status_of(plan).get("phase") == "Failed" and annotations.get(INPUTS_ANNOTATION) == inputs.hex()
+
+
+def _plan_step(step: Step, obj: Mapping[str, Any], status: str = "Unknown") -> dict[str, Any]:
+    """An InstallPlan step creating ``obj`` for the bundle of ``step``."""
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    return {
+        "resolving": step.bundle,
+        "resource": {
+            "group": group,
+            "version": version,
+            "kind": obj["kind"],
+            "name": (obj.get("metadata") or {}).get("name", ""),
+            "sourceName": step.catalog,
+            "sourceNamespace": step.catalog_namespace,
+            "manifest": orjson.dumps(obj).decode(),
+        },
+        "status": status,
+    }
+
+
+def _in_transition(csv: Mapping[str, Any]) -> bool:
+    """Whether a CSV is on its way somewhere on its own: being installed, or being replaced.
+
+    Upstream resolves the next upgrade as soon as the previous CSV exists, so intermediate
+    versions of a chain may never run; olmkit lets each one finish first. A CSV that is
+    stuck (requirements not met, not upgradeable, failed) does not hold resolution up.
+    """
+    status = status_of(csv)
+    phase = status.get("phase") or ""
+    if phase in ("", "InstallReady", "Installing", "Replacing", "Deleting"):
+        return True
+    return phase == "Pending" and status.get("reason") in (None, "", "RequirementsUnknown")
+
+
+def _matches(ref: SubscriptionRef, step: Step) -> bool:
+    """Whether a subscription asks for the package, channel and catalog of a step (upstream's rule)."""
+    if ref.package != step.package:
+        return False
+    if ref.channel and ref.channel != step.channel:
+        return False
+    return not (ref.source and (ref.source, ref.source_namespace) != (step.catalog, step.catalog_namespace))
+
+
+def _property_json(prop: Property) -> dict[str, Any]:
+    return {"type": prop.type, "value": prop.value}

@@ -1,0 +1,113 @@
+"""Installing operators end to end on the embedded store: Subscription → InstallPlan → CSV Succeeded."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.lifecycle.harness import Cluster
+
+
+def test_install_with_dependency(cluster: Cluster) -> None:
+    """A subscription installs the channel head and, for the API it requires, a dependency (generated Subscription)."""
+    cluster.subscribe("postgres-operator", channel="stable")
+
+    outcome = cluster.reconcile()
+
+    assert outcome.stable, outcome.pending
+    assert ["install-" in n for n in cluster.names("ip")] == [True]
+    plan = cluster.plans()[0]
+    assert "Complete" == plan["status"]["phase"]
+    assert ["postgres-operator.v2.3.0", "cert-manager-lite.v1.2.0"] == plan["spec"]["clusterServiceVersionNames"]
+    kinds = [s["resource"]["kind"] for s in plan["status"]["plan"]]
+    assert ["ClusterServiceVersion", "ClusterServiceVersion"] == kinds[:2]
+    assert {"CustomResourceDefinition"} == set(kinds[2:5])
+    assert "Subscription" == kinds[-1]
+    assert all(s["status"] in ("Created", "Present") for s in plan["status"]["plan"])
+    assert "Succeeded" == cluster.phase("postgres-operator.v2.3.0")
+    assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
+
+    sub = cluster.get("sub", "postgres-operator")
+    assert "AtLatestKnown" == sub["status"]["state"]
+    assert "postgres-operator.v2.3.0" == sub["status"]["installedCSV"]
+    assert plan["metadata"]["name"] == sub["status"]["installPlanRef"]["name"]
+    dep = cluster.get("sub", "cert-manager-lite-stable-examples-olm")
+    assert "cert-manager-lite.v1.2.0" == dep["spec"]["startingCSV"]
+    assert plan["metadata"]["name"] == dep["metadata"]["annotations"]["operators.coreos.com/generated-by"]
+    assert "cert-manager-lite.v1.2.0" == dep["status"]["installedCSV"]
+
+
+def test_installed_csv_carries_bundle_properties_and_owns_its_workload(cluster: Cluster) -> None:
+    """The CSV gets the properties annotation; its Deployment, RBAC and service account are created and owned by it."""
+    cluster.subscribe("cert-manager-lite", channel="stable")
+    cluster.reconcile()
+
+    csv = cluster.get("csv", "cert-manager-lite.v1.2.0")
+    props = orjson.loads(csv["metadata"]["annotations"]["operatorframework.io/properties"])["properties"]
+    assert {"type": "olm.package", "value": {"packageName": "cert-manager-lite", "version": "1.2.0"}} in props
+    deployment = cluster.get("deploy", "cert-manager-lite")
+    assert [csv["metadata"]["uid"]] == [r["uid"] for r in deployment["metadata"]["ownerReferences"]]
+    assert 1 == deployment["status"]["availableReplicas"]
+    account = cluster.get("sa", "cert-manager-lite")
+    assert csv["metadata"]["uid"] in [r["uid"] for r in account["metadata"]["ownerReferences"]]
+    roles = cluster.names("role")
+    assert 1 == len(roles)
+    assert roles[0].startswith("cert-manager-lite.v1.2.0-cert-manager-lite-")
+    requirements = {(r["kind"], r["name"]): r["status"] for r in csv["status"]["requirementStatus"]}
+    assert "Present" == requirements[("ServiceAccount", "cert-manager-lite")]
+    assert "Present" == requirements[("CustomResourceDefinition", "certificates.certs.example.io")]
+    condition = cluster.get("operatorcondition", "cert-manager-lite.v1.2.0")
+    assert ["cert-manager-lite"] == condition["spec"]["deployments"]
+
+
+def test_manual_approval_waits_for_approve(cluster: Cluster) -> None:
+    """With installPlanApproval Manual nothing is created until the plan is approved."""
+    cluster.subscribe("cert-manager-lite", channel="stable", approval="Manual")
+    cluster.reconcile()
+
+    plan = cluster.plans()[0]
+    assert "RequiresApproval" == plan["status"]["phase"]
+    assert [] == cluster.names("csv")
+    sub = cluster.get("sub", "cert-manager-lite")
+    assert "UpgradePending" == sub["status"]["state"]
+    assert "RequiresApproval" == cluster.condition(sub, "InstallPlanPending")["reason"]
+
+    plan["spec"]["approved"] = True
+    cluster.store.update(plan)
+    cluster.reconcile()
+
+    assert "Complete" == cluster.plans()[0]["status"]["phase"]
+    assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
+    sub = cluster.get("sub", "cert-manager-lite")
+    assert cluster.condition(sub, "InstallPlanPending") is None
+    assert "AtLatestKnown" == sub["status"]["state"]
+
+
+def test_unsatisfiable_subscription_gets_resolution_failed_with_explanation(cluster: Cluster) -> None:
+    """A subscription nothing can satisfy gets ResolutionFailed/ConstraintsNotSatisfiable naming the reason."""
+    cluster.subscribe("legacy-monitor", channel="stable", starting_csv="legacy-monitor.v0.1.0")  # deprecated
+    outcome = cluster.reconcile()
+
+    assert outcome.stable
+    sub = cluster.get("sub", "legacy-monitor")
+    failed = cluster.condition(sub, "ResolutionFailed")
+    assert failed is not None
+    assert "ConstraintsNotSatisfiable" == failed["reason"]
+    assert failed["message"].startswith("constraints not satisfiable:")
+    assert "legacy-monitor.v0.1.0 is deprecated" in failed["message"]
+    assert [] == cluster.plans()
+    assert any("resolution failed" in e for e in cluster.reporter.events)
+
+
+def test_missing_operator_group_prevents_resolution(make_cluster) -> None:  # type: ignore[no-untyped-def]
+    """Without an OperatorGroup the namespace cannot be resolved (ErrorPreventedResolution)."""
+    from tests.lifecycle.harness import EXAMPLES
+
+    cluster = make_cluster()
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.subscribe("cert-manager-lite")
+    outcome = cluster.reconcile()
+
+    assert outcome.stable  # the retry is a resync, not pending work
+    failed = cluster.condition(cluster.get("sub", "cert-manager-lite"), "ResolutionFailed")
+    assert "ErrorPreventedResolution" == failed["reason"]
+    assert "OperatorGroup" in failed["message"]

@@ -1,0 +1,278 @@
+"""The controller runtime: the work queue, the manager's loop, the lease, and the lifecycle hooks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from olmkit import hookimpl
+from olmkit.errors import OlmkitError
+from olmkit.lifecycle import FakeClock, build_manager
+from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
+from olmkit.lifecycle.lease import Lease
+from olmkit.lifecycle.runtime import Controller, ControllerManager, Key, Result, WatchSpec, WorkQueue
+from olmkit.lifecycle.status import parse_duration, set_condition
+from olmkit.model import Bundle, Property
+from olmkit.store import Conflict, MemoryStore
+from tests.lifecycle.harness import B, Cluster, write_catalog
+
+K = Key("c", "ns", "a")
+
+
+def test_queue_coalesces_a_key_and_keeps_fifo_order() -> None:
+    """A key queued twice is reconciled once; keys come out in the order they were first queued."""
+    queue = WorkQueue(FakeClock())
+    for name in ("a", "b", "a", "c", "b"):
+        queue.add(Key("c", "ns", name))
+
+    assert ["a", "b", "c"] == [queue.pop().name for _ in range(3)]  # type: ignore[union-attr]
+    assert queue.pop() is None
+
+
+def test_queue_delays_and_backs_off() -> None:
+    """Delayed keys wait for their time; failures double the delay up to the cap."""
+    clock = FakeClock()
+    queue = WorkQueue(clock, base_backoff=1.0, max_backoff=4.0)
+
+    delays = [queue.add_rate_limited(K) for _ in range(4)]
+    assert [1.0, 2.0, 4.0, 4.0] == delays
+    assert queue.pop() is None
+    clock.advance(1.0)
+    assert K == queue.pop()
+    queue.forget(K)
+    assert 1.0 == queue.add_rate_limited(K)
+
+
+def test_queue_earlier_due_time_wins_and_resyncs_are_not_pending() -> None:
+    """A second, later delay does not postpone a key; periodic resyncs do not count as pending work."""
+    clock = FakeClock()
+    queue = WorkQueue(clock)
+    queue.add_after(K, 10.0)
+    queue.add_after(K, 50.0)
+    resync = Key("c", "ns", "poll")
+    queue.add_after(resync, 5.0, resync=True)
+
+    assert clock.now() + 10.0 == queue.next_due(pending_only=True)
+    assert clock.now() + 5.0 == queue.next_due()
+    assert [K] == queue.pending_keys()
+
+
+class _Counter(Controller):
+    """Counts its reconciles of ConfigMaps; fails and waits as told."""
+
+    name = "counter"
+    watches = (WatchSpec("v1", "ConfigMap"),)
+
+    def __init__(self, behaviour: Callable[[str], Result | None]) -> None:
+        self.seen: list[str] = []
+        self.behaviour = behaviour
+
+    def reconcile(self, namespace: str, name: str) -> Result | None:
+        self.seen.append(name)
+        return self.behaviour(name)
+
+
+def _cm(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}}
+
+
+def test_manager_runs_until_nothing_is_pending() -> None:
+    """Store changes reach the controller through watches; waits on the fake clock take no real time."""
+    store = MemoryStore()
+    clock = FakeClock()
+    waits = {"slow": 2}
+
+    def behaviour(name: str) -> Result | None:
+        if waits.get(name):
+            waits[name] -= 1
+            return Result(requeue_after=30.0, waiting="still slow")
+        return None
+
+    controller = _Counter(behaviour)
+    manager = ControllerManager(store, [controller], clock=clock)
+    store.create(_cm("fast"))
+    store.create(_cm("slow"))
+    start = clock.now()
+
+    outcome = manager.run_until_stable(timeout=3600)
+
+    assert outcome.stable
+    assert ["fast", "slow", "slow", "slow"] == controller.seen
+    assert 60.0 == clock.now() - start
+
+
+def test_manager_retries_failures_and_reports_what_is_pending() -> None:
+    """A reconcile that raises is retried with backoff; a run that times out says what still waits."""
+    store = MemoryStore()
+    clock = FakeClock()
+
+    def behaviour(name: str) -> Result | None:
+        if name == "conflicted" and controller.seen.count("conflicted") < 3:
+            raise Conflict("someone else wrote")
+        if name == "broken":
+            raise OlmkitError("cannot do it")
+        return None
+
+    controller = _Counter(behaviour)
+    manager = ControllerManager(store, [controller], clock=clock)
+    store.create(_cm("conflicted"))
+    store.create(_cm("broken"))
+
+    outcome = manager.run_until_stable(timeout=10)
+
+    assert not outcome.stable
+    assert ["counter:ns/broken: retrying after error: cannot do it"] == list(outcome.pending)
+    assert 3 == controller.seen.count("conflicted")  # two conflicts, then success
+
+
+def test_manager_rejects_two_controllers_with_one_name() -> None:
+    """Controller names are keys: a duplicate is an error."""
+    with pytest.raises(OlmkitError):
+        ControllerManager(MemoryStore(), [_Counter(lambda n: None), _Counter(lambda n: None)])
+
+
+def test_lease_has_one_holder_until_it_expires() -> None:
+    """A second holder cannot take a live lease, can take an expired one, and a released one at once."""
+    store = MemoryStore()
+    clock = FakeClock()
+    first = Lease(store, "ns", "l", clock, duration=15, holder="one")
+    second = Lease(store, "ns", "l", clock, duration=15, holder="two")
+
+    assert first.acquire()
+    assert not second.acquire()
+    clock.advance(16)
+    assert second.acquire()
+    assert not first.acquire()
+    second.release()
+    assert first.acquire()
+
+
+def test_set_condition_keeps_the_transition_time_while_the_status_holds() -> None:
+    """lastTransitionTime moves only when the status changes; an identical condition changes nothing."""
+    first = set_condition([], "Ready", "False", reason="Waiting", now="t1")
+    same = set_condition(first, "Ready", "False", reason="Waiting", now="t2")
+    reworded = set_condition(first, "Ready", "False", reason="StillWaiting", now="t3")
+    flipped = set_condition(reworded, "Ready", "True", now="t4")
+
+    assert first == same
+    assert ("t1", "t3") == (reworded[0]["lastTransitionTime"], reworded[0]["lastUpdateTime"])
+    assert "t4" == flipped[0]["lastTransitionTime"]
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("30m0s", 1800.0), ("10s", 10.0), ("1h", 3600.0), ("1.5s", 1.5)])
+def test_parse_duration(text: str, seconds: float) -> None:
+    """Go durations, as registryPoll intervals are written."""
+    assert seconds == parse_duration(text)
+
+
+@pytest.mark.parametrize("text", ["", "10", "ten minutes", "5d"])
+def test_parse_duration_rejects_non_durations(text: str) -> None:
+    """Anything else is an input error naming the value."""
+    with pytest.raises(OlmkitError, match="not a duration"):
+        parse_duration(text)
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def test_hook_olmkit_controllers(olmkit_pm: Any, olmkit_register: Any) -> None:
+    """A plugin's controllers run beside the built-in ones."""
+    controller = _Counter(lambda n: None)
+
+    class Plugin:
+        @hookimpl
+        def olmkit_controllers(self, context: Any) -> list[Controller]:
+            assert context.store is store
+            return [controller]
+
+    olmkit_register(Plugin())
+    store = MemoryStore()
+    manager = build_manager(store, olmkit_pm, clock=FakeClock())
+    store.create(_cm("x"))
+    manager.run_until_stable(timeout=60)
+
+    assert {"catalogsource", "subscription", "installplan", "clusterserviceversion", "counter"} <= set(
+        manager.controllers
+    )
+    assert ["x"] == controller.seen
+
+
+def test_hook_olmkit_bundle_content(olmkit_pm: Any, olmkit_register: Any) -> None:
+    """A plugin can supply the content of bundles no built-in way can read; the first answer wins."""
+    csv = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion", "metadata": {"name": "a.v1"}}
+    bundle = Bundle(name="a.v1", package="a", version="1.0.0", image="oci-archive:/tmp/a.tar")
+
+    with pytest.raises(BundleUnpackError, match=re.escape("bundle a.v1 (image oci-archive:/tmp/a.tar): no content")):
+        bundle_content(olmkit_pm, bundle)
+
+    class Unpacker:
+        @hookimpl
+        def olmkit_bundle_content(self, bundle: Bundle, registry: Any) -> list[dict[str, Any]] | None:
+            return [csv] if bundle.image and bundle.image.startswith("oci-archive:") else None
+
+    olmkit_register(Unpacker())
+    content = bundle_content(olmkit_pm, bundle)
+
+    assert csv == content.csv
+    assert () == content.crds
+
+
+def test_built_in_bundle_content_rejects_broken_inline_manifests(olmkit_pm: Any) -> None:
+    """An olm.bundle.object that is not base64 of an object is an unpack error naming the bundle."""
+    bundle = Bundle(name="a.v1", package="a", properties=(Property("olm.bundle.object", {"data": "!!not base64"}),))
+
+    expected = "bundle a.v1: olm.bundle.object property #1 is not a base64 manifest"
+    with pytest.raises(BundleUnpackError, match=re.escape(expected)):
+        bundle_content(olmkit_pm, bundle)
+
+
+def _install_and_watch(make_cluster: Any, olmkit_register: Any, tmp_path: Any) -> tuple[list[Any], list[Any]]:
+    """Install one operator with a plugin watching CSV phases and InstallPlan steps."""
+    phases: list[tuple[str, str | None, str]] = []
+    steps: list[tuple[str, str]] = []
+
+    class Watcher:
+        @hookimpl
+        def olmkit_csv_phase_changed(self, csv: Any, old_phase: str | None, new_phase: str, reason: str) -> None:
+            phases.append((csv["metadata"]["name"], old_phase, new_phase))
+
+        @hookimpl
+        def olmkit_install_plan_step(self, plan: Any, step: Any, status: str) -> None:
+            steps.append((step["resource"]["kind"], status))
+
+    olmkit_register(Watcher())
+    cluster: Cluster = make_cluster()
+    catalog = write_catalog(tmp_path / "c", [B("widget", "1.0.0", owns=(("example.io", "v1", "W"),))])
+    cluster.catalog_source("test", catalog)
+    cluster.operator_group()
+    cluster.subscribe("widget", source="test")
+    cluster.reconcile()
+    return phases, steps
+
+
+def test_hook_olmkit_csv_phase_changed(tmp_path: Any, make_cluster: Any, olmkit_register: Any) -> None:
+    """Plugins are told of every CSV phase change, in order, with the phase before."""
+    phases, _ = _install_and_watch(make_cluster, olmkit_register, tmp_path)
+
+    assert [
+        ("widget.v1.0.0", None, "Pending"),
+        ("widget.v1.0.0", "Pending", "InstallReady"),
+        ("widget.v1.0.0", "InstallReady", "Installing"),
+        ("widget.v1.0.0", "Installing", "Succeeded"),
+    ] == phases
+
+
+def test_hook_olmkit_install_plan_step(tmp_path: Any, make_cluster: Any, olmkit_register: Any) -> None:
+    """Plugins are told of every InstallPlan step as it is done (CRDs first)."""
+    _, steps = _install_and_watch(make_cluster, olmkit_register, tmp_path)
+
+    assert [
+        ("CustomResourceDefinition", "Created"),
+        ("ClusterServiceVersion", "Created"),
+        ("ServiceAccount", "Created"),
+        ("Role", "Created"),
+        ("RoleBinding", "Created"),
+    ] == steps
