@@ -2,8 +2,9 @@
 
 Speed notes (see ``benchmarks/bench_catalog.py`` and ``benchmarks/results/catalog.md``):
 
-* each file is read once: the same bytes are hashed (the cache key) and decoded, line
-  by line with orjson on the fast path, and dropped after conversion;
+* each file is read once: the same bytes are hashed (the cache key, when the cache is
+  on) and decoded, as one orjson document on the fast path, and dropped after
+  conversion;
 * blobs become model objects through :class:`~olmkit.serde.BlobReader`, which interns
   equal properties (one :class:`~olmkit.model.Property`, one parsed value and one index
   computation per distinct value);
