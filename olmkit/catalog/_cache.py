@@ -1,17 +1,19 @@
 """The on-disk catalog cache: keyed by the content digest of every file read.
 
-Layout (format 3): a magic string naming the format, an 8-byte little-endian header
-length, the header (``marshal``), then the body. The header holds the file list, the package, deprecation and opaque
-blobs as JSON arrays with their origins, the problems found while loading, and where
-in the body each package's parts and each property type's index lie. A package has
-two parts, the JSON arrays of its channel blobs and of its bundle blobs exactly as
-they were read (their origins are in the header); an index part maps keys to
-``(package, bundle)`` pairs.
+Layout (format 4): a magic string naming the format, an 8-byte little-endian header
+length, the header, then the body, all ``marshal``. The header holds the file list, the
+packages, deprecations and opaque blobs, the problems found while loading, and where in
+the body each package's parts and each property type's index lie. A package has two
+parts, its channels and its bundles, as plain tuples: a bundle's version is stored (not
+parsed again) and its properties are indices into the package's table of distinct
+properties, so that building a package costs little more than creating its objects.
+Origins are ``(file number, line)``, with ``-1`` for none.
 
-Writing is a copy of the texts the loader kept, not a re-serialisation. Reading maps
-the body into memory and decodes only the header: a package's channels and bundles are
-built on first access, and an index type on its first lookup, so an unchanged catalog
-is queryable almost at once and a package nobody asks for costs nothing.
+Reading maps the body into memory and decodes only the header: a package's channels
+and bundles are built on first access, and an index type on its first lookup, so an
+unchanged catalog is queryable almost at once and a package nobody asks for costs
+nothing. Values marshal cannot store (a YAML date, a plugin's own index key) mean no
+cache for that catalog.
 """
 
 from __future__ import annotations
@@ -19,158 +21,112 @@ from __future__ import annotations
 import marshal
 import mmap
 import os
-from array import array
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-import orjson
-
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog._files import write_atomic
 from olmkit.catalog.problems import Problem
 from olmkit.errors import CatalogError
-from olmkit.model import Blob, Bundle, Origin
+from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package
+from olmkit.model import _bundle as new_bundle
+from olmkit.model import _entry as new_entry
 from olmkit.model import _origin as new_origin
+from olmkit.model import _property as new_property
 from olmkit.registry import Registry
-from olmkit.serde import BlobReader
 
-__all__ = ["CacheRecord", "read_cache", "write_cache"]
+__all__ = ["read_cache", "write_cache"]
 
-_FORMAT: Final = 3
-_MAGIC: Final = b"olmkit\x00\x03"  # what a cache file of this format starts with
+_FORMAT: Final = 4
+_MAGIC: Final = b"olmkit\x00\x04"  # what a cache file of this format starts with
 _HEAD: Final = len(_MAGIC) + 8  # the magic and the header length
 
 
-def _json_text(raw: Any) -> bytes | None:
-    try:
-        return orjson.dumps(raw)
-    except TypeError:  # a YAML value JSON cannot hold (a set, binary data ...)
-        return None
-
-
-def _json_array(texts: list[bytes]) -> bytes:
-    return b"[" + b",".join(texts) + b"]"
-
-
-def _origins(items: list[int]) -> bytes:
-    return array("q", items).tobytes()
-
-
-class CacheRecord:
-    """What a cold load keeps for the cache: the JSON text of each blob it accepted, by package.
-
-    ``ok`` turns false when some blob has no JSON text (a YAML value JSON cannot hold):
-    such a catalog is not cached.
-    """
+class _Files:
+    """Numbers the files origins name (``-1`` for no origin or no line)."""
 
     def __init__(self) -> None:
-        self.ok = True
-        self.files: list[str] = []
-        self.packages: list[bytes] = []
-        self.package_origins: list[int] = []
-        self.deprecations: list[bytes] = []
-        self.others: list[bytes] = []
-        self.other_origins: list[int] = []
-        self.channels: dict[str, tuple[list[bytes], list[int]]] = {}  # package -> (texts, origins)
-        self.bundles: dict[str, tuple[list[bytes], list[int]]] = {}
-        self.index: Mapping[str, Mapping[Hashable, tuple[Bundle, ...]]] = {}
-        self.problems: tuple[Problem, ...] = ()
+        self.numbers: dict[str, int] = {}
 
-    def add_file(self, path: str) -> int:
-        """Register a file; returns its number in the origins."""
-        self.files.append(path)
-        return len(self.files) - 1
-
-    def keep_channel(self, package: str, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
-        """Keep a channel blob of ``package``."""
-        self._keep(self.channels, package, raw, text, file_index, line)
-
-    def keep_bundle(self, package: str, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
-        """Keep a bundle blob of ``package``."""
-        self._keep(self.bundles, package, raw, text, file_index, line)
-
-    def _keep(
-        self,
-        parts: dict[str, tuple[list[bytes], list[int]]],
-        package: str,
-        raw: Any,
-        text: bytes | None,
-        file_index: int,
-        line: int,
-    ) -> None:
-        if text is None and (text := _json_text(raw)) is None:
-            self.ok = False
-            return
-        part = parts.get(package)
-        if part is None:
-            part = parts[package] = ([], [])
-        part[0].append(text)
-        part[1].extend((file_index, line))
-
-    def keep_package(self, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
-        """Keep a package blob."""
-        if text is None and (text := _json_text(raw)) is None:
-            self.ok = False
-            return
-        self.packages.append(text)
-        self.package_origins += (file_index, line)
-
-    def keep_deprecation(self, raw: Any, text: bytes | None) -> None:
-        """Keep a deprecations blob."""
-        if text is None and (text := _json_text(raw)) is None:
-            self.ok = False
-            return
-        self.deprecations.append(text)
-
-    def keep_other(self, raw: Any, text: bytes | None, file_index: int, line: int) -> None:
-        """Keep an opaque blob."""
-        if text is None and (text := _json_text(raw)) is None:
-            self.ok = False
-            return
-        self.others.append(text)
-        self.other_origins += (file_index, line)
+    def where(self, origin: Origin | None) -> tuple[int, int]:
+        if origin is None:
+            return (-1, -1)
+        number = self.numbers.get(origin.path)
+        if number is None:
+            number = self.numbers[origin.path] = len(self.numbers)
+        return (number, -1 if origin.line is None else origin.line)
 
 
-def write_cache(path: Path, record: CacheRecord) -> None:
-    """Write what ``record`` kept to ``path`` atomically; failures are ignored (the cache is optional)."""
-    if not record.ok:
-        return
+def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+    table: dict[int, int] = {}  # id(property) -> its number in the package's table
+    props: list[tuple[str, Any]] = []
+    rows = []
+    for b in bundles.values():
+        numbers = []
+        for p in b.properties:
+            n = table.get(id(p))
+            if n is None:
+                n = table[id(p)] = len(props)
+                props.append((p.type, p.value))
+            numbers.append(n)
+        rows.append((b.name, b.version, b.image, tuple(numbers), *files.where(b.origin), b.extra))
+    return props, rows
+
+
+def _channel_part(channels: Mapping[str, Channel], files: _Files) -> list[tuple[Any, ...]]:
+    return [
+        (
+            c.name,
+            tuple((e.name, e.replaces, e.skips, e.skip_range) for e in c.entries),
+            *files.where(c.origin),
+            c.extra,
+        )
+        for c in channels.values()
+    ]
+
+
+def write_cache(path: Path, catalog: Catalog, problems: tuple[Problem, ...]) -> None:
+    """Write a freshly loaded ``catalog`` to ``path`` atomically; failures are ignored (the cache is optional)."""
+    files = _Files()
     chunks: list[bytes] = []
     offset = 0
-    parts: dict[str, dict[str, tuple[int, int, bytes]]] = {"channels": {}, "bundles": {}}
-    for kind, kept in (("channels", record.channels), ("bundles", record.bundles)):
-        for package, (texts, origins) in kept.items():
-            body = _json_array(texts)
-            parts[kind][package] = (offset, len(body), _origins(origins))
-            chunks.append(body)
-            offset += len(body)
-    index: dict[str, tuple[int, int]] = {}
+
+    def add(value: Any) -> tuple[int, int]:
+        nonlocal offset
+        data = marshal.dumps(value)
+        chunks.append(data)
+        offset += len(data)
+        return (offset - len(data), len(data))
+
     try:
-        for type_name, keys in record.index.items():
-            body = marshal.dumps({k: [(b.package, b.name) for b in bundles] for k, bundles in keys.items()})
-            index[type_name] = (offset, len(body))
-            chunks.append(body)
-            offset += len(body)
-    except ValueError:
-        return  # an index key marshal cannot store (a plugin's own type): no cache
-    header = marshal.dumps(
-        {
-            "format": _FORMAT,
-            "files": record.files,
-            "packages": _json_array(record.packages),
-            "package_origins": _origins(record.package_origins),
-            "deprecations": _json_array(record.deprecations),
-            "others": _json_array(record.others),
-            "other_origins": _origins(record.other_origins),
-            "channels": parts["channels"],
-            "bundles": parts["bundles"],
-            "index": index,
-            "problems": [tuple(p.to_dict().values()) for p in record.problems],
-            "body_size": offset,
+        bundles = {pkg: add(_bundle_part(per, files)) for pkg, per in catalog.bundles.items()}
+        channels = {pkg: add(_channel_part(per, files)) for pkg, per in catalog.channels.items()}
+        index = {
+            type_name: add({k: [(b.package, b.name) for b in found] for k, found in keys.items()})
+            for type_name, keys in catalog._index.items()
         }
-    )
+        packages = [
+            (p.name, p.default_channel, p.description, p.icon, p.extra, *files.where(p.origin))
+            for p in catalog.packages.values()
+        ]
+        header = marshal.dumps(
+            {
+                "format": _FORMAT,
+                "files": list(files.numbers),
+                "packages": packages,
+                "deprecations": [d.data for d in catalog.deprecations.values()],
+                "others": [(b.schema, b.data, *files.where(b.origin)) for b in catalog.others],
+                "channels": channels,
+                "bundles": bundles,
+                "index": index,
+                "problems": [tuple(p.to_dict().values()) for p in problems],
+                "body_size": offset,
+            }
+        )
+    except ValueError:
+        return  # a value marshal cannot store: no cache for this catalog
     write_atomic(path, [_MAGIC, len(header).to_bytes(8, "little"), header, *chunks])
 
 
@@ -186,35 +142,25 @@ class _Packages(Mapping[str, Mapping[str, Any]]):
         path: Path,
         body: Any,
         base: int,
-        parts: dict[str, tuple[int, int, bytes]],
-        files: list[str],
-        build: Callable[[Mapping[str, Any], Origin], Any],
+        parts: dict[str, tuple[int, int]],
+        build: Callable[[str, Any], dict[str, Any]],
     ) -> None:
         self._path = path
         self._body = body
         self._base = base
         self._parts = parts
-        self._files = files
         self._build = build
         self._done: dict[str, Mapping[str, Any]] = {}
 
     def __getitem__(self, package: str) -> Mapping[str, Any]:
         found = self._done.get(package)
         if found is None:
-            offset, size, origins_bytes = self._parts[package]
+            offset, size = self._parts[package]
             start = self._base + offset
             try:
-                blobs = orjson.loads(self._body[start : start + size])
-                origins = array("q")
-                origins.frombytes(origins_bytes)
-            except (orjson.JSONDecodeError, ValueError) as exc:
+                built = self._build(package, marshal.loads(self._body[start : start + size]))
+            except (EOFError, ValueError, TypeError, IndexError) as exc:
                 raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
-            files = self._files
-            build = self._build
-            built = {}
-            for i, raw in enumerate(blobs):
-                obj = build(raw, new_origin(files[origins[2 * i]], origins[2 * i + 1]))
-                built[obj.name] = obj
             found = self._done[package] = MappingProxyType(built)
         return found
 
@@ -290,39 +236,58 @@ def read_cache(path: Path, registry: Registry, name: str, digest: str) -> tuple[
     if opened is None:
         return None
     header, body, base = opened
-    reader = BlobReader({n: pt.parse for n, pt in registry.property_types.items() if pt.identity})
     try:
         files: list[str] = header["files"]
-        origins = array("q")
-        origins.frombytes(header["package_origins"])
+
+        def origin(number: int, line: int) -> Origin | None:
+            return None if number < 0 else new_origin(files[number], None if line < 0 else line)
+
+        def build_bundles(package: str, part: Any) -> dict[str, Bundle]:
+            table = [new_property(ptype, value) for ptype, value in part[0]]
+            pick = table.__getitem__
+            out = {}
+            for bundle_name, version, image, numbers, number, line, extra in part[1]:
+                out[bundle_name] = new_bundle(
+                    bundle_name, package, version, image, tuple(map(pick, numbers)), origin(number, line), extra
+                )
+            return out
+
+        entries: dict[tuple[Any, ...], ChannelEntry] = {}
+
+        def build_channels(package: str, part: Any) -> dict[str, Channel]:
+            out = {}
+            for channel_name, raw_entries, number, line, extra in part:
+                built = []
+                for e in raw_entries:
+                    entry = entries.get(e)
+                    if entry is None:
+                        entry = entries[e] = new_entry(*e)
+                    built.append(entry)
+                out[channel_name] = Channel(package, channel_name, tuple(built), origin(number, line), extra)
+            return out
+
         packages = {}
-        for i, raw in enumerate(orjson.loads(header["packages"])):
-            package = reader.package(raw, Origin(files[origins[2 * i]], origins[2 * i + 1]))
-            packages[package.name] = package
-        origins = array("q")
-        origins.frombytes(header["other_origins"])
-        others = tuple(
-            Blob(raw["schema"], raw, Origin(files[origins[2 * i]], origins[2 * i + 1]))
-            for i, raw in enumerate(orjson.loads(header["others"]))
-        )
+        for pkg_name, default, description, icon, extra, number, line in header["packages"]:
+            packages[pkg_name] = Package(pkg_name, default, description, icon, origin(number, line), extra)
+        others = tuple(Blob(schema, data, origin(number, line)) for schema, data, number, line in header["others"])
         deprecations = {}
-        for raw in orjson.loads(header["deprecations"]):
+        for raw in header["deprecations"]:
             deprecation = Deprecation.from_dict(raw)
             deprecations[deprecation.package] = deprecation
         problems = tuple(Problem(*row) for row in header["problems"])
         catalog = Catalog._wrap(
             name,
             packages,
-            _Packages(path, body, base, header["channels"], files, reader.channel),
-            _Packages(path, body, base, header["bundles"], files, reader.bundle),
+            _Packages(path, body, base, header["channels"], build_channels),
+            _Packages(path, body, base, header["bundles"], build_bundles),
             others,
             deprecations,
             index=None,
             refs=_Index(path, body, base, header["index"]),
-            parsed=reader.parsed,
+            parsed={},
             parse={n: pt.parse for n, pt in registry.property_types.items()},
             digest=digest,
         )
-    except (KeyError, TypeError, ValueError, IndexError, orjson.JSONDecodeError):
+    except (KeyError, TypeError, ValueError, IndexError):
         return None
     return catalog, problems

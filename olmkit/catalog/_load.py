@@ -8,8 +8,6 @@ Speed notes (see ``benchmarks/bench_catalog.py`` and ``benchmarks/results/catalo
 * blobs become model objects through :class:`~olmkit.serde.BlobReader`, which interns
   equal properties (one :class:`~olmkit.model.Property`, one parsed value and one index
   computation per distinct value);
-* the JSON text of every blob kept is remembered, so writing the cache is a copy, not
-  a re-serialisation;
 * the cyclic garbage collector is paused during the bulk load, and what the load of a
   large catalog built is frozen out of later collections (:func:`gc.freeze`): the
   snapshot is immutable and cycle-free, and a full collection over a few million
@@ -30,7 +28,7 @@ import attrs
 
 from olmkit import __version__
 from olmkit.catalog import _files, _fork
-from olmkit.catalog._cache import CacheRecord, read_cache, write_cache
+from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
@@ -110,13 +108,9 @@ def _registry_key(registry: Registry) -> str:
 
 
 class _Builder:
-    """Turns decoded blobs into a :class:`Catalog`, collecting problems on the way.
+    """Turns decoded blobs into a :class:`Catalog`, collecting problems on the way."""
 
-    With ``keep`` set it also records, per package, the JSON text of every blob it
-    accepted and where it came from: what the cache stores.
-    """
-
-    def __init__(self, registry: Registry, *, keep: bool = False) -> None:
+    def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self.indexers = {n: pt for n, pt in registry.property_types.items() if pt.index_keys is not None}
         self.index: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in self.indexers}
@@ -130,7 +124,6 @@ class _Builder:
         self.bundles: dict[str, dict[str, Bundle]] = {}
         self.others: list[Blob] = []
         self.deprecations: dict[str, Deprecation] = {}
-        self.record: CacheRecord | None = CacheRecord() if keep else None
 
     # -- input ----------------------------------------------------------------------
 
@@ -140,24 +133,22 @@ class _Builder:
         Raises:
             InputError: the file is malformed (names it and the line).
         """
-        file_index = self.record.add_file(path) if self.record is not None else 0
         suffix = os.path.splitext(path)[1].lower()
         add = self.add
         try:
             if suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"[")):
-                for line, raw, text in decode_json_texts(data, texts=self.record is not None):
-                    add(raw, path, line, text, file_index)
+                for line, raw, _ in decode_json_texts(data, texts=False):
+                    add(raw, path, line)
             else:
                 for line, raw in decode_yaml_stream(data):
-                    add(raw, path, line, None, file_index)
+                    add(raw, path, line)
         except ValueError as exc:
             raise InputError(str(exc), path=path) from None
 
-    def add(self, raw: Any, path: str, line: int, text: bytes | None = None, file_index: int = 0) -> None:
-        """Add one decoded blob; ``text`` is its JSON text when known (kept for the cache)."""
+    def add(self, raw: Any, path: str, line: int) -> None:
+        """Add one decoded blob."""
         origin = new_origin(path, line)
         schema = raw.get("schema") if type(raw) is dict else None
-        record = self.record
         try:
             if schema == SCHEMA_BUNDLE:
                 bundle = self.reader.bundle(raw, origin)
@@ -176,8 +167,6 @@ class _Builder:
                 for lst in self.reader.gathered:  # file it in the index
                     if not lst or lst[-1] is not bundle:
                         lst.append(bundle)
-                if record is not None:
-                    record.keep_bundle(bundle.package, raw, text, file_index, line)
             elif schema == SCHEMA_CHANNEL:
                 channel = self.reader.channel(raw, origin)
                 chans = self.channels.get(channel.package)
@@ -192,8 +181,6 @@ class _Builder:
                     )
                     return
                 chans[channel.name] = channel
-                if record is not None:
-                    record.keep_channel(channel.package, raw, text, file_index, line)
             elif schema == SCHEMA_PACKAGE:
                 package = self.reader.package(raw, origin)
                 if package.name in self.packages:
@@ -203,15 +190,11 @@ class _Builder:
                     )
                     return
                 self.packages[package.name] = package
-                if record is not None:
-                    record.keep_package(raw, text, file_index, line)
             elif schema == SCHEMA_DEPRECATIONS:
                 deprecation = Deprecation.from_dict(raw)
                 if deprecation.package in self.deprecations:
                     raise WireError("package", f"package {deprecation.package!r} has more than one deprecations blob")
                 self.deprecations[deprecation.package] = deprecation
-                if record is not None:
-                    record.keep_deprecation(raw, text)
             elif type(raw) is not dict:
                 self.problem(f"a catalog blob must be an object, not {type(raw).__name__}", origin)
             elif not isinstance(schema, str) or not schema:
@@ -220,8 +203,6 @@ class _Builder:
                 self.blob_problem(f"unknown schema {schema!r}", raw, origin, "schema")
             else:
                 self.others.append(Blob(schema, raw, origin))
-                if record is not None:
-                    record.keep_other(raw, text, file_index, line)
         except WireError as exc:
             self.blob_problem(exc.message, raw, origin, exc.field)
 
@@ -264,9 +245,6 @@ class _Builder:
 
     def catalog(self, name: str, digest: str) -> Catalog:
         index = self.build_index()
-        if self.record is not None:
-            self.record.index = index
-            self.record.problems = tuple(self.problems)
         return Catalog._wrap(
             name,
             self.packages,
@@ -318,7 +296,7 @@ def load_catalog_result(
             if hit is not None:
                 digests.save()
                 return LoadResult(hit[0], hit[1], cached=True)
-        builder = _Builder(registry, keep=cache)
+        builder = _Builder(registry)
         seen = []
         for p, rel in files:
             data, signature = _files.read_signed(p)  # signed as opened: a later change shows
@@ -337,11 +315,10 @@ def load_catalog_result(
             # and it would otherwise be walked by the next collections (and at exit). Only
             # for large catalogs: freezing also keeps whatever cyclic garbage exists now.
             gc.freeze()
-        if builder.record is not None:
-            record = builder.record
+        if cache:
 
             def write() -> None:
-                write_cache(_cache_path(digest), record)
+                write_cache(_cache_path(digest), catalog, result.problems)
                 digests.save()
 
             # a large catalog's cache is written by a child while this process goes on

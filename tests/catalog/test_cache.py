@@ -5,7 +5,7 @@ import os
 import orjson
 import pytest
 
-from olmkit.catalog import _files, cache_dir, load_catalog_result
+from olmkit.catalog import _cache, _files, cache_dir, load_catalog_result
 from olmkit.catalog.validate import validate_catalog, validate_path
 from olmkit.cli.catalog import catalog_blobs
 from olmkit.serde import decode_json_stream, decode_json_texts
@@ -150,7 +150,9 @@ def test_fresh_files_are_hashed_again(tmp_path, monkeypatch):
     assert [False, False, True] == remembered
 
 
-@pytest.mark.parametrize("damage", [b"", b"\x00" * 8, b"garbage that is not a cache", b"olmkit\x00\x03" + b"\xff" * 8])
+@pytest.mark.parametrize(
+    "damage", [b"", b"\x00" * 8, b"garbage that is not a cache", _cache._MAGIC + b"\xff" * 8, _cache._MAGIC + bytes(8)]
+)
 def test_damaged_or_foreign_cache_files_are_ignored(tmp_path, olmkit_pm, damage):
     """A cache file that is truncated, empty or of another format is ignored; the catalog loads from its files."""
     root = tmp_path / "cat"
