@@ -60,19 +60,15 @@ class _Files:
 
 
 def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
-    table: dict[int, int] = {}  # id(property) -> its number in the package's table
-    props: list[tuple[str, Any]] = []
-    rows = []
-    for b in bundles.values():
-        numbers = []
-        for p in b.properties:
-            n = table.get(id(p))
-            if n is None:
-                n = table[id(p)] = len(props)
-                props.append((p.type, p.value))
-            numbers.append(n)
-        rows.append((b.name, b.version, b.image, tuple(numbers), *files.where(b.origin), b.extra))
-    return props, rows
+    # the package's distinct properties (interned by the loader: equal ones are one object)
+    distinct = {id(p): p for b in bundles.values() for p in b.properties}
+    number = {pid: n for n, pid in enumerate(distinct)}.__getitem__
+    where = files.where
+    rows = [
+        (b.name, b.version, b.image, tuple(map(number, map(id, b.properties))), *where(b.origin), b.extra)
+        for b in bundles.values()
+    ]
+    return [(p.type, p.value) for p in distinct.values()], rows
 
 
 def _channel_part(channels: Mapping[str, Channel], files: _Files) -> list[tuple[Any, ...]]:

@@ -38,19 +38,38 @@ class Child:
 
     def __init__(self, pid: int, fd: int) -> None:
         self.pid = pid
-        self.fd = fd
+        self.fd: int | None = fd  # the pipe's read end, until closed
 
-    def result(self) -> Any:
-        """Wait for the child; its value, or ``None`` if it failed."""
+    def close(self) -> None:
+        """Close the pipe's read end (once)."""
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+    def result(self, *, reap: bool = True) -> Any:
+        """The child's value, or ``None`` if it failed.
+
+        Args:
+            reap: wait for the child to exit; ``False`` returns as soon as the value is
+                read and leaves the child (still busy with its ``then``) to
+                :func:`wait_background`.
+        """
         data = b""
+        status = 0
+        assert self.fd is not None, "the value was read already"
+        fd, self.fd = self.fd, None
         try:
-            with os.fdopen(self.fd, "rb") as f:
+            with os.fdopen(fd, "rb") as f:
                 data = f.read()
         finally:
-            try:
-                _, status = os.waitpid(self.pid, 0)
-            except ChildProcessError:  # reaped by someone else (a SIGCHLD handler): judge by the data
-                status = 0
+            if reap:
+                try:
+                    _, status = os.waitpid(self.pid, 0)
+                except ChildProcessError:  # reaped by someone else (a SIGCHLD handler): judge by the data
+                    status = 0
+            else:
+                _adopt(self)
         if status != 0 or not data:
             return None
         try:
@@ -62,14 +81,16 @@ class Child:
         """Stop the child and reap it."""
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        self.close()
         with contextlib.suppress(OSError):
             os.waitpid(self.pid, 0)
 
 
-def start(work: Callable[[], Any]) -> Child | None:
-    """Run ``work`` in a forked child; ``None`` when forking is not possible (do the work yourself)."""
+def start(work: Callable[[], Any], then: Callable[[], object] | None = None) -> Child | None:
+    """Run ``work`` in a forked child; ``None`` when forking is not possible (do the work yourself).
+
+    ``then`` runs in the child after it has sent ``work``'s value (and only if it could).
+    """
     if not can_fork():
         return None
     try:
@@ -90,6 +111,8 @@ def start(work: Callable[[], Any]) -> Child | None:
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             status = 0
+            if then is not None:
+                then()
         except BaseException:  # the parent sees the status and does the work itself
             pass
         finally:
@@ -104,7 +127,6 @@ _registered = False
 
 def background(work: Callable[[], object]) -> bool:
     """Start ``work`` in a child that nobody waits for now; ``False`` if it could not start."""
-    global _registered
 
     def run() -> bool:
         work()
@@ -113,14 +135,24 @@ def background(work: Callable[[], object]) -> bool:
     child = start(run)
     if child is None:
         return False
+    _adopt(child)
+    return True
+
+
+def _adopt(child: Child) -> None:
+    """Leave ``child`` to :func:`wait_background` (at the next load, and at exit)."""
+    global _registered
+
     _pending.append(child)
     if not _registered:
         atexit.register(wait_background)
         _registered = True
-    return True
 
 
 def wait_background() -> None:
     """Wait until every background child has finished."""
     while _pending:
-        _pending.pop().result()
+        child = _pending.pop()
+        child.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)

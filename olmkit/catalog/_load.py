@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -278,6 +278,28 @@ def load_catalog_result(
     path: str | os.PathLike[str], registry: Registry, *, name: str | None = None, cache: bool = True
 ) -> LoadResult:
     """Load a catalog and keep the problems found while building it (see :func:`load_catalog`)."""
+    result, pending = _load(path, registry, name=name, cache=cache)
+    if pending is not None:
+        pending.start()
+    return result
+
+
+@attrs.define
+class _PendingWrite:
+    """A cache write the load left to do: ``start()`` it, or hand ``write`` to a forked helper."""
+
+    write: Callable[[], None]
+    big: bool
+
+    def start(self) -> None:
+        """A large catalog's cache is written by a forked child while this process goes on."""
+        if not (self.big and _fork.background(self.write)):
+            self.write()
+
+
+def _load(
+    path: str | os.PathLike[str], registry: Registry, *, name: str | None, cache: bool
+) -> tuple[LoadResult, _PendingWrite | None]:
     root = Path(path)
     files = _files.scan(root)
     if not files:
@@ -295,7 +317,7 @@ def load_catalog_result(
             hit = read_cache(_cache_path(digest), registry, display, digest)
             if hit is not None:
                 digests.save()
-                return LoadResult(hit[0], hit[1], cached=True)
+                return LoadResult(hit[0], hit[1], cached=True), None
         builder = _Builder(registry)
         seen = []
         for p, rel in files:
@@ -315,16 +337,14 @@ def load_catalog_result(
             # and it would otherwise be walked by the next collections (and at exit). Only
             # for large catalogs: freezing also keeps whatever cyclic garbage exists now.
             gc.freeze()
-        if cache:
+        if not cache:
+            return result, None
 
-            def write() -> None:
-                write_cache(_cache_path(digest), catalog, result.problems)
-                digests.save()
+        def write() -> None:
+            write_cache(_cache_path(digest), catalog, result.problems)
+            digests.save()
 
-            # a large catalog's cache is written by a child while this process goes on
-            if not (big and _fork.background(write)):
-                write()
-        return result
+        return result, _PendingWrite(write, big)
     finally:
         if enabled:
             gc.enable()

@@ -29,7 +29,7 @@ import contextlib
 import gc
 import os
 import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -38,7 +38,7 @@ import orjson
 
 from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog
-from olmkit.catalog._load import cache_dir, load_catalog_result
+from olmkit.catalog._load import _load, cache_dir
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import CatalogError
@@ -147,6 +147,22 @@ def validate_catalog(
     .. versionchanged:: 0.1
        ``jobs``.
     """
+    return _validate_catalog(catalog, registry, problems, jobs=jobs)[0]
+
+
+def _validate_catalog(
+    catalog: Catalog,
+    registry: Registry,
+    problems: tuple[Problem, ...],
+    *,
+    jobs: int | None,
+    then: Callable[[], object] | None = None,
+) -> tuple[list[Problem], bool]:
+    """:func:`validate_catalog`; ``then`` runs in the forked child after it checked its half.
+
+    Returns:
+        the problems, and whether a child took ``then`` over (else the caller does it).
+    """
     enabled = gc.isenabled()
     gc.disable()  # bulk work on a large heap: full collections would dominate the run time
     try:
@@ -154,21 +170,22 @@ def validate_catalog(
         state = _State()
         split = _split(catalog, names, jobs)
         if split is None:
-            return [*problems, *_validate(catalog, registry, names, state)]
+            return [*problems, *_validate(catalog, registry, names, state)], False
         first, second = names[:split], names[split:]
-        child = _fork.start(lambda: _rows(catalog, registry, second))
+        child = _fork.start(lambda: _rows(catalog, registry, second), then)
         try:
             found = _validate(catalog, registry, first, state)
         except BaseException:
             if child is not None:
                 child.cancel()
             raise
-        rows = child.result() if child is not None else None
+        # with a "then" (the cache write) the child goes on after sending its rows
+        rows = child.result(reap=then is None) if child is not None else None
         if rows is None:  # no child, or it failed: check its half here
-            return [*problems, *found, *_validate(catalog, registry, second, state)]
+            return [*problems, *found, *_validate(catalog, registry, second, state)], False
         # a requirement both halves checked is reported once, where a serial run reports it
         rest = [Problem(*row[:7]) for row in rows if row[7] not in state.requirement_seen]
-        return [*problems, *found, *rest]
+        return [*problems, *found, *rest], then is not None
     finally:
         if enabled:
             gc.enable()
@@ -512,7 +529,7 @@ def validate_path(
     Raises:
         InputError: a file is missing, unreadable or malformed.
     """
-    result = load_catalog_result(path, registry, cache=cache)
+    result, pending = _load(path, registry, name=None, cache=cache)
     report = _report_path(result.catalog.digest) if cache and result.catalog.digest else None
     if result.cached and report is not None:
         try:
@@ -520,7 +537,12 @@ def validate_path(
             return result.catalog, [Problem(**row) for row in rows], True
         except (OSError, orjson.JSONDecodeError, TypeError):
             pass
-    problems = validate_catalog(result.catalog, registry, result.problems)
+    # a large catalog's cache is written by the validation child once it has checked its
+    # half: on two cores, a third process writing at the same time would slow both halves
+    then = pending.write if pending is not None and pending.big else None
+    problems, handed = _validate_catalog(result.catalog, registry, result.problems, jobs=None, then=then)
+    if pending is not None and not handed:
+        pending.start()
     if report is not None:
         with contextlib.suppress(OSError):
             report.parent.mkdir(parents=True, exist_ok=True)

@@ -271,3 +271,25 @@ def test_large_catalog_cache_is_written_by_a_child(tmp_path, olmkit_pm, monkeypa
     assert 0 == len(_fork._pending)
     assert (False, True) == (first.cached, second.cached)
     assert catalog_blobs(first.catalog) == catalog_blobs(second.catalog)
+
+
+def test_validation_child_writes_the_cache_of_a_large_catalog(tmp_path, olmkit_pm, monkeypatch):
+    """validate_path on a large catalog: the validation child writes the cache after its half; the next run hits it."""
+    from olmkit.catalog import _fork, _load
+    from olmkit.catalog import validate as validate_module
+
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 1)
+    monkeypatch.setattr(validate_module, "PARALLEL_MIN_BUNDLES", 1)
+    monkeypatch.setattr(_load.gc, "freeze", lambda: None)  # keep the test process's collector as it is
+    background = []
+    monkeypatch.setattr(_fork, "background", lambda work: background.append(work) or False)
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    _, first, first_cached = validate_path(root, olmkit_pm.registry)
+    helpers = len(_fork._pending)
+    _, second, second_cached = validate_path(root, olmkit_pm.registry)
+
+    assert [] == background  # the write went to the validation child, not to a writer of its own
+    assert 1 == helpers
+    assert (False, True) == (first_cached, second_cached)
+    assert [str(p) for p in first] == [str(p) for p in second]
