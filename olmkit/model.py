@@ -93,3 +93,71 @@ class Blob:
     schema: str
     data: Mapping[str, Any]
     origin: Origin | None = attrs.field(default=None, eq=False)
+
+
+# --------------------------------------------------------------------------- bulk construction
+#
+# Loading a large catalog builds hundreds of thousands of these objects. attrs' frozen
+# __init__ stores each field through object.__setattr__; the functions below store
+# straight into the slots (one C call per field), about a third cheaper per object.
+# They take every field positionally, run no converter or validator (the classes have
+# none) and give objects equal in every way to the classes' own constructors.
+
+_new = object.__new__
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
+    assert tuple(f.name for f in attrs.fields(cls)) == names, f"{cls.__name__} fields changed"
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_ORIGIN_SET = _slot_setters(Origin, "path", "line")
+_PROPERTY_SET = _slot_setters(Property, "type", "value")
+_ENTRY_SET = _slot_setters(ChannelEntry, "name", "replaces", "skips", "skip_range")
+_BUNDLE_SET = _slot_setters(Bundle, "name", "package", "version", "image", "properties", "origin", "extra")
+
+
+def _origin(path: str, line: int | None, _set: tuple[Any, ...] = _ORIGIN_SET) -> Origin:
+    o = _new(Origin)
+    _set[0](o, path)
+    _set[1](o, line)
+    return o
+
+
+def _property(ptype: str, value: Any, _set: tuple[Any, ...] = _PROPERTY_SET) -> Property:
+    p = _new(Property)
+    _set[0](p, ptype)
+    _set[1](p, value)
+    return p
+
+
+def _entry(
+    name: str, replaces: str | None, skips: tuple[str, ...], skip_range: str | None, _set: tuple[Any, ...] = _ENTRY_SET
+) -> ChannelEntry:
+    e = _new(ChannelEntry)
+    _set[0](e, name)
+    _set[1](e, replaces)
+    _set[2](e, skips)
+    _set[3](e, skip_range)
+    return e
+
+
+def _bundle(
+    name: str,
+    package: str,
+    version: str | None,
+    image: str | None,
+    properties: tuple[Property, ...],
+    origin: Origin | None,
+    extra: Mapping[str, Any] | None,
+    _set: tuple[Any, ...] = _BUNDLE_SET,
+) -> Bundle:
+    b = _new(Bundle)
+    _set[0](b, name)
+    _set[1](b, package)
+    _set[2](b, version)
+    _set[3](b, image)
+    _set[4](b, properties)
+    _set[5](b, origin)
+    _set[6](b, extra)
+    return b

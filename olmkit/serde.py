@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import orjson
-import yaml
 
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
+from olmkit.model import _bundle as new_bundle
+from olmkit.model import _entry as new_entry
+from olmkit.model import _property as new_property
 
 __all__ = [
     "KNOWN_SCHEMAS",
@@ -32,6 +34,7 @@ __all__ = [
     "SCHEMA_DEPRECATIONS",
     "SCHEMA_PACKAGE",
     "SCHEMA_PREFIX",
+    "BlobReader",
     "WireError",
     "blob_to_dict",
     "bundle_from_dict",
@@ -39,6 +42,7 @@ __all__ = [
     "channel_from_dict",
     "channel_to_dict",
     "decode_json_stream",
+    "decode_json_texts",
     "decode_yaml_stream",
     "dump_json_stream",
     "dump_yaml_stream",
@@ -58,8 +62,12 @@ _CHANNEL_KEYS: Final = frozenset({"schema", "name", "package", "entries"})
 _PACKAGE_KEYS: Final = frozenset({"schema", "name", "defaultChannel", "description", "icon"})
 _ENTRY_KEYS: Final = frozenset({"name", "replaces", "skips", "skipRange"})
 
-_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_YamlDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+def _yaml() -> Any:
+    """PyYAML, imported on first use (most catalogs are JSON; the import costs ~15 ms)."""
+    import yaml
+
+    return yaml
 
 
 class WireError(ValueError):
@@ -88,14 +96,43 @@ def decode_json_stream(data: bytes) -> Iterator[tuple[int, Any]]:
     Raises:
         ValueError: malformed JSON; the message names the line.
     """
+    for line, value, _ in decode_json_texts(data):
+        yield line, value
+
+
+def decode_json_texts(data: bytes, *, texts: bool = True) -> Iterator[tuple[int, Any, bytes | None]]:
+    """As :func:`decode_json_stream`, with each value's own JSON text when it is one line.
+
+    The text is ``None`` for values that span lines (they are decoded by the slow path),
+    and for every value when ``texts`` is false.
+    """
+    body = data.rstrip(b"\n")
+    try:
+        # one value per line (what opm writes): decode the file as one array. A newline
+        # inside a value, a blank line or two values on a line all make this invalid
+        # JSON, so success means value i is line i + 1.
+        values = orjson.loads(b"".join((b"[", body.replace(b"\n", b","), b"]")))
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if texts and values:
+            yield from zip(range(1, len(values) + 1), values, body.split(b"\n"), strict=True)
+        else:
+            for index, value in enumerate(values):
+                yield index + 1, value, None
+        return
     lines = data.split(b"\n")
+    loads = orjson.loads
     for index, line in enumerate(lines):
-        if not line.strip():
+        if not line:
             continue
         try:
-            yield index + 1, orjson.loads(line)
+            yield index + 1, loads(line), line if texts else None
         except orjson.JSONDecodeError:
-            yield from _decode_json_slow(b"\n".join(lines[index:]), index)
+            if not line.strip():
+                continue
+            for number, value in _decode_json_slow(b"\n".join(lines[index:]), index):
+                yield number, value, None
             return
 
 
@@ -115,7 +152,11 @@ def _decode_json_slow(data: bytes, first_line: int) -> Iterator[tuple[int, Any]]
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"line {first_line + exc.lineno}: malformed JSON: {exc.msg}") from None
+            at = first_line + exc.lineno
+            where = f"line {at}" if at == line else f"line {at} (in the value starting on line {line})"
+            raise ValueError(f"{where}: malformed JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError(f"line {line}: malformed JSON: nested too deeply") from None
         yield line, value
 
 
@@ -125,7 +166,8 @@ def decode_yaml_stream(data: bytes | str) -> Iterator[tuple[int, Any]]:
     Raises:
         ValueError: malformed YAML; the message names the line.
     """
-    loader = _YamlLoader(data)
+    yaml = _yaml()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(data)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -153,14 +195,16 @@ def dump_json_stream(blobs: Iterable[Mapping[str, Any]]) -> bytes:
 
 def dump_yaml_stream(blobs: Iterable[Mapping[str, Any]]) -> str:
     """A YAML stream: ``---`` before every document."""
-    return yaml.dump_all(
+    yaml = _yaml()
+    text: str = yaml.dump_all(
         [dict(b) for b in blobs],
-        Dumper=_YamlDumper,
+        Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
         sort_keys=False,
         explicit_start=True,
         default_flow_style=False,
         allow_unicode=True,
     )
+    return text
 
 
 # --------------------------------------------------------------------------- blobs -> model
@@ -205,7 +249,7 @@ class _Slow(Exception):
 def channel_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> Channel:
     """An ``olm.channel`` blob as a :class:`Channel` (entries in file order)."""
     try:
-        entries = []
+        entries: list[ChannelEntry] = []
         append = entries.append
         for e in raw.get("entries") or ():
             name = e["name"]
@@ -241,7 +285,7 @@ def _channel_from_dict_slow(raw: Mapping[str, Any], origin: Origin | None = None
         entries_raw = []
     if not isinstance(entries_raw, list):
         raise WireError("entries", "must be a list")
-    entries = []
+    entries: list[ChannelEntry] = []
     for i, e in enumerate(entries_raw):
         if not isinstance(e, Mapping):
             raise WireError(f"entries[{i}]", "must be an object")
@@ -298,7 +342,7 @@ def bundle_from_dict(
             or (image is not None and type(image) is not str)
         ):
             raise _Slow
-        props = []
+        props: list[Property] = []
         append = props.append
         for p in raw.get("properties") or ():
             ptype = p["type"]
@@ -336,7 +380,7 @@ def _bundle_from_dict_slow(
         props_raw = ()
     elif not isinstance(props_raw, list):
         raise WireError("properties", "must be a list")
-    props = []
+    props: list[Property] = []
     for i, p in enumerate(props_raw):
         if not isinstance(p, dict):
             raise WireError(f"properties[{i}]", "must be an object with type and value")
@@ -359,6 +403,198 @@ def _bundle_from_dict_slow(
         origin=origin,
         extra=_extra(raw, _BUNDLE_KEYS),
     )
+
+
+class BlobReader:
+    """Converts decoded blobs to model objects in bulk: the catalog loader's fast path.
+
+    Equal properties become one :class:`Property` object, interned by their JSON text,
+    so that a catalog holds each distinct property once and plugins parse it once. A
+    bundle's version comes from its identity property, parsed by ``identity[type]``;
+    the parsed identity values are kept in :attr:`parsed` by ``id(property)``.
+
+    A blob the fast path does not take as it is goes through the careful converters,
+    whose :class:`WireError` names the offending field.
+
+    Args:
+        identity: property type -> parser of that type (its result has ``.version``).
+        collect: called once per distinct property: the lists every bundle carrying it
+            belongs in (the catalog's index lists). After :meth:`bundle`,
+            :attr:`gathered` holds the lists of that bundle's properties, so that the
+            caller can file the bundle without another pass over its properties.
+
+    .. versionadded:: 0.1
+    """
+
+    __slots__ = ("_lists", "collect", "entries", "gathered", "identity", "parsed", "properties")
+
+    def __init__(
+        self,
+        identity: Mapping[str, Callable[[Any], Any]],
+        collect: Callable[[Property], tuple[list[Any], ...]] | None = None,
+    ) -> None:
+        self.identity = dict(identity)
+        self.collect = collect
+        self.properties: dict[bytes, tuple[Property, tuple[list[Any], ...]]] = {}
+        self.entries: dict[tuple[str, str | None, tuple[str, ...], str | None], ChannelEntry] = {}
+        self.parsed: dict[int, Any] = {}
+        self.gathered: list[list[Any]] = []
+        self._lists: dict[int, tuple[list[Any], ...]] = {}  # for properties built outside the fast path
+
+    def property(self, ptype: str, value: Any) -> Property:
+        """The interned property ``ptype``/``value`` (a fresh one if the value is not JSON)."""
+        try:
+            key = orjson.dumps({"type": ptype, "value": value})
+        except TypeError:
+            return Property(ptype, value)
+        found = self.properties.get(key)
+        if found is None:
+            prop = Property(ptype, value)
+            found = self.properties[bytes(memoryview(key))] = (prop, self.collect(prop) if self.collect else ())
+        return found[0]
+
+    def version(self, properties: tuple[Property, ...]) -> str | None:
+        """The version the first well-formed identity property declares, or ``None``."""
+        identity = self.identity
+        parsed = self.parsed
+        for p in properties:
+            parse = identity.get(p.type)
+            if parse is None:
+                continue
+            value = parsed.get(id(p))
+            if value is None:
+                try:
+                    value = parsed[id(p)] = parse(p.value)
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    continue
+            return getattr(value, "version", None)
+        return None
+
+    def bundle(self, raw: Mapping[str, Any], origin: Origin | None) -> Bundle:
+        """A bundle blob as a :class:`Bundle` (see :func:`bundle_from_dict`).
+
+        Raises:
+            WireError: a field is missing or has the wrong type (names the field).
+        """
+        interned = self.properties
+        identity = self.identity
+        parsed = self.parsed
+        collect = self.collect
+        dumps = orjson.dumps
+        gathered: list[list[Any]] = []
+        try:
+            name, package = raw["name"], raw["package"]
+            image = raw.get("image") or None
+            if (
+                type(name) is not str
+                or not name
+                or type(package) is not str
+                or not package
+                or (image is not None and type(image) is not str)
+            ):
+                raise _Slow
+            version = None
+            versioned = False
+            props: list[Property] = []
+            append = props.append
+            for p in raw.get("properties") or ():
+                ptype = p["type"]
+                parse = identity.get(ptype)
+                if parse is None:
+                    key = dumps(p)
+                    found = interned.get(key)
+                    if found is None:
+                        if type(ptype) is not str or not ptype:
+                            raise _Slow
+                        prop = new_property(ptype, p["value"])
+                        # a compact copy: orjson's result keeps a 4 KiB buffer, too much for a dict key
+                        found = interned[bytes(memoryview(key))] = (prop, collect(prop) if collect else ())
+                    prop, lists = found
+                else:
+                    # an identity property is one bundle's own: nothing to share, parsed at once
+                    prop = new_property(ptype, p["value"])
+                    if not versioned:
+                        try:
+                            value = parsed[id(prop)] = parse(prop.value)
+                        except (ValueError, TypeError, AttributeError, KeyError):
+                            pass
+                        else:
+                            versioned = True
+                            version = getattr(value, "version", None)
+                    lists = collect(prop) if collect else ()
+                if lists:
+                    gathered += lists
+                append(prop)
+        except (_Slow, KeyError, TypeError, AttributeError):
+            bundle = _bundle_from_dict_slow(raw, origin, self.property, self.version)
+            self.gathered = self._gather(bundle.properties)
+            return bundle
+        self.gathered = gathered
+        return new_bundle(
+            name,
+            package,
+            version,
+            image,
+            tuple(props),
+            origin,
+            None if _BUNDLE_KEYS.issuperset(raw) else _extra(raw, _BUNDLE_KEYS),
+        )
+
+    def _gather(self, properties: tuple[Property, ...]) -> list[list[Any]]:
+        collect = self.collect
+        if collect is None:
+            return []
+        gathered: list[list[Any]] = []
+        for p in properties:
+            lists = self._lists.get(id(p))
+            if lists is None:
+                lists = self._lists[id(p)] = collect(p)
+            gathered += lists
+        return gathered
+
+    def channel(self, raw: Mapping[str, Any], origin: Origin | None) -> Channel:
+        """A channel blob as a :class:`Channel` (see :func:`channel_from_dict`).
+
+        Equal entries (channels of a package mostly list the same ones) share one object.
+        """
+        interned = self.entries
+        try:
+            entries: list[ChannelEntry] = []
+            append = entries.append
+            for e in raw.get("entries") or ():
+                name = e["name"]
+                replaces = e.get("replaces") or None
+                skips = e.get("skips")
+                skip_range = e.get("skipRange") or None
+                if (
+                    type(name) is not str
+                    or not name
+                    or (replaces is not None and type(replaces) is not str)
+                    or (skip_range is not None and type(skip_range) is not str)
+                    or not _ENTRY_KEYS.issuperset(e)
+                ):
+                    raise _Slow
+                if skips:
+                    if type(skips) is not list or not all(type(x) is str for x in skips):
+                        raise _Slow
+                    skips = tuple(skips)
+                else:
+                    skips = ()
+                key = (name, replaces, skips, skip_range)
+                entry = interned.get(key)
+                if entry is None:
+                    entry = interned[key] = new_entry(name, replaces, skips, skip_range)
+                append(entry)
+            package, name = raw["package"], raw["name"]
+            if type(package) is not str or not package or type(name) is not str or not name:
+                raise _Slow
+        except (_Slow, KeyError, TypeError, AttributeError):
+            return _channel_from_dict_slow(raw, origin)
+        return Channel(package, name, tuple(entries), origin, _extra(raw, _CHANNEL_KEYS))
+
+    def package(self, raw: Mapping[str, Any], origin: Origin | None) -> Package:
+        """A package blob as a :class:`Package` (see :func:`package_from_dict`)."""
+        return package_from_dict(raw, origin)
 
 
 # --------------------------------------------------------------------------- model -> blobs

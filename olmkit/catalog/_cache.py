@@ -1,204 +1,289 @@
 """The on-disk catalog cache: keyed by the content digest of every file read.
 
-Format (``marshal``, version-tagged): packages, deprecations and opaque blobs as one
-orjson document each; channels and bundles as one orjson document *per package*; the
-index with ``(package, bundle)`` pairs; the problems found while building. Loading it
-builds only the package list: a package's channels and bundles materialise on first
-access, so an unchanged catalog is queryable almost at once.
+Layout (format 4): a magic string naming the format, an 8-byte little-endian header
+length, the header, then the body, all ``marshal``. The header holds the file list, the
+packages, deprecations and opaque blobs, the problems found while loading, and where in
+the body each package's parts and each property type's index lie. A package has two
+parts, its channels and its bundles, as plain tuples: a bundle's version is stored (not
+parsed again) and its properties are indices into the package's table of distinct
+properties, so that building a package costs little more than creating its objects.
+Origins are ``(file number, line)``, with ``-1`` for none.
+
+Reading maps the body into memory and decodes only the header: a package's channels
+and bundles are built on first access, and an index type on its first lookup, so an
+unchanged catalog is queryable almost at once and a package nobody asks for costs
+nothing. Values marshal cannot store (a YAML date, a plugin's own index key) mean no
+cache for that catalog.
 """
 
 from __future__ import annotations
 
 import marshal
+import mmap
 import os
-import tempfile
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-import orjson
-
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._files import write_atomic
 from olmkit.catalog.problems import Problem
-from olmkit.model import Blob, Bundle, Channel, Origin, Property
+from olmkit.errors import CatalogError
+from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package
+from olmkit.model import _bundle as new_bundle
+from olmkit.model import _entry as new_entry
+from olmkit.model import _origin as new_origin
+from olmkit.model import _property as new_property
 from olmkit.registry import Registry
-from olmkit.serde import (
-    bundle_from_dict,
-    bundle_to_dict,
-    channel_from_dict,
-    channel_to_dict,
-    package_from_dict,
-    package_to_dict,
-)
 
 __all__ = ["read_cache", "write_cache"]
 
-_FORMAT: Final = 2
-_ORIGIN: Final = "\x00origin"
+_FORMAT: Final = 4
+_MAGIC: Final = b"olmkit\x00\x04"  # what a cache file of this format starts with
+_HEAD: Final = len(_MAGIC) + 8  # the magic and the header length
 
 
-def _with_origin(blob: dict[str, Any], origin: Origin | None) -> dict[str, Any]:
-    if origin is not None:
-        blob[_ORIGIN] = [origin.path, origin.line]
-    return blob
+class _Files:
+    """Numbers the files origins name (``-1`` for no origin or no line)."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def where(self, origin: Origin | None) -> tuple[int, int]:
+        if origin is None:
+            return (-1, -1)
+        number = self.numbers.get(origin.path)
+        if number is None:
+            number = self.numbers[origin.path] = len(self.numbers)
+        return (number, -1 if origin.line is None else origin.line)
 
 
-def _origin(blob: dict[str, Any]) -> Origin | None:
-    raw = blob.pop(_ORIGIN, None)
-    return Origin(raw[0], raw[1]) if raw else None
+def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+    # the package's distinct properties (interned by the loader: equal ones are one object)
+    distinct = {id(p): p for b in bundles.values() for p in b.properties}
+    number = {pid: n for n, pid in enumerate(distinct)}.__getitem__
+    where = files.where
+    rows = [
+        (b.name, b.version, b.image, tuple(map(number, map(id, b.properties))), *where(b.origin), b.extra)
+        for b in bundles.values()
+    ]
+    return [(p.type, p.value) for p in distinct.values()], rows
+
+
+def _channel_part(channels: Mapping[str, Channel], files: _Files) -> list[tuple[Any, ...]]:
+    return [
+        (
+            c.name,
+            tuple((e.name, e.replaces, e.skips, e.skip_range) for e in c.entries),
+            *files.where(c.origin),
+            c.extra,
+        )
+        for c in channels.values()
+    ]
 
 
 def write_cache(path: Path, catalog: Catalog, problems: tuple[Problem, ...]) -> None:
-    """Write ``catalog`` to ``path`` atomically; failures are ignored (the cache is optional)."""
-    index: dict[str, dict[Hashable, list[tuple[str, str]]]] = {}
-    for type_name in list(catalog._index):
-        index[type_name] = {
-            k: [(b.package, b.name) for b in bundles] for k, bundles in catalog._index[type_name].items()
+    """Write a freshly loaded ``catalog`` to ``path`` atomically; failures are ignored (the cache is optional)."""
+    files = _Files()
+    chunks: list[bytes] = []
+    offset = 0
+
+    def add(value: Any) -> tuple[int, int]:
+        nonlocal offset
+        data = marshal.dumps(value)
+        chunks.append(data)
+        offset += len(data)
+        return (offset - len(data), len(data))
+
+    try:
+        bundles = {pkg: add(_bundle_part(per, files)) for pkg, per in catalog.bundles.items()}
+        channels = {pkg: add(_channel_part(per, files)) for pkg, per in catalog.channels.items()}
+        index = {
+            type_name: add({k: [(b.package, b.name) for b in found] for k, found in keys.items()})
+            for type_name, keys in catalog._index.items()
         }
-    state = {
-        "format": _FORMAT,
-        "packages": orjson.dumps([_with_origin(package_to_dict(p), p.origin) for p in catalog.packages.values()]),
-        "channels": {
-            pkg: orjson.dumps([_with_origin(channel_to_dict(c), c.origin) for c in chans.values()])
-            for pkg, chans in catalog.channels.items()
-        },
-        "bundles": {
-            pkg: orjson.dumps([_with_origin(bundle_to_dict(b), b.origin) for b in bundles.values()])
-            for pkg, bundles in catalog.bundles.items()
-        },
-        "others": orjson.dumps([_with_origin(dict(b.data), b.origin) for b in catalog.others]),
-        "deprecations": orjson.dumps([d.data for d in catalog.deprecations.values()]),
-        "index": index,
-        "problems": [tuple(p.to_dict().values()) for p in problems],
-    }
-    try:
-        data = marshal.dumps(state)
+        packages = [
+            (p.name, p.default_channel, p.description, p.icon, p.extra, *files.where(p.origin))
+            for p in catalog.packages.values()
+        ]
+        header = marshal.dumps(
+            {
+                "format": _FORMAT,
+                "files": list(files.numbers),
+                "packages": packages,
+                "deprecations": [d.data for d in catalog.deprecations.values()],
+                "others": [(b.schema, b.data, *files.where(b.origin)) for b in catalog.others],
+                "channels": channels,
+                "bundles": bundles,
+                "index": index,
+                "problems": [tuple(p.to_dict().values()) for p in problems],
+                "body_size": offset,
+            }
+        )
     except ValueError:
-        return  # an index key marshal cannot store (a plugin's own type): no cache
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".cache")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        return
+        return  # a value marshal cannot store: no cache for this catalog
+    write_atomic(path, [_MAGIC, len(header).to_bytes(8, "little"), header, *chunks])
 
 
-class _LazyPackages(Mapping[str, Mapping[str, Any]]):
-    """package -> (name -> object), each package decoded and built on first access."""
+class _Packages(Mapping[str, Mapping[str, Any]]):
+    """``package -> name -> channel`` (or bundle): each package built from its part on first access.
 
-    def __init__(self, raw: dict[str, bytes], build: Callable[[bytes], Mapping[str, Any]]) -> None:
-        self._raw = raw
+    Channels and bundles have separate parts, so that walking every channel (as the
+    resolver does to learn which channels list a bundle) builds no bundle.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        body: Any,
+        base: int,
+        parts: dict[str, tuple[int, int]],
+        build: Callable[[str, Any], dict[str, Any]],
+    ) -> None:
+        self._path = path
+        self._body = body
+        self._base = base
+        self._parts = parts
         self._build = build
         self._done: dict[str, Mapping[str, Any]] = {}
 
-    def __getitem__(self, key: str) -> Mapping[str, Any]:
-        found = self._done.get(key)
+    def __getitem__(self, package: str) -> Mapping[str, Any]:
+        found = self._done.get(package)
         if found is None:
-            found = self._done[key] = MappingProxyType(dict(self._build(self._raw[key])))
+            offset, size = self._parts[package]
+            start = self._base + offset
+            try:
+                built = self._build(package, marshal.loads(self._body[start : start + size]))
+            except (EOFError, ValueError, TypeError, IndexError) as exc:
+                raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
+            found = self._done[package] = MappingProxyType(built)
         return found
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
+        return iter(self._parts)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._parts)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._raw
+        return key in self._parts
+
+
+class _Index(Mapping[str, Mapping[Hashable, Any]]):
+    """``property type -> key -> [(package, bundle name)]``, each type decoded on first use."""
+
+    def __init__(self, path: Path, body: Any, base: int, parts: dict[str, tuple[int, int]]) -> None:
+        self._path = path
+        self._body = body
+        self._base = base
+        self._parts = parts
+        self._done: dict[str, Mapping[Hashable, Any]] = {}
+
+    def __getitem__(self, key: str) -> Mapping[Hashable, Any]:
+        found = self._done.get(key)
+        if found is None:
+            offset, size = self._parts[key]
+            start = self._base + offset
+            try:
+                found = self._done[key] = marshal.loads(self._body[start : start + size])
+            except (EOFError, ValueError, TypeError) as exc:
+                raise CatalogError(f"the catalog cache {self._path} is damaged ({exc}); remove it") from None
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._parts
+
+
+def _open(path: Path) -> tuple[dict[str, Any], Any, int] | None:
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below; the map outlives it
+    except OSError:
+        return None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(_HEAD)
+            if len(head) != _HEAD or not head.startswith(_MAGIC):
+                return None  # empty, truncated, or not a cache file of this format
+            length = int.from_bytes(head[len(_MAGIC) :], "little")
+            if length > size - _HEAD:
+                return None
+            header = marshal.loads(f.read(length))
+            if not isinstance(header, dict) or header.get("format") != _FORMAT:
+                return None
+            if _HEAD + length + header["body_size"] != size:
+                return None  # truncated or from a different writer
+            body: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if header["body_size"] else b""
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            return None
+    return header, body, _HEAD + length
 
 
 def read_cache(path: Path, registry: Registry, name: str, digest: str) -> tuple[Catalog, tuple[Problem, ...]] | None:
     """Open a cached catalog, or ``None`` when there is no usable cache file."""
+    opened = _open(path)
+    if opened is None:
+        return None
+    header, body, base = opened
     try:
-        data = path.read_bytes()
-        state = marshal.loads(data)
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(state, dict) or state.get("format") != _FORMAT:
-        return None
-    identity = {n: pt.parse for n, pt in registry.property_types.items() if pt.identity}
-    interned: dict[Hashable, Property] = {}
+        files: list[str] = header["files"]
 
-    def make_property(ptype: str, value: Any) -> Property:
-        try:
-            key: Hashable = (ptype, tuple(value.items())) if type(value) is dict else (ptype, value)
-            found = interned.get(key)
-        except TypeError:
-            key = (ptype, orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-            found = interned.get(key)
-        if found is None:
-            found = interned[key] = Property(ptype, value)
-        return found
+        def origin(number: int, line: int) -> Origin | None:
+            return None if number < 0 else new_origin(files[number], None if line < 0 else line)
 
-    def version_of(properties: tuple[Property, ...]) -> str | None:
-        for p in properties:
-            parse = identity.get(p.type)
-            if parse is not None:
-                try:
-                    return getattr(parse(p.value), "version", None)
-                except (ValueError, TypeError, AttributeError, KeyError):
-                    continue
-        return None
+        def build_bundles(package: str, part: Any) -> dict[str, Bundle]:
+            table = [new_property(ptype, value) for ptype, value in part[0]]
+            pick = table.__getitem__
+            out = {}
+            for bundle_name, version, image, numbers, number, line, extra in part[1]:
+                out[bundle_name] = new_bundle(
+                    bundle_name, package, version, image, tuple(map(pick, numbers)), origin(number, line), extra
+                )
+            return out
 
-    def build_bundles(raw: bytes) -> dict[str, Bundle]:
-        out = {}
-        for blob in orjson.loads(raw):
-            origin = _origin(blob)
-            b = bundle_from_dict(blob, origin, make_property=make_property, version_of=version_of)
-            out[b.name] = b
-        return out
+        entries: dict[tuple[Any, ...], ChannelEntry] = {}
 
-    def build_channels(raw: bytes) -> dict[str, Channel]:
-        out = {}
-        for blob in orjson.loads(raw):
-            origin = _origin(blob)
-            c = channel_from_dict(blob, origin)
-            out[c.name] = c
-        return out
+        def build_channels(package: str, part: Any) -> dict[str, Channel]:
+            out = {}
+            for channel_name, raw_entries, number, line, extra in part:
+                built = []
+                for e in raw_entries:
+                    entry = entries.get(e)
+                    if entry is None:
+                        entry = entries[e] = new_entry(*e)
+                    built.append(entry)
+                out[channel_name] = Channel(package, channel_name, tuple(built), origin(number, line), extra)
+            return out
 
-    try:
         packages = {}
-        for blob in orjson.loads(state["packages"]):
-            origin = _origin(blob)
-            p = package_from_dict(blob, origin)
-            packages[p.name] = p
-        others = []
-        for blob in orjson.loads(state["others"]):
-            origin = _origin(blob)
-            others.append(Blob(blob["schema"], blob, origin))
+        for pkg_name, default, description, icon, extra, number, line in header["packages"]:
+            packages[pkg_name] = Package(pkg_name, default, description, icon, origin(number, line), extra)
+        others = tuple(Blob(schema, data, origin(number, line)) for schema, data, number, line in header["others"])
         deprecations = {}
-        for blob in orjson.loads(state["deprecations"]):
-            entries = blob.get("entries") or []
-            pkg_msg, chans, bundles = None, {}, {}
-            for e in entries:
-                ref = e["reference"]
-                kind = ref.get("schema", "")
-                if kind.endswith("package"):
-                    pkg_msg = e["message"]
-                elif kind.endswith("channel"):
-                    chans[ref["name"]] = e["message"]
-                else:
-                    bundles[ref["name"]] = e["message"]
-            deprecations[blob["package"]] = Deprecation(blob["package"], pkg_msg, chans, bundles, blob)
-        problems = tuple(Problem(*row) for row in state["problems"])
-        catalog = Catalog._lazy(
+        for raw in header["deprecations"]:
+            deprecation = Deprecation.from_dict(raw)
+            deprecations[deprecation.package] = deprecation
+        problems = tuple(Problem(*row) for row in header["problems"])
+        catalog = Catalog._wrap(
             name,
             packages,
-            _LazyPackages(state["channels"], build_channels),  # type: ignore[arg-type]
-            _LazyPackages(state["bundles"], build_bundles),  # type: ignore[arg-type]
-            tuple(others),
+            _Packages(path, body, base, header["channels"], build_channels),
+            _Packages(path, body, base, header["bundles"], build_bundles),
+            others,
             deprecations,
-            state["index"],
-            {n: pt.parse for n, pt in registry.property_types.items()},
-            digest,
+            index=None,
+            refs=_Index(path, body, base, header["index"]),
+            parsed={},
+            parse={n: pt.parse for n, pt in registry.property_types.items()},
+            digest=digest,
         )
-    except (KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+    except (KeyError, TypeError, ValueError, IndexError):
         return None
     return catalog, problems

@@ -10,10 +10,12 @@ import attrs
 
 from olmkit.errors import CatalogError
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Package, Property
+from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, WireError
 
 __all__ = ["Catalog", "Deprecation"]
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
+_MISSING: Any = object()
 
 
 @attrs.frozen(slots=True)
@@ -29,6 +31,41 @@ class Deprecation:
     channels: Mapping[str, str] = attrs.field(factory=dict)
     bundles: Mapping[str, str] = attrs.field(factory=dict)
     data: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Deprecation:
+        """A deprecations blob as a :class:`Deprecation`.
+
+        Raises:
+            WireError: a field is missing or malformed (names the field).
+        """
+        package = raw.get("package")
+        if not isinstance(package, str) or not package:
+            raise WireError("package", "is required and must be a string")
+        entries = raw.get("entries") or []
+        if not isinstance(entries, list):
+            raise WireError("entries", "must be a list")
+        pkg_msg: str | None = None
+        channels: dict[str, str] = {}
+        bundles: dict[str, str] = {}
+        for i, e in enumerate(entries):
+            ref = e.get("reference") if isinstance(e, dict) else None
+            if not isinstance(ref, dict):
+                raise WireError(f"entries[{i}].reference", "is required and must be an object")
+            message = e.get("message")
+            if not isinstance(message, str) or not message:
+                raise WireError(f"entries[{i}].message", "is required and must be a string")
+            kind = ref.get("schema")
+            if kind == SCHEMA_PACKAGE:
+                pkg_msg = message
+            elif kind in (SCHEMA_CHANNEL, SCHEMA_BUNDLE):
+                ref_name = ref.get("name")
+                if not isinstance(ref_name, str) or not ref_name:
+                    raise WireError(f"entries[{i}].reference.name", "is required and must be a string")
+                (channels if kind == SCHEMA_CHANNEL else bundles)[ref_name] = message
+            else:
+                raise WireError(f"entries[{i}].reference.schema", f"cannot deprecate schema {kind!r}")
+        return cls(package, pkg_msg, channels, bundles, raw)
 
 
 class Catalog:
@@ -70,6 +107,11 @@ class Catalog:
     others: tuple[Blob, ...]
     deprecations: Mapping[str, Deprecation]
     digest: str
+    _index: dict[str, dict[Hashable, tuple[Bundle, ...]]]
+    _parsed: dict[int, Any]
+    _parse: Mapping[str, Any]
+    _chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError]
+    _refs: Mapping[str, Mapping[Hashable, Any]] | None
 
     def __init__(
         self,
@@ -92,40 +134,44 @@ class Catalog:
         self.others = tuple(others)
         self.deprecations = MappingProxyType(dict(deprecations or {}))
         self.digest = digest
-        self._index = dict(index or {})
-        self._parsed: dict[int, Any] = parsed if parsed is not None else {}
-        self._parse: Mapping[str, Any] = parse or {}
-        self._chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError] = {}
-        self._refs: Mapping[str, Mapping[Hashable, Any]] | None = None
+        self._index = {k: dict(v) for k, v in (index or {}).items()}
+        self._parsed = parsed if parsed is not None else {}
+        self._parse = parse or {}
+        self._chains = {}
+        self._refs = None
 
     @classmethod
-    def _lazy(
+    def _wrap(
         cls,
         name: str,
-        packages: Mapping[str, Package],
+        packages: dict[str, Package],
         channels: Mapping[str, Mapping[str, Channel]],
         bundles: Mapping[str, Mapping[str, Bundle]],
         others: tuple[Blob, ...],
-        deprecations: Mapping[str, Deprecation],
-        refs: Mapping[str, Mapping[Hashable, Any]],
+        deprecations: dict[str, Deprecation],
+        *,
+        index: dict[str, dict[Hashable, tuple[Bundle, ...]]] | None,
+        refs: Mapping[str, Mapping[Hashable, Any]] | None,
+        parsed: dict[int, Any],
         parse: Mapping[str, Any],
         digest: str,
     ) -> Catalog:
-        """A catalog whose packages materialise on first access (the cache's fast path).
+        """A catalog over mappings the caller hands over (no copies; the loader's fast path).
 
-        ``channels`` and ``bundles`` are lazy mappings; ``refs`` is the index with
-        ``(package, bundle name)`` pairs in place of bundles.
+        ``channels`` and ``bundles`` may be lazy mappings (the cache materialises a
+        package on first access); ``refs`` is then the index with ``(package, bundle
+        name)`` pairs in place of bundles, resolved on first lookup.
         """
         self = cls.__new__(cls)
         self.name = name
-        self.packages = MappingProxyType(dict(packages))
-        self.channels = channels
-        self.bundles = bundles
-        self.others = tuple(others)
-        self.deprecations = MappingProxyType(dict(deprecations))
+        self.packages = MappingProxyType(packages)
+        self.channels = MappingProxyType(channels) if isinstance(channels, dict) else channels
+        self.bundles = MappingProxyType(bundles) if isinstance(bundles, dict) else bundles
+        self.others = others
+        self.deprecations = MappingProxyType(deprecations)
         self.digest = digest
-        self._index = {}
-        self._parsed = {}
+        self._index = index if index is not None else {}
+        self._parsed = parsed
         self._parse = parse
         self._chains = {}
         self._refs = refs
@@ -158,7 +204,7 @@ class Catalog:
         """Bundles filed under ``key`` by property type ``type_name``'s ``index_keys``."""
         found = self._index.get(type_name, _EMPTY).get(key)
         if found is not None:
-            return found  # type: ignore[no-any-return]
+            return found
         return self._resolve(type_name, key) if self._refs is not None else ()
 
     def index_keys(self, type_name: str) -> Mapping[Hashable, tuple[Bundle, ...]]:
@@ -175,10 +221,9 @@ class Catalog:
             ValueError: the value is malformed for its (registered) type.
         """
         key = id(prop)
-        try:
-            return self._parsed[key]
-        except KeyError:
-            pass
+        found = self._parsed.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
         pt = self._parse.get(prop.type)
         value = pt(prop.value) if pt is not None else prop.value
         self._parsed[key] = value
@@ -201,7 +246,7 @@ class Catalog:
         """The channel, or :class:`CatalogError` naming what is missing."""
         if package not in self.packages and package not in self.channels:
             raise CatalogError(f'package "{package}" not found in catalog {self.name}')
-        found = self.channels.get(package, _EMPTY).get(channel)
+        found: Channel | None = self.channels.get(package, _EMPTY).get(channel)
         if found is None:
             raise CatalogError(f'channel "{channel}" of package "{package}" not found in catalog {self.name}')
         return found

@@ -1,31 +1,39 @@
 """Loading file-based catalogs: walk, decode, build the snapshot and its index, cache it.
 
-Speed notes (see ``benchmarks/bench_catalog.py``): files are decoded one at a time
-(line-by-line orjson on the fast path) and dropped after conversion; identical
-properties are interned (one :class:`Property` object, one parsed value and one index
-computation per distinct value); the garbage collector is paused during the bulk load
-and the long-lived result is frozen out of later collections.
+Speed notes (see ``benchmarks/bench_catalog.py`` and ``benchmarks/results/catalog.md``):
+
+* each file is read once: the same bytes are hashed (the cache key, when the cache is
+  on) and decoded, as one orjson document on the fast path, and dropped after
+  conversion;
+* blobs become model objects through :class:`~olmkit.serde.BlobReader`, which interns
+  equal properties (one :class:`~olmkit.model.Property`, one parsed value and one index
+  computation per distinct value);
+* the cyclic garbage collector is paused during the bulk load, and what the load of a
+  large catalog built is frozen out of later collections (:func:`gc.freeze`): the
+  snapshot is immutable and cycle-free, and a full collection over a few million
+  objects would otherwise cost more than the load (main spent 1.7 s exiting after
+  loading 200k bundles).
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
-import orjson
-import pathspec
 
 from olmkit import __version__
+from olmkit.catalog import _files, _fork
 from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
 from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
+from olmkit.model import _origin as new_origin
 from olmkit.registry import Registry
 from olmkit.serde import (
     SCHEMA_BUNDLE,
@@ -33,12 +41,10 @@ from olmkit.serde import (
     SCHEMA_DEPRECATIONS,
     SCHEMA_PACKAGE,
     SCHEMA_PREFIX,
+    BlobReader,
     WireError,
-    bundle_from_dict,
-    channel_from_dict,
-    decode_json_stream,
+    decode_json_texts,
     decode_yaml_stream,
-    package_from_dict,
 )
 
 __all__ = [
@@ -53,8 +59,13 @@ __all__ = [
 ]
 
 CACHE_ENV: Final = "OLMKIT_CACHE_DIR"
-_CACHE_FORMAT: Final = 1
-IGNORE_FILE: Final = ".indexignore"
+IGNORE_FILE: Final = _files.IGNORE_FILE
+#: Part of every catalog digest: a new loader or a different set of property types
+#: never reads a cache written by another.
+_DIGEST_FORMAT: Final = 3
+#: Catalogs with at least this many bundles are frozen out of the garbage collector after
+#: loading and have their cache written by a forked child.
+BACKGROUND_MIN_BUNDLES: Final = 5000
 
 
 @attrs.frozen
@@ -75,9 +86,6 @@ def cache_dir() -> Path:
     return Path(base) / "olmkit" / "catalogs"
 
 
-# --------------------------------------------------------------------------- walking
-
-
 def catalog_files(root: str | os.PathLike[str]) -> list[Path]:
     """Every catalog file under ``root`` (or ``root`` itself), honouring ``.indexignore``.
 
@@ -88,74 +96,12 @@ def catalog_files(root: str | os.PathLike[str]) -> list[Path]:
     Raises:
         InputError: ``root`` does not exist or cannot be listed.
     """
-    path = Path(root)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise InputError("no such file or directory", path=str(path))
-    files: list[Path] = []
-    specs: list[tuple[Path, pathspec.PathSpec]] = []
-
-    def onerror(exc: OSError) -> None:
-        raise InputError(f"cannot list directory: {exc.strerror}", path=exc.filename)
-
-    for dirpath, dirnames, filenames in os.walk(path, onerror=onerror):
-        here = Path(dirpath)
-        dirnames.sort()
-        specs = [(base, spec) for base, spec in specs if base == here or base in here.parents]
-        if IGNORE_FILE in filenames:
-            try:
-                lines = (here / IGNORE_FILE).read_text().splitlines()
-            except OSError as exc:
-                raise InputError(f"cannot read: {exc.strerror}", path=str(here / IGNORE_FILE)) from None
-            specs.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
-
-        def ignored(rel_to: Path, is_dir: bool) -> bool:
-            for base, spec in specs:
-                rel = rel_to.relative_to(base).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(rel):
-                    return True
-            return False
-
-        dirnames[:] = [d for d in dirnames if not ignored(here / d, True)]
-        for name in sorted(filenames):
-            if name == IGNORE_FILE:
-                continue
-            full = here / name
-            if not ignored(full, False):
-                files.append(full)
-    return files
-
-
-def _digest(files: list[Path], root: Path, registry_key: str) -> str:
-    h = hashlib.sha1(registry_key.encode(), usedforsecurity=False)
-    for f in files:
-        h.update(b"\0" + str(f.relative_to(root) if f != root else f.name).encode() + b"\0")
-        h.update(_read(f))
-    return h.hexdigest()
-
-
-def _read(f: Path) -> bytes:
-    try:
-        return f.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", path=str(f)) from None
+    return [Path(path) for path, _ in _files.scan(root)]
 
 
 def _registry_key(registry: Registry) -> str:
     types = sorted(f"{name}={registry.owners.get(('property type', name), '')}" for name in registry.property_types)
-    return f"{_CACHE_FORMAT}:{__version__}:" + ",".join(types)
-
-
-def _decode(f: Path, data: bytes) -> Iterator[tuple[int, Any]]:
-    suffix = f.suffix.lower()
-    try:
-        if suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"[")):
-            yield from decode_json_stream(data)
-        else:
-            yield from decode_yaml_stream(data)
-    except ValueError as exc:
-        raise InputError(str(exc), path=str(f)) from None
+    return f"{_DIGEST_FORMAT}:{__version__}:" + ",".join(types)
 
 
 # --------------------------------------------------------------------------- building
@@ -166,58 +112,46 @@ class _Builder:
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self.identity = {n: pt.parse for n, pt in registry.property_types.items() if pt.identity}
-        self.parsers = {n: pt.parse for n, pt in registry.property_types.items()}
+        self.indexers = {n: pt for n, pt in registry.property_types.items() if pt.index_keys is not None}
+        self.index: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in self.indexers}
+        self.reader = BlobReader(
+            {n: pt.parse for n, pt in registry.property_types.items() if pt.identity},
+            self.index_lists if self.indexers else None,
+        )
         self.problems: list[Problem] = []
         self.packages: dict[str, Package] = {}
         self.channels: dict[str, dict[str, Channel]] = {}
         self.bundles: dict[str, dict[str, Bundle]] = {}
         self.others: list[Blob] = []
         self.deprecations: dict[str, Deprecation] = {}
-        self.parsed: dict[int, Any] = {}
-        self._props: dict[Hashable, Property] = {}
-        self._origins: dict[str, str] = {}
 
-    def problem(self, message: str, origin: Origin | None, **kw: Any) -> None:
-        self.problems.append(
-            Problem(ERROR, message, path=origin.path if origin else None, line=origin.line if origin else None, **kw)
-        )
+    # -- input ----------------------------------------------------------------------
 
-    def make_property(self, ptype: str, value: Any) -> Property:
+    def add_file(self, path: str, data: bytes) -> None:
+        """Add every blob of one file (a JSON or YAML stream).
+
+        Raises:
+            InputError: the file is malformed (names it and the line).
+        """
+        suffix = os.path.splitext(path)[1].lower()
+        add = self.add
         try:
-            key: Hashable = (ptype, tuple(value.items())) if type(value) is dict else (ptype, value)
-            found = self._props.get(key)
-        except TypeError:
-            try:
-                key = (ptype, orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
-            except TypeError:
-                key = (ptype, repr(value))
-            found = self._props.get(key)
-        if found is None:
-            found = self._props[key] = Property(ptype, value)
-        return found
-
-    def version_of(self, properties: tuple[Property, ...]) -> str | None:
-        identity = self.identity
-        for p in properties:
-            parse = identity.get(p.type)
-            if parse is None:
-                continue
-            try:
-                value = self.parsed.get(id(p))
-                if value is None:
-                    value = self.parsed[id(p)] = parse(p.value)
-            except (ValueError, TypeError, AttributeError, KeyError):
-                continue
-            return getattr(value, "version", None)
-        return None
+            if suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"[")):
+                for line, raw, _ in decode_json_texts(data, texts=False):
+                    add(raw, path, line)
+            else:
+                for line, raw in decode_yaml_stream(data):
+                    add(raw, path, line)
+        except ValueError as exc:
+            raise InputError(str(exc), path=path) from None
 
     def add(self, raw: Any, path: str, line: int) -> None:
-        origin = Origin(path, line)
+        """Add one decoded blob."""
+        origin = new_origin(path, line)
         schema = raw.get("schema") if type(raw) is dict else None
         try:
             if schema == SCHEMA_BUNDLE:
-                bundle = bundle_from_dict(raw, origin, make_property=self.make_property, version_of=self.version_of)
+                bundle = self.reader.bundle(raw, origin)
                 per = self.bundles.get(bundle.package)
                 if per is None:
                     per = self.bundles[bundle.package] = {}
@@ -230,10 +164,15 @@ class _Builder:
                     )
                     return
                 per[bundle.name] = bundle
+                for lst in self.reader.gathered:  # file it in the index
+                    if not lst or lst[-1] is not bundle:
+                        lst.append(bundle)
             elif schema == SCHEMA_CHANNEL:
-                channel = channel_from_dict(raw, origin)
-                chans = self.channels.setdefault(channel.package, {})
-                if channel.name in chans:
+                channel = self.reader.channel(raw, origin)
+                chans = self.channels.get(channel.package)
+                if chans is None:
+                    chans = self.channels[channel.package] = {}
+                elif channel.name in chans:
                     self.blob_problem(
                         f"duplicate channel {channel.name!r} (first defined at {chans[channel.name].origin})",
                         raw,
@@ -243,7 +182,7 @@ class _Builder:
                     return
                 chans[channel.name] = channel
             elif schema == SCHEMA_PACKAGE:
-                package = package_from_dict(raw, origin)
+                package = self.reader.package(raw, origin)
                 if package.name in self.packages:
                     first = self.packages[package.name].origin
                     self.blob_problem(
@@ -252,7 +191,10 @@ class _Builder:
                     return
                 self.packages[package.name] = package
             elif schema == SCHEMA_DEPRECATIONS:
-                self.add_deprecations(raw, origin)
+                deprecation = Deprecation.from_dict(raw)
+                if deprecation.package in self.deprecations:
+                    raise WireError("package", f"package {deprecation.package!r} has more than one deprecations blob")
+                self.deprecations[deprecation.package] = deprecation
             elif type(raw) is not dict:
                 self.problem(f"a catalog blob must be an object, not {type(raw).__name__}", origin)
             elif not isinstance(schema, str) or not schema:
@@ -264,90 +206,56 @@ class _Builder:
         except WireError as exc:
             self.blob_problem(exc.message, raw, origin, exc.field)
 
+    # -- problems ---------------------------------------------------------------------
+
+    def problem(self, message: str, origin: Origin | None, **kw: Any) -> None:
+        self.problems.append(
+            Problem(ERROR, message, path=origin.path if origin else None, line=origin.line if origin else None, **kw)
+        )
+
     def blob_problem(self, message: str, raw: dict[str, Any], origin: Origin, field: str | None) -> None:
         schema = raw.get("schema")
         name = raw.get("name")
-        label = f"{schema} {name}" if isinstance(name, str) else str(schema)
+        kind = schema if isinstance(schema, str) and schema else "blob"
+        label = f"{kind} {name}" if isinstance(name, str) and name else kind
         pkg = raw.get("package") if schema != SCHEMA_PACKAGE else name
         self.problem(message, origin, package=pkg if isinstance(pkg, str) else None, blob=label, field=field or None)
 
-    def add_deprecations(self, raw: dict[str, Any], origin: Origin) -> None:
-        package = raw.get("package")
-        if not isinstance(package, str) or not package:
-            raise WireError("package", "is required and must be a string")
-        if package in self.deprecations:
-            raise WireError("package", f"package {package!r} has more than one deprecations blob")
-        entries = raw.get("entries") or []
-        if not isinstance(entries, list):
-            raise WireError("entries", "must be a list")
-        pkg_msg: str | None = None
-        channels: dict[str, str] = {}
-        bundles: dict[str, str] = {}
-        for i, e in enumerate(entries):
-            ref = e.get("reference") if isinstance(e, dict) else None
-            if not isinstance(ref, dict):
-                raise WireError(f"entries[{i}].reference", "is required and must be an object")
-            message = e.get("message")
-            if not isinstance(message, str) or not message:
-                raise WireError(f"entries[{i}].message", "is required and must be a string")
-            kind = ref.get("schema")
-            if kind == SCHEMA_PACKAGE:
-                pkg_msg = message
-            elif kind in (SCHEMA_CHANNEL, SCHEMA_BUNDLE):
-                ref_name = ref.get("name")
-                if not isinstance(ref_name, str) or not ref_name:
-                    raise WireError(f"entries[{i}].reference.name", "is required and must be a string")
-                (channels if kind == SCHEMA_CHANNEL else bundles)[ref_name] = message
-            else:
-                raise WireError(f"entries[{i}].reference.schema", f"cannot deprecate schema {kind!r}")
-        self.deprecations[package] = Deprecation(package, pkg_msg, channels, bundles, raw)
+    # -- output -----------------------------------------------------------------------
+
+    def index_lists(self, prop: Property) -> tuple[list[Bundle], ...]:
+        """The index lists a bundle carrying ``prop`` belongs in (once per distinct property)."""
+        pt = self.indexers.get(prop.type)
+        if pt is None:
+            return ()
+        parsed = self.reader.parsed
+        try:
+            value = parsed.get(id(prop))
+            if value is None:
+                value = parsed[id(prop)] = pt.parse(prop.value)
+            keys = pt.index_keys(value)  # type: ignore[misc]
+            idx = self.index[prop.type]
+            return tuple(idx.setdefault(k, []) for k in keys)
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return ()
 
     def build_index(self) -> dict[str, dict[Hashable, tuple[Bundle, ...]]]:
-        indexers = {n: pt for n, pt in self.registry.property_types.items() if pt.index_keys is not None}
-        if not indexers:
-            return {}
-        lists: dict[str, dict[Hashable, list[Bundle]]] = {n: {} for n in indexers}
-        # one computation per distinct (interned) property: the lists its bundles go to
-        targets: dict[int, tuple[list[Bundle], ...]] = {}
-        parsed = self.parsed
-        for prop in self._props.values():
-            pt = indexers.get(prop.type)
-            if pt is None:
-                continue
-            pid = id(prop)
-            try:
-                if pid in parsed:
-                    value = parsed[pid]
-                else:
-                    value = parsed[pid] = pt.parse(prop.value)
-                keys = tuple(pt.index_keys(value))  # type: ignore[misc]
-            except (ValueError, TypeError, AttributeError, KeyError):
-                continue
-            idx = lists[prop.type]
-            targets[pid] = tuple(idx.setdefault(k, []) for k in keys)
-        get = targets.get
-        for per in self.bundles.values():
-            for bundle in per.values():
-                for p in bundle.properties:
-                    found = get(id(p))
-                    if found is None:
-                        continue
-                    for lst in found:
-                        if not lst or lst[-1] is not bundle:
-                            lst.append(bundle)
-        return {n: {k: tuple(v) for k, v in idx.items() if v} for n, idx in lists.items()}
+        """Bundles by ``(property type, index key)``, as filed while adding them."""
+        return {n: {k: tuple(v) for k, v in idx.items() if v} for n, idx in self.index.items()}
 
     def catalog(self, name: str, digest: str) -> Catalog:
-        return Catalog(
+        index = self.build_index()
+        return Catalog._wrap(
             name,
             self.packages,
-            self.channels,
-            self.bundles,
+            {k: MappingProxyType(v) for k, v in self.channels.items()},
+            {k: MappingProxyType(v) for k, v in self.bundles.items()},
             tuple(self.others),
             self.deprecations,
-            index=self.build_index(),
-            parsed=self.parsed,
-            parse=self.parsers,
+            index=index,
+            refs=None,
+            parsed=self.reader.parsed,
+            parse={n: pt.parse for n, pt in self.registry.property_types.items()},
             digest=digest,
         )
 
@@ -370,32 +278,73 @@ def load_catalog_result(
     path: str | os.PathLike[str], registry: Registry, *, name: str | None = None, cache: bool = True
 ) -> LoadResult:
     """Load a catalog and keep the problems found while building it (see :func:`load_catalog`)."""
+    result, pending = _load(path, registry, name=name, cache=cache)
+    if pending is not None:
+        pending.start()
+    return result
+
+
+@attrs.define
+class _PendingWrite:
+    """A cache write the load left to do: ``start()`` it, or hand ``write`` to a forked helper."""
+
+    write: Callable[[], None]
+    big: bool
+
+    def start(self) -> None:
+        """A large catalog's cache is written by a forked child while this process goes on."""
+        if not (self.big and _fork.background(self.write)):
+            self.write()
+
+
+def _load(
+    path: str | os.PathLike[str], registry: Registry, *, name: str | None, cache: bool
+) -> tuple[LoadResult, _PendingWrite | None]:
     root = Path(path)
-    files = catalog_files(root)
+    files = _files.scan(root)
     if not files:
         raise InputError("no catalog files found (empty directory, or everything is ignored)", path=str(root))
     display = name or (root.name if root.is_dir() else root.stem) or str(root)
+    salt = _registry_key(registry)
+    _fork.wait_background()  # a cache still being written by an earlier load is complete first
     enabled = gc.isenabled()
     gc.disable()
     try:
-        digest = ""
-        if cache:
-            digest = _digest(files, root, _registry_key(registry))
+        digests = _files.FileDigests.for_root(root, cache_dir()) if cache else _files.FileDigests(None)
+        if digests.known:
+            # seen before: one stat per file tells whether the cache can answer
+            digest = _files.catalog_digest(salt, [(rel, digests.digest(p, rel)) for p, rel in files])
             hit = read_cache(_cache_path(digest), registry, display, digest)
             if hit is not None:
-                return LoadResult(hit[0], hit[1], cached=True)
+                digests.save()
+                return LoadResult(hit[0], hit[1], cached=True), None
         builder = _Builder(registry)
-        for f in files:
-            data = _read(f)
-            fname = str(f)
-            add = builder.add
-            for line, raw in _decode(f, data):
-                add(raw, fname, line)
+        seen = []
+        for p, rel in files:
+            data, signature = _files.read_signed(p)  # signed as opened: a later change shows
+            if cache:  # the digest is the cache's key; without the cache there is none, as before
+                file_digest = _files.file_digest(data)
+                seen.append((rel, file_digest))
+                digests.record(rel, signature, file_digest)
+            builder.add_file(p, data)
             del data
-        result = LoadResult(builder.catalog(display, digest), tuple(builder.problems))
-        if cache:
-            write_cache(_cache_path(digest), result.catalog, result.problems)
-        return result
+        digest = _files.catalog_digest(salt, seen) if cache else ""
+        catalog = builder.catalog(display, digest)
+        result = LoadResult(catalog, tuple(builder.problems))
+        big = sum(map(len, builder.bundles.values())) >= BACKGROUND_MIN_BUNDLES
+        if big:
+            # keep the collector off the snapshot for good: it is immutable and cycle-free,
+            # and it would otherwise be walked by the next collections (and at exit). Only
+            # for large catalogs: freezing also keeps whatever cyclic garbage exists now.
+            gc.freeze()
+        if not cache:
+            return result, None
+
+        def write() -> None:
+            write_cache(_cache_path(digest), catalog, result.problems)
+            digests.save()
+
+        return result, _PendingWrite(write, big)
     finally:
         if enabled:
             gc.enable()

@@ -39,7 +39,15 @@ class Problem:
 
     def to_dict(self) -> dict[str, Any]:
         """The problem as a JSON-friendly mapping (``-o json``)."""
-        return attrs.asdict(self)
+        return {
+            "severity": self.severity,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "package": self.package,
+            "blob": self.blob,
+            "field": self.field,
+        }
 
     def __str__(self) -> str:
         where = ""

@@ -20,6 +20,7 @@ v4, which differs from other semver libraries in ways that matter to catalogs:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from functools import lru_cache, total_ordering
 from typing import Any, Final
@@ -172,8 +173,13 @@ def parse_version(text: str, *, tolerant: bool = False) -> Version:
     if not isinstance(text, str):
         raise ValueError(f"version must be a string, not {type(text).__name__}")
     if tolerant:
-        return _parse_strict(_tolerant_text(text))
+        return _parse_tolerant(text)
     return _parse_strict(text)
+
+
+@lru_cache(maxsize=65536)
+def _parse_tolerant(text: str) -> Version:
+    return _parse_strict(_tolerant_text(text))
 
 
 # --------------------------------------------------------------------------- ranges
@@ -246,10 +252,8 @@ def _expand_wildcard(op: str, ver: str) -> list[str]:
         if idx is None:
             result_version = ""
         else:
-            try:
+            with contextlib.suppress(ValueError):
                 nums[idx] = str(int(nums[idx]) + 1)
-            except ValueError:
-                pass
             result_version = ".".join(nums)
     out.append(result_op + result_version)
     return out

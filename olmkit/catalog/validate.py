@@ -29,14 +29,16 @@ import contextlib
 import gc
 import os
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
 
+from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog
-from olmkit.catalog._load import cache_dir, load_catalog_result
+from olmkit.catalog._load import _load, cache_dir
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import CatalogError
@@ -47,6 +49,7 @@ from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
 __all__ = ["validate_catalog", "validate_path"]
 
 _DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_NO_BUNDLES: Final[Mapping[str, Bundle]] = MappingProxyType({})
 
 
 class _Context:
@@ -68,13 +71,18 @@ class _Context:
 
 
 class _View:
-    """A catalog bundle as predicates see it."""
+    """A catalog bundle as predicates see it (values parsed once per type)."""
 
-    __slots__ = ("_bundle", "_catalog")
+    __slots__ = ("_bundle", "_catalog", "_values")
 
     def __init__(self, catalog: Catalog, bundle: Bundle) -> None:
         self._catalog = catalog
         self._bundle = bundle
+        self._values: dict[str, tuple[Any, ...]] = {}
+
+    @property
+    def name(self) -> str:
+        return self._bundle.name
 
     @property
     def package(self) -> str:
@@ -89,7 +97,10 @@ class _View:
         return self._bundle.properties
 
     def values(self, type_name: str) -> tuple[Any, ...]:
-        return self._catalog.values(self._bundle, type_name)
+        found = self._values.get(type_name)
+        if found is None:
+            found = self._values[type_name] = self._catalog.values(self._bundle, type_name)
+        return found
 
 
 def _bundle_problem(severity: str, message: str, bundle: Bundle, field: str | None = None) -> Problem:
@@ -118,7 +129,9 @@ def _channel_problem(severity: str, message: str, channel: Channel, field: str |
     )
 
 
-def validate_catalog(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...] = ()) -> list[Problem]:
+def validate_catalog(
+    catalog: Catalog, registry: Registry, problems: tuple[Problem, ...] = (), *, jobs: int | None = None
+) -> list[Problem]:
     """Check a catalog; returns every problem found (errors and warnings), load problems first.
 
     Args:
@@ -126,46 +139,136 @@ def validate_catalog(catalog: Catalog, registry: Registry, problems: tuple[Probl
         registry: the plugin registry: every registered property type's ``parse`` and
             ``validate`` run on the properties of that type.
         problems: problems already found while loading.
+        jobs: ``1`` checks in this process; ``2`` lets a forked child check the second
+            half of the packages at the same time (same problems, same order); ``None``
+            does that for catalogs of :data:`PARALLEL_MIN_BUNDLES` bundles or more when
+            the platform can fork and the process runs a single thread.
+
+    .. versionchanged:: 0.1
+       ``jobs``.
+    """
+    return _validate_catalog(catalog, registry, problems, jobs=jobs)[0]
+
+
+def _validate_catalog(
+    catalog: Catalog,
+    registry: Registry,
+    problems: tuple[Problem, ...],
+    *,
+    jobs: int | None,
+    then: Callable[[], object] | None = None,
+) -> tuple[list[Problem], bool]:
+    """:func:`validate_catalog`; ``then`` runs in the forked child after it checked its half.
+
+    Returns:
+        the problems, and whether a child took ``then`` over (else the caller does it).
     """
     enabled = gc.isenabled()
     gc.disable()  # bulk work on a large heap: full collections would dominate the run time
     try:
-        return _validate(catalog, registry, problems)
+        names = sorted(set(catalog.bundles) | set(catalog.channels) | set(catalog.packages))
+        state = _State()
+        split = _split(catalog, names, jobs)
+        if split is None:
+            return [*problems, *_validate(catalog, registry, names, state)], False
+        first, second = names[:split], names[split:]
+        child = _fork.start(lambda: _rows(catalog, registry, second), then)
+        try:
+            found = _validate(catalog, registry, first, state)
+        except BaseException:
+            if child is not None:
+                child.cancel()
+            raise
+        # with a "then" (the cache write) the child goes on after sending its rows
+        rows = child.result(reap=then is None) if child is not None else None
+        if rows is None:  # no child, or it failed: check its half here
+            return [*problems, *found, *_validate(catalog, registry, second, state)], False
+        # a requirement both halves checked is reported once, where a serial run reports it
+        rest = [Problem(*row[:7]) for row in rows if row[7] not in state.requirement_seen]
+        return [*problems, *found, *rest], then is not None
     finally:
         if enabled:
             gc.enable()
 
 
-def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...]) -> list[Problem]:
-    out: list[Problem] = list(problems)
+#: Catalogs with at least this many bundles are checked by two processes when possible.
+PARALLEL_MIN_BUNDLES: Final = 5000
+
+
+class _State:
+    """What checking remembers across packages (and across the halves of a serial run)."""
+
+    __slots__ = ("marks", "requirement_seen", "unknown_seen", "verdicts", "views")
+
+    def __init__(self) -> None:
+        # what a distinct property says, computed once (properties are interned by the loader):
+        # (identity?, package its identity names, unknown type?, problems, requirement to check?)
+        self.verdicts: dict[int, tuple[bool, str | None, bool, list[tuple[str, str]], bool]] = {}
+        self.requirement_seen: set[int] = set()
+        self.unknown_seen: set[tuple[str, str]] = set()
+        self.views: dict[int, _View] = {}
+        self.marks: dict[int, int] = {}  # id(problem) -> id(property) of requirement warnings
+
+
+def _split(catalog: Catalog, names: list[str], jobs: int | None) -> int | None:
+    """Where to cut ``names`` in two halves of about equal bundle counts, or ``None`` to run serially."""
+    if jobs == 1 or len(names) < 2 or not _fork.can_fork():
+        return None
+    sizes = [len(catalog.bundles.get(n, _NO_BUNDLES)) for n in names]
+    total = sum(sizes)
+    if jobs is None and total < PARALLEL_MIN_BUNDLES:
+        return None
+    running = 0
+    for i, size in enumerate(sizes):
+        running += size
+        if running * 2 >= total:
+            return min(max(i + 1, 1), len(names) - 1)
+    return len(names) - 1
+
+
+def _rows(catalog: Catalog, registry: Registry, names: list[str]) -> list[tuple[Any, ...]]:
+    """Check ``names`` and return the problems as rows (fields, then the requirement's property id or 0)."""
+    state = _State()
+    return [
+        (p.severity, p.message, p.path, p.line, p.package, p.blob, p.field, state.marks.get(id(p), 0))
+        for p in _validate(catalog, registry, names, state)
+    ]
+
+
+def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _State) -> list[Problem]:
+    out: list[Problem] = []
     types = registry.property_types
-    identity = set(registry.identity_types)
-    checked: dict[int, list[tuple[str, str]]] = {}  # id(property) -> [(severity, message)]
-    requirement_seen: set[int] = set()
-    unknown_seen: set[tuple[str, str]] = set()
+    identity = frozenset(registry.identity_types)
+    verdicts = state.verdicts
+    requirement_seen = state.requirement_seen
+    unknown_seen = state.unknown_seen
+    views = state.views
 
-    def check_property(prop: Property) -> list[tuple[str, str]]:
-        pid = id(prop)
-        found = checked.get(pid)
-        if found is not None:
-            return found
-        found = []
+    def verdict(prop: Property) -> tuple[bool, str | None, bool, list[tuple[str, str]], bool]:
         pt = types.get(prop.type)
-        if pt is not None:
+        is_identity = prop.type in identity
+        named: str | None = None
+        if is_identity:
             try:
-                value = catalog.parsed(prop)
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                found.append((ERROR, f"invalid {prop.type} value: {exc}"))
-            else:
-                if pt.validate is not None:
-                    try:
-                        found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
-                    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                        found.append((ERROR, f"invalid {prop.type} value: {exc}"))
-        checked[pid] = found
-        return found
+                named = getattr(catalog.parsed(prop), "package", None)
+            except (ValueError, TypeError, AttributeError, KeyError):
+                named = None
+        if pt is None:
+            return (is_identity, named, True, [], False)
+        found: list[tuple[str, str]] = []
+        try:
+            value = catalog.parsed(prop)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+        else:
+            if pt.validate is not None:
+                try:
+                    found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
+                except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                    found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+        return (is_identity, named, False, found, pt.requirement is not None and not found)
 
-    for pkg_name in sorted(set(catalog.bundles) | set(catalog.channels) | set(catalog.packages)):
+    for pkg_name in names:
         package = catalog.packages.get(pkg_name)
         channels = catalog.channels.get(pkg_name, {})
         bundles = catalog.bundles.get(pkg_name, {})
@@ -218,22 +321,22 @@ def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...
                 out.append(_bundle_problem(ERROR, f"bundle {bundle.name!r} is not in any channel", bundle))
             identities = 0
             for i, prop in enumerate(bundle.properties):
-                if prop.type in identity:
+                pid = id(prop)
+                v = verdicts.get(pid)
+                if v is None:
+                    v = verdicts[pid] = verdict(prop)
+                if v[0]:
                     identities += 1
-                    try:
-                        ident = catalog.parsed(prop)
-                    except (ValueError, TypeError, AttributeError, KeyError):
-                        ident = None
-                    if ident is not None and getattr(ident, "package", pkg_name) != pkg_name:
+                    if v[1] is not None and v[1] != pkg_name:
                         out.append(
                             _bundle_problem(
                                 ERROR,
-                                f"{prop.type} names package {ident.package!r}, but the bundle belongs to {pkg_name!r}",
+                                f"{prop.type} names package {v[1]!r}, but the bundle belongs to {pkg_name!r}",
                                 bundle,
                                 f"properties[{i}]",
                             )
                         )
-                if prop.type not in types:
+                if v[2]:
                     if (pkg_name, prop.type) not in unknown_seen:
                         unknown_seen.add((pkg_name, prop.type))
                         out.append(
@@ -246,18 +349,18 @@ def _validate(catalog: Catalog, registry: Registry, problems: tuple[Problem, ...
                             )
                         )
                     continue
-                found = check_property(prop)
-                for severity, message in found:
+                for severity, message in v[3]:
                     out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
-                pt = types[prop.type]
-                if pt.requirement is not None and not found and id(prop) not in requirement_seen:
-                    requirement_seen.add(id(prop))
-                    out += _check_requirement(catalog, registry, bundle, prop, i)
-            if identity and identities != 1:
-                names = " or ".join(sorted(identity))
+                if v[4] and pid not in requirement_seen:
+                    requirement_seen.add(pid)
+                    for problem in _check_requirement(catalog, registry, bundle, prop, i, views):
+                        state.marks[id(problem)] = pid
+                        out.append(problem)
+            if identities != 1 and identity:
+                wanted = " or ".join(sorted(identity))
                 out.append(
                     _bundle_problem(
-                        ERROR, f"a bundle needs exactly one {names} property, found {identities}", bundle, "properties"
+                        ERROR, f"a bundle needs exactly one {wanted} property, found {identities}", bundle, "properties"
                     )
                 )
             if bundle.version:
@@ -378,7 +481,9 @@ def _validate_channel(
         )
 
 
-def _check_requirement(catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, i: int) -> list[Problem]:
+def _check_requirement(
+    catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, i: int, views: dict[int, _View]
+) -> list[Problem]:
     pt = registry.property_types[prop.type]
     assert pt.requirement is not None
     try:
@@ -390,9 +495,15 @@ def _check_requirement(catalog: Catalog, registry: Registry, bundle: Bundle, pro
     lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
     if lookup is None:
         return []
-    candidates = catalog.lookup(*lookup)
     try:
-        satisfied = any(predicate.matches(_View(catalog, b)) for b in candidates)
+        satisfied = False
+        for candidate in reversed(catalog.lookup(*lookup)):  # newest first: most ranges are lower bounds
+            view = views.get(id(candidate))
+            if view is None:
+                view = views[id(candidate)] = _View(catalog, candidate)
+            if predicate.matches(view):
+                satisfied = True
+                break
     except Exception:  # matching is the plugin's business; no verdict, no warning
         return []
     if satisfied:
@@ -418,7 +529,7 @@ def validate_path(
     Raises:
         InputError: a file is missing, unreadable or malformed.
     """
-    result = load_catalog_result(path, registry, cache=cache)
+    result, pending = _load(path, registry, name=None, cache=cache)
     report = _report_path(result.catalog.digest) if cache and result.catalog.digest else None
     if result.cached and report is not None:
         try:
@@ -426,7 +537,12 @@ def validate_path(
             return result.catalog, [Problem(**row) for row in rows], True
         except (OSError, orjson.JSONDecodeError, TypeError):
             pass
-    problems = validate_catalog(result.catalog, registry, result.problems)
+    # a large catalog's cache is written by the validation child once it has checked its
+    # half: on two cores, a third process writing at the same time would slow both halves
+    then = pending.write if pending is not None and pending.big else None
+    problems, handed = _validate_catalog(result.catalog, registry, result.problems, jobs=None, then=then)
+    if pending is not None and not handed:
+        pending.start()
     if report is not None:
         with contextlib.suppress(OSError):
             report.parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ class GVK:
 
 
 def _object(value: Any) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # the exact check first: ABCs are slow
         raise ValueError(f"value must be an object, not {type(value).__name__}")
     return value
 

@@ -260,6 +260,21 @@ def property_set_key(properties: Sequence[Any]) -> bytes:
 _HAS_TYPE: Final = re.compile(r'\s*properties\.exists\(\s*(\w+)\s*,\s*\1\.type\s*==\s*"([^"\\]*)"\s*\)\s*')
 
 
+_CEL_IDENT: Final = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
+_CEL_RESERVED: Final = frozenset(
+    {
+        *("as", "break", "const", "continue", "else", "false", "for", "function", "if", "import", "in"),
+        *("let", "loop", "package", "namespace", "null", "return", "true", "var", "void", "while"),
+    }
+)
+
+
+def _certainly_valid(fast: re.Match[str]) -> bool:
+    """Whether a ``_HAS_TYPE`` match is valid CEL: an identifier variable and a plain one-line string."""
+    var, text = fast.group(1), fast.group(2)
+    return bool(_CEL_IDENT.fullmatch(var)) and var not in _CEL_RESERVED and "\n" not in text and "\r" not in text
+
+
 @attrs.frozen
 class CelRule:
     """Matches bundles whose properties satisfy a CEL ``rule``."""
@@ -270,8 +285,11 @@ class CelRule:
     has_type: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        _compile(self.rule)
         fast = _HAS_TYPE.fullmatch(self.rule)
+        if fast is None or not _certainly_valid(fast):
+            _compile(self.rule)
+        # else the rule is valid CEL by construction: compiling it (and building
+        # cel-python's parser, about a second) waits until something evaluates it
         if fast is not None:
             object.__setattr__(self, "has_type", fast.group(2))
 

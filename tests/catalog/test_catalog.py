@@ -92,7 +92,7 @@ def test_replaces_cycle_reported(make_catalog):
     ]
     cat = make_catalog([pkg("a"), chan("a", entries)] + [bundle("a", v) for v in ("1.0.0", "2.0.0", "3.0.0")])
 
-    with pytest.raises(CatalogError, match='a cycle exists in the chain of replacement beginning with "a.v3.0.0"'):
+    with pytest.raises(CatalogError, match=r'a cycle exists in the chain of replacement beginning with "a\.v3\.0\.0"'):
         cat.channel_order("a", "stable")
 
 
@@ -245,5 +245,17 @@ def test_sources_file_and_configmap(olmkit_pm, tmp_path):
     assert "READY" == f.health().state
     assert ["a"] == list(cm.load().packages)
     assert "TRANSIENT_FAILURE" == missing.health().state
-    with pytest.raises(InputError, match="unknown spec.sourceType 'grpcx'"):
+    with pytest.raises(InputError, match=r"unknown spec\.sourceType 'grpcx'"):
         open_source({"sourceType": "grpcx"}, registry=reg, name="x", namespace="olm", base_dir=None)
+
+
+def test_problem_to_dict_has_every_field():
+    """Problem.to_dict gives every field of the problem, in declaration order (the -o json shape)."""
+    import attrs
+
+    from olmkit.catalog.problems import Problem
+
+    problem = Problem("error", "m", path="p", line=3, package="a", blob="olm.bundle a.v1", field="name")
+
+    assert attrs.asdict(problem) == problem.to_dict()
+    assert [f.name for f in attrs.fields(Problem)] == list(problem.to_dict())

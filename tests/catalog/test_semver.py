@@ -41,7 +41,10 @@ def test_prerelease_orders_before_release_and_build_is_ignored():
     ],
 )
 def test_ranges_follow_blang(rng, inside, outside):
-    """Space is AND, || is OR, ! excludes, wildcards expand, a pre-release is below its release (blang has no pre-release exclusion)."""
+    """Space is AND, || is OR, ! excludes, wildcards expand, a pre-release is below its release.
+
+    (blang has no pre-release exclusion.)
+    """
     r = parse_range(rng)
 
     assert [True] * len(inside) == [parse_version(v) in r for v in inside]

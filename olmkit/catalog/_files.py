@@ -1,0 +1,281 @@
+"""Finding a catalog's files and their content digests.
+
+:func:`scan` walks a catalog directory in catalog order (a directory's files by name,
+then its subdirectories by name), honouring ``.indexignore`` files. It works on plain
+strings: building a :class:`~pathlib.Path` per file costs more than the walk itself.
+
+:class:`FileDigests` gives each file's SHA-1 and remembers it between runs, keyed by the
+file's stat signature (size, mtime, ctime, inode, device), so that an unchanged catalog
+is recognised with one ``stat`` per file instead of reading and hashing all of it. An
+entry is recorded only when the file's last change is comfortably older than the
+recording: a file rewritten within the same timestamp tick as it was recorded could
+otherwise change again without its signature moving (git's "racy" entries). ``ctime``
+cannot be set from user space, so restoring an old mtime after an edit is caught too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from olmkit.errors import InputError
+
+__all__ = [
+    "IGNORE_FILE",
+    "FileDigests",
+    "Signature",
+    "catalog_digest",
+    "file_digest",
+    "read_file",
+    "read_signed",
+    "scan",
+    "write_atomic",
+]
+
+IGNORE_FILE: Final = ".indexignore"
+
+#: Files changed less than this long before they are recorded are hashed again next time.
+_RACY_NS: Final = 2_000_000_000
+_clock = time.time_ns  # the recording time (tests move it)
+_FORMAT: Final = 1
+
+Signature = tuple[int, int, int, int, int]
+
+
+# --------------------------------------------------------------------------- walking
+
+
+def scan(root: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """``(path, relative path)`` of every catalog file under ``root``, in catalog order.
+
+    ``root`` may also be a single file. ``.indexignore`` files hold gitignore patterns
+    relative to their directory and apply to it and everything below; they are never
+    read as catalog content. Symbolic links to directories are not followed.
+
+    Raises:
+        InputError: ``root`` does not exist, or a directory or ``.indexignore`` cannot
+            be read.
+    """
+    top = os.fspath(root)
+    if os.path.isfile(top):
+        return [(top, os.path.basename(top))]
+    if not os.path.isdir(top):
+        raise InputError("no such file or directory", path=top)
+    out: list[tuple[str, str]] = []
+    _scan_dir(top, "", [], out)
+    return out
+
+
+def _scan_dir(path: str, rel: str, specs: list[tuple[str, Any]], out: list[tuple[str, str]]) -> None:
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        raise InputError(f"cannot list directory: {exc.strerror}", path=path) from None
+    dirs: list[os.DirEntry[str]] = []
+    files: list[os.DirEntry[str]] = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        (dirs if is_dir else files).append(entry)
+    if any(e.name == IGNORE_FILE for e in files):
+        specs = [*specs, (rel, _ignore_spec(os.path.join(path, IGNORE_FILE)))]
+    for entry in files:
+        if entry.name == IGNORE_FILE:
+            continue
+        name = rel + entry.name
+        if specs and _ignored(specs, name, False):
+            continue
+        out.append((entry.path, name))
+    for entry in dirs:
+        if entry.is_symlink():
+            continue
+        name = rel + entry.name
+        if specs and _ignored(specs, name, True):
+            continue
+        _scan_dir(entry.path, name + "/", specs, out)
+
+
+def _ignore_spec(path: str) -> Any:
+    import pathspec  # only catalogs with an .indexignore pay for the import
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise InputError(f"cannot read: {reason}", path=path) from None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _ignored(specs: list[tuple[str, Any]], name: str, is_dir: bool) -> bool:
+    for base, spec in specs:
+        sub = name[len(base) :] + ("/" if is_dir else "")
+        if spec.match_file(sub):
+            return True
+    return False
+
+
+def read_file(path: str) -> bytes:
+    """The bytes of a catalog file.
+
+    Raises:
+        InputError: the file cannot be read (names it and says why).
+    """
+    return read_signed(path)[0]
+
+
+def read_signed(path: str) -> tuple[bytes, Signature]:
+    """The bytes of a catalog file and its stat signature, taken as it was opened.
+
+    Plain ``os`` calls: for thousands of small files the ``io`` objects of :func:`open`
+    cost more than the reading.
+
+    Raises:
+        InputError: the file cannot be read (names it and says why).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            st = os.fstat(fd)
+            chunks = []
+            size = max(st.st_size, 0) + 1  # one more, to see the end in one read
+            while chunk := os.read(fd, size):
+                chunks.append(chunk)
+                size = 1 << 20
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return data, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+# --------------------------------------------------------------------------- digests
+
+
+def catalog_digest(salt: str, files: Iterable[tuple[str, bytes]]) -> str:
+    """The digest of a catalog: ``salt`` plus each ``(relative path, file SHA-1)`` in order."""
+    h = hashlib.sha1(salt.encode(), usedforsecurity=False)
+    for rel, digest in files:
+        h.update(b"\0" + rel.encode() + b"\0" + digest)
+    return h.hexdigest()
+
+
+def file_digest(data: bytes) -> bytes:
+    """The SHA-1 of one file's bytes."""
+    return hashlib.sha1(data, usedforsecurity=False).digest()
+
+
+class FileDigests:
+    """Per-file content digests, remembered by stat signature in a small file.
+
+    Args:
+        store: the file that remembers the digests (one per catalog root), or ``None``
+            to remember nothing.
+    """
+
+    __slots__ = ("_changed", "_entries", "_known", "_now", "_seen", "_store")
+
+    def __init__(self, store: Path | None) -> None:
+        self._store = store
+        self._entries: dict[str, tuple[Signature, bytes]] = {}
+        self._seen: set[str] = set()
+        self._known = False
+        self._changed = False
+        self._now = _clock()
+        if store is not None:
+            try:
+                state = marshal.loads(store.read_bytes())
+            except (OSError, EOFError, ValueError, TypeError):
+                return
+            if isinstance(state, tuple) and len(state) == 2 and state[0] == _FORMAT and isinstance(state[1], dict):
+                self._entries = state[1]
+                self._known = True
+
+    @classmethod
+    def for_root(cls, root: str | os.PathLike[str], directory: Path) -> FileDigests:
+        """The digests remembered for the catalog at ``root`` (kept under ``directory``)."""
+        key = hashlib.sha1(os.path.realpath(root).encode(), usedforsecurity=False).hexdigest()
+        return cls(directory / "files" / f"{key}.marshal")
+
+    @property
+    def known(self) -> bool:
+        """Whether this catalog was loaded (with these digests saved) before."""
+        return self._known
+
+    @staticmethod
+    def signature(path: str) -> Signature:
+        """The stat signature of ``path`` (take it *before* reading the file).
+
+        Raises:
+            InputError: the file cannot be stat'ed.
+        """
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+    def digest(self, path: str, rel: str) -> bytes:
+        """The SHA-1 of ``path``'s content: remembered if its signature is unchanged, else computed.
+
+        Raises:
+            InputError: the file cannot be read.
+        """
+        signature = self.signature(path)
+        self._seen.add(rel)
+        entry = self._entries.get(rel)
+        if entry is not None and entry[0] == signature:
+            return entry[1]
+        data, signature = read_signed(path)
+        digest = file_digest(data)
+        self.record(rel, signature, digest)
+        return digest
+
+    def record(self, rel: str, signature: Signature, digest: bytes) -> None:
+        """Remember ``digest`` for ``rel`` read with ``signature`` (unless the file is too fresh)."""
+        self._seen.add(rel)
+        if max(signature[1], signature[2]) < self._now - _RACY_NS:
+            if self._entries.get(rel) != (signature, digest):
+                self._entries[rel] = (signature, digest)
+                self._changed = True
+        elif self._entries.pop(rel, None) is not None:
+            self._changed = True
+
+    def save(self) -> None:
+        """Write the remembered digests back (only the files seen in this run); errors are ignored."""
+        if self._store is None:
+            return
+        if self._known and not self._changed and self._entries.keys() <= self._seen:
+            return
+        entries = {rel: e for rel, e in self._entries.items() if rel in self._seen}
+        write_atomic(self._store, marshal.dumps((_FORMAT, entries)))
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> bool:
+    """Write ``data`` to ``path`` through a temporary file and a rename; ``False`` on failure."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                if isinstance(data, bytes):
+                    out.write(data)
+                else:
+                    out.writelines(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True

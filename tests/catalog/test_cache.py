@@ -1,0 +1,295 @@
+"""The on-disk cache, the stat-cached file digests and the loader's fast paths."""
+
+import os
+
+import orjson
+import pytest
+
+from olmkit.catalog import _cache, _files, cache_dir, load_catalog_result
+from olmkit.catalog.validate import validate_catalog, validate_path
+from olmkit.cli.catalog import catalog_blobs
+from olmkit.serde import decode_json_stream, decode_json_texts
+
+
+def pkg(name, default="stable"):
+    return {"schema": "olm.package", "name": name, "defaultChannel": default}
+
+
+def chan(package, entries, name="stable"):
+    return {"schema": "olm.channel", "package": package, "name": name, "entries": entries}
+
+
+def bundle(package, version, props=()):
+    return {
+        "schema": "olm.bundle",
+        "package": package,
+        "name": f"{package}.v{version}",
+        "image": f"example.invalid/{package}:{version}",
+        "properties": [{"type": "olm.package", "value": {"packageName": package, "version": version}}, *props],
+    }
+
+
+GVK = {"type": "olm.gvk", "value": {"group": "g.io", "version": "v1", "kind": "K"}}
+NEEDS_GVK = {"type": "olm.gvk.required", "value": {"group": "g.io", "version": "v1", "kind": "K"}}
+NEEDS_NOTHING_HERE = {"type": "olm.package.required", "value": {"packageName": "zzz", "versionRange": ">=1.0.0"}}
+
+
+def write(root, files):
+    root.mkdir(parents=True, exist_ok=True)
+    for name, blobs in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"".join(orjson.dumps(b) + b"\n" for b in blobs))
+
+
+@pytest.fixture
+def later(monkeypatch):
+    """Record digests as if a minute had passed since the files were written (so they are trusted)."""
+    real = _files._clock
+    monkeypatch.setattr(_files, "_clock", lambda: real() + 60_000_000_000)
+
+
+CATALOG = {
+    "a/index.json": [
+        pkg("a"),
+        chan("a", [{"name": "a.v1.1.0", "replaces": "a.v1.0.0"}, {"name": "a.v1.0.0"}]),
+        chan("a", [{"name": "a.v1.1.0", "replaces": "a.v1.0.0"}, {"name": "a.v1.0.0"}], name="fast"),
+        bundle("a", "1.0.0", [GVK]),
+        bundle("a", "1.1.0", [GVK, NEEDS_NOTHING_HERE]),
+    ],
+    "b/index.json": [
+        pkg("b"),
+        chan("b", [{"name": "b.v2.0.0"}]),
+        bundle("b", "2.0.0", [NEEDS_GVK]),
+        {"schema": "example.io/notes", "package": "b", "text": "kept verbatim"},
+    ],
+}
+
+
+def test_cached_catalog_equals_the_loaded_one(tmp_path, olmkit_pm):
+    """A catalog read back from the cache has the same blobs, origins, versions and index as the cold load."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    cold = load_catalog_result(root, olmkit_pm.registry)
+    warm = load_catalog_result(root, olmkit_pm.registry)
+
+    assert (False, True) == (cold.cached, warm.cached)
+    assert catalog_blobs(cold.catalog) == catalog_blobs(warm.catalog)
+    assert cold.catalog.digest == warm.catalog.digest
+    for package, bundles in cold.catalog.bundles.items():
+        for name, b in bundles.items():
+            cached = warm.catalog.bundles[package][name]
+            assert (b.origin, b.version) == (cached.origin, cached.version)
+    key = ("g.io", "v1", "K")
+    assert [b.name for b in cold.catalog.lookup("olm.gvk", key)] == [
+        b.name for b in warm.catalog.lookup("olm.gvk", key)
+    ]
+    assert ["a.v1.1.0", "a.v1.0.0"] == [e.name for e in warm.catalog.channel_order("a", "fast")]
+
+
+def test_cache_builds_a_package_only_when_it_is_used(tmp_path, olmkit_pm):
+    """Reading the cache decodes the package list; a package's channels or bundles are built on first access."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    load_catalog_result(root, olmkit_pm.registry)
+    warm = load_catalog_result(root, olmkit_pm.registry).catalog
+    channels_of = {name: list(channels) for name, channels in warm.channels.items()}
+
+    assert ["a", "b"] == list(warm.packages)
+    assert {"a": ["stable", "fast"], "b": ["stable"]} == channels_of
+    assert {} == warm.bundles._done  # walking every channel built no bundle
+    assert "1.1.0" == warm.bundles["a"]["a.v1.1.0"].version
+    assert ["a"] == list(warm.bundles._done)
+
+
+def test_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path, olmkit_pm, later):
+    """Changing a file's content but restoring its size and mtime changes its ctime: the cache is not used."""
+    root = tmp_path / "cat"
+    write(root, {"c.json": [pkg("a"), chan("a", [{"name": "a.v1.0.0"}]), bundle("a", "1.0.0")]})
+    first = load_catalog_result(root, olmkit_pm.registry)
+    second = load_catalog_result(root, olmkit_pm.registry)
+    path = root / "c.json"
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"1.0.0", b"1.0.1"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    third = load_catalog_result(root, olmkit_pm.registry)
+
+    assert st.st_size == path.stat().st_size
+    assert (False, True, False) == (first.cached, second.cached, third.cached)
+    assert ["a.v1.0.1"] == list(third.catalog.bundles["a"])
+
+
+def test_unchanged_files_are_not_read_again(tmp_path, olmkit_pm, monkeypatch, later):
+    """With remembered digests, recognising an unchanged catalog reads no catalog file."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    load_catalog_result(root, olmkit_pm.registry)
+    reads = []
+    real = _files.read_signed
+    monkeypatch.setattr(_files, "read_signed", lambda path: reads.append(path) or real(path))
+    warm = load_catalog_result(root, olmkit_pm.registry)
+
+    assert warm.cached
+    assert [] == reads
+
+
+def test_fresh_files_are_hashed_again(tmp_path, monkeypatch):
+    """A digest is remembered only once the file's last change is 2 s older than the recording (racy timestamps)."""
+    path = tmp_path / "f.json"
+    path.write_bytes(b"{}\n")
+    store = tmp_path / "digests.marshal"
+    now = _files._clock()
+    remembered = []
+    for delay in (0, 1, 3):
+        monkeypatch.setattr(_files, "_clock", lambda delay=delay: now + delay * 1_000_000_000)
+        digests = _files.FileDigests(store)
+        digests.digest(str(path), "f.json")
+        digests.save()
+        remembered.append("f.json" in _files.FileDigests(store)._entries)
+
+    assert [False, False, True] == remembered
+
+
+@pytest.mark.parametrize(
+    "damage", [b"", b"\x00" * 8, b"garbage that is not a cache", _cache._MAGIC + b"\xff" * 8, _cache._MAGIC + bytes(8)]
+)
+def test_damaged_or_foreign_cache_files_are_ignored(tmp_path, olmkit_pm, damage):
+    """A cache file that is truncated, empty or of another format is ignored; the catalog loads from its files."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    first = load_catalog_result(root, olmkit_pm.registry)
+    (cache_dir() / f"{first.catalog.digest}.cache").write_bytes(damage)
+    second = load_catalog_result(root, olmkit_pm.registry)
+
+    assert not second.cached
+    assert catalog_blobs(first.catalog) == catalog_blobs(second.catalog)
+
+
+def test_truncated_cache_is_ignored(tmp_path, olmkit_pm):
+    """A cache file cut short is detected by its recorded size."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    first = load_catalog_result(root, olmkit_pm.registry)
+    path = cache_dir() / f"{first.catalog.digest}.cache"
+    path.write_bytes(path.read_bytes()[:-10])
+
+    assert not load_catalog_result(root, olmkit_pm.registry).cached
+
+
+def test_validation_report_comes_from_the_cache(tmp_path, olmkit_pm):
+    """validate_path on an unchanged catalog returns the stored report, equal to a fresh one."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    _, fresh, first_cached = validate_path(root, olmkit_pm.registry)
+    _, stored, second_cached = validate_path(root, olmkit_pm.registry)
+
+    assert (False, True) == (first_cached, second_cached)
+    assert [str(p) for p in fresh] == [str(p) for p in stored]
+    assert any("nothing in this catalog satisfies" in p.message for p in stored)
+
+
+def test_parallel_validation_equals_serial(tmp_path, olmkit_pm):
+    """Two processes find exactly the problems one finds, in the same order, each requirement warned once."""
+    blobs = []
+    for i in range(12):
+        name = f"p{i:02d}"
+        blobs += [
+            pkg(name, default="nope" if i % 5 == 0 else "stable"),
+            chan(
+                name,
+                [{"name": f"{name}.v1.0.0"}, {"name": f"{name}.v2.0.0"}]
+                if i % 4 == 0
+                else [{"name": f"{name}.v1.0.0"}],
+            ),
+            bundle(name, "1.0.0", [NEEDS_NOTHING_HERE, {"type": "x.io/typo", "value": i}]),
+            bundle(name, "2.0.0", [NEEDS_NOTHING_HERE]),
+        ]
+    write(tmp_path / "cat", {"c.json": blobs})
+    result = load_catalog_result(tmp_path / "cat", olmkit_pm.registry, cache=False)
+    serial = validate_catalog(result.catalog, olmkit_pm.registry, result.problems, jobs=1)
+    parallel = validate_catalog(result.catalog, olmkit_pm.registry, result.problems, jobs=2)
+
+    assert [str(p) for p in serial] == [str(p) for p in parallel]
+    assert 1 == sum("nothing in this catalog satisfies" in p.message for p in parallel)
+    assert 12 == sum("unknown property type" in p.message for p in parallel)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a":1}\n{"b":2}\n',
+        b'{"a":1}\n\n{"b":2}',
+        b'{"a":\n1}\n{"b":2}\n',
+        b"{} {}\n",
+        b"",
+        b'{"a":1}\r\n{"b":[1,\n2]}\r\n',
+        b'  {"x": "a\\nb"}\n[1]\n"s"\n',
+    ],
+)
+def test_json_texts_match_the_stream_decoder(data):
+    """Whole-file decoding gives line-by-line decoding's values and line numbers, and one-line values' texts."""
+    texts = list(decode_json_texts(data))
+    lines = data.split(b"\n")
+
+    assert [(line, value) for line, value, _ in texts] == list(decode_json_stream(data))
+    assert [(line, value, None) for line, value, _ in texts] == list(decode_json_texts(data, texts=False))
+    for line, value, text in texts:
+        if text is not None:
+            assert text == lines[line - 1]
+            assert value == orjson.loads(text)
+
+
+def test_has_type_cel_rules_do_not_build_the_cel_parser(tmp_path, olmkit_pm):
+    """Validating properties.exists(p, p.type == "T") rules compiles no CEL; another rule still compiles."""
+    from olmkit.plugins import requirements
+
+    has_type = {"type": "olm.constraint", "value": {"cel": {"rule": 'properties.exists(p, p.type == "marker-1")'}}}
+    write(tmp_path / "cat", {"c.json": [pkg("a"), chan("a", [{"name": "a.v1.0.0"}]), bundle("a", "1.0.0", [has_type])]})
+    result = load_catalog_result(tmp_path / "cat", olmkit_pm.registry, cache=False)
+    before = dict(requirements._CEL_STATS)
+    problems = validate_catalog(result.catalog, olmkit_pm.registry, result.problems)
+    rule = requirements.CelRule('properties.exists(p, p.type == "marker-2" && true)')
+
+    assert before["compiled"] == requirements._CEL_STATS["compiled"] - 1
+    assert rule.has_type is None
+    assert [] == [p for p in problems if p.severity == "error"]
+
+
+def test_large_catalog_cache_is_written_by_a_child(tmp_path, olmkit_pm, monkeypatch):
+    """A large catalog's cache is written in the background; the next load waits for it and hits."""
+    from olmkit.catalog import _fork, _load
+
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 1)
+    monkeypatch.setattr(_load.gc, "freeze", lambda: None)  # keep the test process's collector as it is
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    first = load_catalog_result(root, olmkit_pm.registry)
+    writers = len(_fork._pending)
+    second = load_catalog_result(root, olmkit_pm.registry)
+
+    assert 1 == writers
+    assert 0 == len(_fork._pending)
+    assert (False, True) == (first.cached, second.cached)
+    assert catalog_blobs(first.catalog) == catalog_blobs(second.catalog)
+
+
+def test_validation_child_writes_the_cache_of_a_large_catalog(tmp_path, olmkit_pm, monkeypatch):
+    """validate_path on a large catalog: the validation child writes the cache after its half; the next run hits it."""
+    from olmkit.catalog import _fork, _load
+    from olmkit.catalog import validate as validate_module
+
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 1)
+    monkeypatch.setattr(validate_module, "PARALLEL_MIN_BUNDLES", 1)
+    monkeypatch.setattr(_load.gc, "freeze", lambda: None)  # keep the test process's collector as it is
+    background = []
+    monkeypatch.setattr(_fork, "background", lambda work: background.append(work) or False)
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    _, first, first_cached = validate_path(root, olmkit_pm.registry)
+    helpers = len(_fork._pending)
+    _, second, second_cached = validate_path(root, olmkit_pm.registry)
+
+    assert [] == background  # the write went to the validation child, not to a writer of its own
+    assert 1 == helpers
+    assert (False, True) == (first_cached, second_cached)
+    assert [str(p) for p in first] == [str(p) for p in second]
