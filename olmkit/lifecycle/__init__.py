@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from olmkit.lifecycle.context import LifecycleContext, LifecycleOptions
-from olmkit.lifecycle.runtime import Clock, ControllerManager, FakeClock, RealClock, Reporter, RunOutcome
-
 if TYPE_CHECKING:
+    from olmkit.lifecycle.context import LifecycleContext, LifecycleOptions
+    from olmkit.lifecycle.runtime import Clock, ControllerManager, FakeClock, RealClock, Reporter, RunOutcome
     from olmkit.store import Store
 
 __all__ = [
@@ -39,6 +38,28 @@ __all__ = [
     "build_manager",
 ]
 
+# Plugins import small modules of this package (kinds, strategy) at start-up; the runtime,
+# the store and the catalogs are imported only when a run of the lifecycle is built.
+_LAZY = {
+    "LifecycleContext": "olmkit.lifecycle.context",
+    "LifecycleOptions": "olmkit.lifecycle.context",
+    "Clock": "olmkit.lifecycle.runtime",
+    "ControllerManager": "olmkit.lifecycle.runtime",
+    "FakeClock": "olmkit.lifecycle.runtime",
+    "RealClock": "olmkit.lifecycle.runtime",
+    "Reporter": "olmkit.lifecycle.runtime",
+    "RunOutcome": "olmkit.lifecycle.runtime",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 def build_manager(
     store: Store,
@@ -52,6 +73,9 @@ def build_manager(
 
     The manager's ``context`` attribute is the shared :class:`LifecycleContext`.
     """
+    from olmkit.lifecycle.context import LifecycleContext, LifecycleOptions
+    from olmkit.lifecycle.runtime import ControllerManager, RealClock, Reporter
+
     ctx = LifecycleContext(store, pm, options or LifecycleOptions(), clock or RealClock(), reporter or Reporter())
     controllers = [c for contributed in pm.hook.olmkit_controllers(context=ctx) for c in contributed]
     return ControllerManager(store, controllers, clock=ctx.clock, reporter=ctx.reporter, context=ctx)
