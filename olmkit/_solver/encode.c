@@ -700,3 +700,312 @@ void olm_searcher_stats(const olm_searcher *s, long long *out) {
     out[2] = s->n_propagations;
     out[3] = s->n_solver_calls;
 }
+
+/* ---------------------------------------------------------------- expansion */
+
+/* Template expansion; see olmkit/_solver/_expand.py (layout) and _pure.expand (the twin). */
+
+static const olm_block *block_for(const olm_block *blocks, const int *item_block, int item) {
+    return &blocks[item_block[item]];
+}
+
+static inline int class_of(const olm_block *b, int item) { return b->item_class[item - b->item_off]; }
+
+void olm_expansion_free(olm_expansion *e) {
+    if (!e) return;
+    free(e->var_item);
+    free(e->group_keys);
+    free(e->nodes);
+    free(e->args);
+    free(e->top);
+    free(e->top_owner);
+    free(e->top_index);
+    free(e->vdep_start);
+    free(e->vdep);
+    memset(e, 0, sizeof *e);
+}
+
+typedef struct {
+    ibuf nodes, args, top, top_owner, top_index, vdep;
+    int x, owner, k;
+} layout;
+
+static void emit(layout *L, int kind, int param, int start, int len) {
+    int n = (int)(L->nodes.len / 5);
+    if (!ibuf_reserve(&L->nodes, 5)) return;
+    int *d = L->nodes.data + L->nodes.len;
+    d[0] = kind; d[1] = L->x; d[2] = param; d[3] = start; d[4] = len;
+    L->nodes.len += 5;
+    if (kind == DEPENDENCY && len > 0) ibuf_push(&L->vdep, n);
+    ibuf_push(&L->top, n);
+    ibuf_push(&L->top_owner, L->owner);
+    ibuf_push(&L->top_index, L->k++);
+}
+
+int olm_expand(const olm_block *blocks, int n_blocks, int n_items, const int *slot,
+               const int *ov_index, const int *ov_start, const int *ov_items, const int *ov_err,
+               const int *seeds, int n_seeds, int n_front, const int *head_start, int n_heads,
+               const int *head_cons, const int *head_items, const int *prefix, int n_prefix,
+               int n_keys, olm_expansion *out) {
+    int rc = -2, error = -1;
+    memset(out, 0, sizeof *out);
+    out->error = -1;
+    int *item_block = malloc(((size_t)n_items + 1) * sizeof(int));
+    int *owner = malloc(((size_t)n_items + 1) * sizeof(int));
+    int *order = malloc(((size_t)n_items + 1) * sizeof(int));
+    int *var_of = calloc((size_t)n_items + 1, sizeof(int));
+    unsigned char **done = calloc((size_t)n_blocks + 1, sizeof(unsigned char *));
+    int *key_count = calloc((size_t)n_keys + 1, sizeof(int));
+    int *key_pos = malloc(((size_t)n_keys + 1) * sizeof(int));
+    int *key_order = malloc(((size_t)n_keys + 1) * sizeof(int));
+    int *members = NULL, *var_item = NULL, *pre_start = NULL, *pre_data = NULL;
+    layout L;
+    memset(&L, 0, sizeof L);
+    ibuf anchors = {0};
+    if (!item_block || !owner || !order || !var_of || !done || !key_count || !key_pos || !key_order)
+        goto cleanup;
+    for (int b = 0; b < n_blocks; b++) {
+        const olm_block *B = &blocks[b];
+        for (int i = 0; i < B->n_items; i++) item_block[B->item_off + i] = b;
+        done[b] = calloc((size_t)B->n_classes + 1, 1);
+        if (!done[b]) goto cleanup;
+    }
+    for (int i = 0; i < n_items; i++) owner[i] = -1;
+
+    /* discovery, breadth first */
+    int n_order = 0;
+#define DISCOVER(it)                                   \
+    do {                                               \
+        int it_ = (it);                                \
+        int s_ = slot ? slot[it_] : it_;               \
+        if (owner[s_] < 0) {                           \
+            owner[s_] = it_;                           \
+            order[n_order++] = it_;                    \
+        }                                              \
+    } while (0)
+    for (int i = 0; i < n_seeds; i++) DISCOVER(seeds[i]);
+    for (int qi = 0; qi < n_order && error < 0; qi++) {
+        int item = order[qi];
+        int bi = item_block[item];
+        const olm_block *B = &blocks[bi];
+        int c = class_of(B, item);
+        if (done[bi][c]) continue;
+        done[bi][c] = 1;
+        for (int t = B->class_start[c]; t < B->class_start[c + 1]; t++) {
+            int code = B->class_codes[t];
+            if (code < 0) {
+                int x = -1 - code;
+                if (x & 1) { error = B->err_off + (x >> 1); break; }
+                continue;
+            }
+            int k = ov_index[B->pred_off + code];
+            if (k >= 0) {
+                if (ov_err[k] >= 0) { error = ov_err[k]; break; }
+                for (int j = ov_start[k]; j < ov_start[k + 1]; j++) DISCOVER(ov_items[j]);
+                continue;
+            }
+            if (B->pred_err && B->pred_err[code] >= 0) { error = B->err_off + B->pred_err[code]; break; }
+            int off = B->item_off;
+            for (int j = B->pred_start[code]; j < B->pred_start[code + 1]; j++)
+                DISCOVER(off + B->pred_items[j]);
+        }
+    }
+#undef DISCOVER
+    if (error >= 0) { rc = 0; goto failed; }
+
+    /* variable numbers: front items, heads, other items, groups */
+    int n_item_vars = n_order;
+    var_item = malloc(((size_t)n_item_vars + n_heads + n_keys + 1) * sizeof(int));
+    if (!var_item) goto cleanup;
+    int nv = 0;
+    for (int p = 0; p < n_order; p++) {
+        if (p == n_front)
+            for (int h = 0; h < n_heads; h++) var_item[nv++] = -1 - h;
+        var_item[nv++] = order[p];
+    }
+    if (n_order <= n_front)
+        for (int h = 0; h < n_heads; h++) var_item[nv++] = -1 - h;
+    for (int i = 0; i < nv; i++)
+        if (var_item[i] >= 0) var_of[slot ? slot[var_item[i]] : var_item[i]] = i + 1;
+
+    /* at-most-one groups: count members, in variable order, keys by first appearance */
+    int n_key_order = 0;
+    for (int i = 0; i < nv && error < 0; i++) {
+        int item = var_item[i];
+        if (item < 0) continue;
+        const olm_block *B = block_for(blocks, item_block, item);
+        int c = class_of(B, item);
+        if (B->uerr && B->uerr[c] >= 0) { error = B->err_off + B->uerr[c]; break; }
+        for (int t = B->ukey_start[c]; t < B->ukey_start[c + 1]; t++) {
+            int key = B->key_map ? B->key_map[B->ukeys[t]] : B->ukeys[t];
+            if (key_count[key]++ == 0) key_order[n_key_order++] = key;
+        }
+    }
+    if (error >= 0) { rc = 0; goto failed; }
+    size_t total = 0;
+    for (int i = 0; i < n_key_order; i++) {
+        int key = key_order[i];
+        key_pos[key] = (int)total;
+        total += (size_t)key_count[key];
+    }
+    members = malloc((total + 1) * sizeof(int));
+    if (!members) goto cleanup;
+    {
+        int *fill = calloc((size_t)n_keys + 1, sizeof(int));
+        if (!fill) goto cleanup;
+        for (int i = 0; i < nv; i++) {
+            int item = var_item[i];
+            if (item < 0) continue;
+            const olm_block *B = block_for(blocks, item_block, item);
+            int c = class_of(B, item);
+            for (int t = B->ukey_start[c]; t < B->ukey_start[c + 1]; t++) {
+                int key = B->key_map ? B->key_map[B->ukeys[t]] : B->ukeys[t];
+                members[key_pos[key] + fill[key]++] = i + 1;
+            }
+        }
+        free(fill);
+    }
+    int n_groups = 0;
+    out->group_keys = malloc(((size_t)n_key_order + 1) * sizeof(int));
+    if (!out->group_keys) goto cleanup;
+    for (int i = 0; i < n_key_order; i++)
+        if (key_count[key_order[i]] >= 2) {
+            out->group_keys[n_groups++] = key_order[i];
+            var_item[nv++] = -1 - n_heads - (n_groups - 1);
+        }
+    out->n_groups = n_groups;
+
+    /* prefixes by slot, in order */
+    pre_start = calloc((size_t)n_items + 2, sizeof(int));
+    pre_data = malloc(((size_t)n_prefix + 1) * 2 * sizeof(int));
+    if (!pre_start || !pre_data) goto cleanup;
+    for (int t = 0; t < n_prefix; t++) {
+        int it = prefix[3 * t];
+        pre_start[(slot ? slot[it] : it) + 1]++;
+    }
+    for (int i = 0; i < n_items; i++) pre_start[i + 1] += pre_start[i];
+    {
+        int *fill = calloc((size_t)n_items + 1, sizeof(int));
+        if (!fill) goto cleanup;
+        for (int t = 0; t < n_prefix; t++) {
+            int it = prefix[3 * t], s = slot ? slot[it] : it;
+            int at = pre_start[s] + fill[s]++;
+            pre_data[2 * at] = prefix[3 * t + 1];
+            pre_data[2 * at + 1] = prefix[3 * t + 2];
+        }
+        free(fill);
+    }
+
+    /* layout, one variable at a time, as flatten() lays out Variable lists */
+    out->vdep_start = malloc(((size_t)nv + 1) * sizeof(int));
+    if (!out->vdep_start) goto cleanup;
+    out->vdep_start[0] = 0;
+    for (int i = 0; i < nv; i++) {
+        int item = var_item[i], anchor = 0;
+        L.x = i + 1;
+        L.owner = i;
+        L.k = 0;
+        if (item >= 0) {
+            int s = slot ? slot[item] : item;
+            for (int t = pre_start[s]; t < pre_start[s + 1]; t++) {
+                if (pre_data[2 * t] == MANDATORY) {
+                    emit(&L, MANDATORY, 0, 0, 0);
+                    anchor = 1;
+                } else {
+                    int other = pre_data[2 * t + 1];
+                    emit(&L, CONFLICT, 0, (int)L.args.len, 1);
+                    ibuf_push(&L.args, var_of[slot ? slot[other] : other]);
+                }
+            }
+            const olm_block *B = block_for(blocks, item_block, item);
+            int c = class_of(B, item);
+            for (int t = B->class_start[c]; t < B->class_start[c + 1]; t++) {
+                int code = B->class_codes[t];
+                if (code < 0) {
+                    emit(&L, PROHIBITED, 0, 0, 0);
+                    continue;
+                }
+                int k = ov_index[B->pred_off + code];
+                int start = (int)L.args.len;
+                if (k >= 0) {
+                    int n = ov_start[k + 1] - ov_start[k];
+                    emit(&L, DEPENDENCY, 0, start, n);
+                    if (!ibuf_reserve(&L.args, (size_t)n)) goto cleanup;
+                    for (int j = ov_start[k]; j < ov_start[k + 1]; j++) {
+                        int o = ov_items[j];
+                        L.args.data[L.args.len++] = var_of[slot ? slot[o] : o];
+                    }
+                } else {
+                    int n = B->pred_start[code + 1] - B->pred_start[code], off = B->item_off;
+                    emit(&L, DEPENDENCY, 0, start, n);
+                    if (!ibuf_reserve(&L.args, (size_t)n)) goto cleanup;
+                    for (int j = B->pred_start[code]; j < B->pred_start[code + 1]; j++) {
+                        int o = off + B->pred_items[j];
+                        L.args.data[L.args.len++] = var_of[slot ? slot[o] : o];
+                    }
+                }
+            }
+        } else if (-item <= n_heads) {
+            int h = -1 - item;
+            for (int t = head_start[h]; t < head_start[h + 1]; t++) {
+                int kind = head_cons[3 * t], start = head_cons[3 * t + 1], len = head_cons[3 * t + 2];
+                if (kind == MANDATORY) {
+                    emit(&L, MANDATORY, 0, 0, 0);
+                    anchor = 1;
+                } else if (kind == PROHIBITED) {
+                    emit(&L, PROHIBITED, 0, 0, 0);
+                } else {
+                    emit(&L, DEPENDENCY, 0, (int)L.args.len, len);
+                    if (!ibuf_reserve(&L.args, (size_t)len)) goto cleanup;
+                    for (int j = start; j < start + len; j++) {
+                        int o = head_items[j];
+                        L.args.data[L.args.len++] = var_of[slot ? slot[o] : o];
+                    }
+                }
+            }
+        } else {
+            int g = -1 - item - n_heads, key = out->group_keys[g];
+            emit(&L, MANDATORY, 0, 0, 0);
+            anchor = 1;
+            emit(&L, ATMOST, 1, (int)L.args.len, key_count[key]);
+            if (!ibuf_reserve(&L.args, (size_t)key_count[key])) goto cleanup;
+            memcpy(L.args.data + L.args.len, members + key_pos[key], (size_t)key_count[key] * sizeof(int));
+            L.args.len += (size_t)key_count[key];
+        }
+        if (anchor) ibuf_push(&anchors, L.x);
+        out->vdep_start[i + 1] = (int)L.vdep.len;
+        if (L.nodes.oom || L.args.oom || L.top.oom || L.top_owner.oom || L.top_index.oom || L.vdep.oom ||
+            anchors.oom)
+            goto cleanup;
+    }
+    out->anchor_start = (int)L.args.len;
+    out->n_anchors = (int)anchors.len;
+    if (!ibuf_reserve(&L.args, anchors.len + 1)) goto cleanup;
+    if (anchors.len) memcpy(L.args.data + L.args.len, anchors.data, anchors.len * sizeof(int));
+    L.args.len += anchors.len;
+
+    out->n_vars = nv;
+    out->var_item = var_item;
+    var_item = NULL;
+    out->nodes = L.nodes.data; out->n_nodes = L.nodes.len;
+    out->args = L.args.data; out->n_args = L.args.len;
+    out->top = L.top.data; out->top_owner = L.top_owner.data; out->top_index = L.top_index.data;
+    out->n_top = (int)L.top.len;
+    out->vdep = L.vdep.data; out->n_vdep = (int)L.vdep.len;
+    memset(&L, 0, sizeof L);
+    rc = 0;
+    goto cleanup;
+
+failed:
+    out->error = error;
+cleanup:
+    if (rc) olm_expansion_free(out);
+    free(L.nodes.data); free(L.args.data); free(L.top.data); free(L.top_owner.data);
+    free(L.top_index.data); free(L.vdep.data); free(anchors.data);
+    free(item_block); free(owner); free(order); free(var_of);
+    if (done)
+        for (int b = 0; b < n_blocks; b++) free(done[b]);
+    free(done); free(key_count); free(key_pos); free(key_order);
+    free(members); free(var_item); free(pre_start); free(pre_data);
+    return rc;
+}
