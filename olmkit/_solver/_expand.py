@@ -216,6 +216,7 @@ def expand(
     """
     from olmkit._solver import _encode
 
+    _check(blocks, n_items, slot, override_of)
     n_preds = max((b.pred_off + b.n_preds for b in blocks), default=0)
     ov_index = array("i", [-1]) * n_preds if override_of is None else _ints(override_of)
     ov_start = array("i", [0])
@@ -240,3 +241,30 @@ def expand(
         n_keys,
     )
     return Expansion(*result)
+
+
+def _check(
+    blocks: Sequence[Block], n_items: int, slot: Sequence[int] | None, override_of: Sequence[int] | None
+) -> None:
+    """Cheap shape checks, so that bad input is an exception and never a crash in C."""
+    at = 0
+    for b in blocks:
+        n_classes = len(b.class_start) - 1
+        bad = (
+            b.item_off != at
+            or n_classes < 0
+            or len(b.ukey_start) != n_classes + 1
+            or (b.uerr is not None and len(b.uerr) != n_classes)
+            or (b.pred_err is not None and len(b.pred_err) != b.n_preds)
+            or (b.n_items > 0 and not (0 <= min(b.item_class) and max(b.item_class) < n_classes))
+        )
+        if bad:
+            raise ValueError(f"malformed expansion block at item {b.item_off}")
+        at += b.n_items
+    if at != n_items:
+        raise ValueError(f"the blocks cover {at} items, not {n_items}")
+    if slot is not None and len(slot) != n_items:
+        raise ValueError(f"slot has {len(slot)} entries for {n_items} items")
+    n_preds = max((b.pred_off + b.n_preds for b in blocks), default=0)
+    if override_of is not None and len(override_of) != n_preds:
+        raise ValueError(f"override_of has {len(override_of)} entries for {n_preds} lists")

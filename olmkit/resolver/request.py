@@ -9,7 +9,7 @@ store. The answer is a :class:`Resolution`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -28,6 +28,11 @@ __all__ = [
     "Step",
     "SubscriptionRef",
 ]
+
+
+def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
 
 #: ``ResolutionFailed`` reasons, as upstream's catalog operator sets them.
 CONSTRAINTS_NOT_SATISFIABLE: Final = "ConstraintsNotSatisfiable"
@@ -113,7 +118,7 @@ class InstalledCSV:
 
     name: str
     version: str | None = None
-    properties: tuple[Property, ...] = attrs.field(default=(), converter=tuple)
+    properties: tuple[Property, ...] = attrs.field(default=(), converter=_tuple)
     replaces: str | None = None
     phase: str | None = None
 
@@ -137,9 +142,9 @@ class ResolutionRequest:
 
     namespace: str
     registry: Registry = attrs.field(eq=False, repr=False)
-    subscriptions: tuple[SubscriptionRef, ...] = attrs.field(default=(), converter=tuple)
-    installed: tuple[InstalledCSV, ...] = attrs.field(default=(), converter=tuple)
-    sources: tuple[SourceRef, ...] = attrs.field(default=(), converter=tuple)
+    subscriptions: tuple[SubscriptionRef, ...] = attrs.field(default=(), converter=_tuple)
+    installed: tuple[InstalledCSV, ...] = attrs.field(default=(), converter=_tuple)
+    sources: tuple[SourceRef, ...] = attrs.field(default=(), converter=_tuple)
     operator_groups: int = 1
     global_namespace: str = "olm"
     exclude_global: bool = False
@@ -190,7 +195,7 @@ class ExplanationNode:
     """One line of an explanation tree, with its children."""
 
     text: str
-    children: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=tuple)
+    children: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=_tuple)
 
     def to_json(self) -> dict[str, Any]:
         """``{"text", "children"}`` recursively."""
@@ -226,10 +231,10 @@ class Resolution:
 
     namespace: str
     status: str
-    steps: tuple[Step, ...] = attrs.field(default=(), converter=tuple)
+    steps: tuple[Step, ...] = attrs.field(default=(), converter=_tuple)
     message: str | None = None
     reason: str | None = None
-    explanation: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=tuple)
+    explanation: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=_tuple)
     timings: Mapping[str, float] = attrs.field(factory=dict, eq=False)
     counters: Mapping[str, int] = attrs.field(factory=dict, eq=False)
 
