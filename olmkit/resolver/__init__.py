@@ -155,7 +155,7 @@ def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
         name = entry.name
         if subs and name in problem.existing_by_name and all(s.current_csv == name for s in subs):
             continue  # already the current CSV
-        bundle: Any = problem.bundle(item)
+        properties, content = problem.deferred_bundle(item)
         steps.append(
             Step(
                 bundle=name,
@@ -166,9 +166,9 @@ def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
                 catalog_namespace=entry.source.namespace,
                 replaces=problem.replaces_of(item),
                 subscription=min((s.name for s in subs), default=None),
-                image=getattr(bundle, "image", None),
-                properties=problem.properties_of(bundle),
-                content=bundle,
+                image=problem.image(item),
+                properties=properties,
+                content=content,
             )
         )
     return steps

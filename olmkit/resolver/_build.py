@@ -42,9 +42,9 @@ from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import OlmkitError, ResolutionError
 from olmkit.registry import Registry
-from olmkit.resolver._graph import CatalogGraph, Context, ViewFactory, predicate_lookups
+from olmkit.resolver._graph import CatalogGraph, Context, ViewFactory, predicate_lookups, raw_key
 from olmkit.resolver._index import BundleView, graph_for
-from olmkit.resolver.request import InstalledCSV, ResolutionRequest, SourceRef, SubscriptionRef
+from olmkit.resolver.request import Deferred, InstalledCSV, ResolutionRequest, SourceRef, SubscriptionRef
 
 __all__ = ["DependencyInfo", "Entry", "Problem", "join_ids"]
 
@@ -133,6 +133,7 @@ class Problem:
         self._inst_uerr = array("i")
         self._inst_preds: list[Any] = []
         self._inst_pred_type: list[str] = []
+        self._inst_pred_raw: list[tuple[str, bytes] | None] = []
         # heads: per subscription, (problem text or None, candidate items, current item or -1)
         self._heads: list[tuple[str | None, list[int], int]] = []
         self._seeds: list[int] = []
@@ -241,10 +242,11 @@ class Problem:
                 codes.append(-1 - 2 * self._template(pt.prohibits))
             if pt.requirement is None:
                 continue
+            context = Context(self.registry, view.name)
             try:
                 value = _values(view, prop.type, view.name)[i]
                 try:
-                    predicate = pt.requirement(value, Context(self.registry, view.name))
+                    predicate = pt.requirement(value, context)
                 except ValueError as exc:
                     raise ResolutionError(f"bundle {view.name}: property {prop.type}: {exc}") from exc
             except ResolutionError as exc:
@@ -253,6 +255,7 @@ class Problem:
             codes.append(len(self._inst_preds))
             self._inst_preds.append(predicate)
             self._inst_pred_type.append(prop.type)
+            self._inst_pred_raw.append(None if context.used_bundle else raw_key(prop.type, prop.value))
         self._inst_start.append(len(codes))
 
     def _template(self, text: str) -> int:
@@ -419,7 +422,9 @@ class Problem:
                 out.append(base + i)
         return out, -1
 
-    def _compose(self, predicate: Any, own: _Catalog | None, own_pred: int) -> tuple[list[int], int]:
+    def _compose(
+        self, predicate: Any, own: _Catalog | None, own_pred: int, raw: tuple[str, bytes] | None
+    ) -> tuple[list[int], int]:
         """A dependency's candidates: installed first, then catalogs in preference order."""
         out, err = self._installed_matches(predicate, predicate_lookups(predicate))
         if err >= 0:
@@ -431,7 +436,7 @@ class Problem:
                 lst = g.pred_items[g.pred_start[own_pred] : g.pred_start[own_pred + 1]]
                 err = g.pred_err[own_pred] if g.pred_err is not None else -1
             else:
-                lst, err = g.candidates(predicate, self.registry, cat.catalog)
+                lst, err = g.candidates(predicate, self.registry, cat.catalog, raw)
             if err >= 0:
                 return [], cat.err_off + err
             off = cat.item_off
@@ -451,7 +456,7 @@ class Problem:
         inst_pred_off = self.n_catalog_preds
         inst_lists = []
         for p, predicate in enumerate(self._inst_preds):
-            composed = self._compose(predicate, None, -1)
+            composed = self._compose(predicate, None, -1, self._inst_pred_raw[p])
             put(inst_pred_off + p, composed)
             inst_lists.append(composed[0])
         if len(self.cats) == 1:
@@ -512,7 +517,8 @@ class Problem:
                     members_found = done.get((b, code))
                     if members_found is None:
                         cat = self.cats[b]
-                        found = self._compose(cat.graph.predicate(code, self.registry), cat, code)
+                        g = cat.graph
+                        found = self._compose(g.predicate(code, self.registry), cat, code, g.raw_of(code))
                         put(cat.pred_off + code, found)
                         members_found = done[(b, code)] = found[0]
                     members = members_found
@@ -843,24 +849,24 @@ class Problem:
         var = self.ids().get(subject)
         return () if var is None else tuple(c for c, _ in self._constraints(var))
 
-    def bundle(self, item: int) -> Any:
-        """The catalog's bundle of a catalog entry item."""
+    def image(self, item: int) -> str | None:
+        """The bundle image of a catalog entry item."""
+        b, local = self._locate(item)
+        g = self.cats[b].graph
+        return g.class_image[g.entry_class[local]]
+
+    def deferred_bundle(self, item: int) -> tuple[Deferred, Deferred]:
+        """``(properties, content)`` of a catalog entry, read from its catalog on first use."""
         b, local = self._locate(item)
         cat = self.cats[b]
         package, _, name = cat.graph.entry_names(local)
-        return cat.catalog.bundles[package][name]
+        return _bundle_loaders(cat.catalog, package, name, self.registry.inline_types)
 
     def replaces_of(self, item: int) -> str | None:
         """The installed CSV a subscription candidate upgrades, if any (the owner's slot)."""
         if self._slot is not None:
             item = self._slot[item]
         return self.replaces.get(item)
-
-    def properties_of(self, bundle: Any) -> tuple[Any, ...]:
-        """A bundle's properties as resolution sees them (bundle content left out)."""
-        inline = self.registry.inline_types
-        props: tuple[Any, ...] = bundle.properties
-        return tuple(p for p in props if p.type not in inline) if inline else props
 
     def subject(self, variable: str) -> Entry | None:
         """The entry a variable stands for (``None`` for subscriptions and rules)."""
@@ -869,6 +875,19 @@ class Problem:
             return None
         kind, item = self.kind(var)
         return self.entry(item) if kind == "item" else None
+
+
+def _bundle_loaders(catalog: Any, package: str, name: str, inline: frozenset[str]) -> tuple[Deferred, Deferred]:
+    """Loaders of a bundle's properties and of the bundle (holding the catalog, not the problem)."""
+
+    def content() -> Any:
+        return catalog.bundles[package][name]
+
+    def properties() -> tuple[Any, ...]:
+        props: tuple[Any, ...] = content().properties
+        return tuple(p for p in props if p.type not in inline) if inline else props
+
+    return Deferred(properties), Deferred(content)
 
 
 def _values(view: BundleView, type_name: str, bundle: str) -> tuple[Any, ...]:

@@ -38,7 +38,15 @@ from olmkit.model import Property
 from olmkit.registry import Registry
 from olmkit.resolver._index import BundleView
 
-__all__ = ["CatalogGraph", "Context", "ViewFactory", "compile_graph", "predicate_lookups", "registry_key"]
+__all__ = [
+    "CatalogGraph",
+    "Context",
+    "ViewFactory",
+    "compile_graph",
+    "predicate_lookups",
+    "raw_key",
+    "registry_key",
+]
 
 _FORMAT: Final = 1
 
@@ -153,6 +161,7 @@ class CatalogGraph:
         self.class_package = array("i")
         self.class_name: list[str] = []
         self.class_version: list[str | None] = []
+        self.class_image: list[str | None] = []
         self.class_index: dict[tuple[str, str], int] = {}
         self.class_start = array("i", [0])
         self.class_codes = array("i")
@@ -167,6 +176,8 @@ class CatalogGraph:
         self.pred_err: array[int] | None = None
         #: per list: (property type, raw value, bundle name) of a requirement that builds it
         self.pred_source: list[tuple[str, bytes, str]] = []
+        #: (property type, raw value) -> list, for requirements built without the bundle's name
+        self.pred_raw: dict[tuple[str, bytes], int] = {}
         self.lookup_preds: dict[tuple[str, Hashable], list[int]] = {}
         self.scan_preds: list[int] = []
         self.errors: list[BaseException] = []
@@ -179,6 +190,7 @@ class CatalogGraph:
         self.slot: array[int] | None = None
         self._preds: list[Any] = []
         self._pred_index: dict[Any, int] | None = None
+        self._raw_of: dict[int, tuple[str, bytes]] | None = None
         self._extra: dict[Any, tuple[array[int], int]] = {}
         self._block: Block | None = None
         self.storable = True
@@ -223,19 +235,25 @@ class CatalogGraph:
             self._preds[pred] = found
         return found
 
-    def find_predicate(self, predicate: Any, registry: Registry) -> int | None:
-        """The list of an equal predicate, if the graph has one."""
-        if self._pred_index is None:
-            self._pred_index = {self.predicate(p, registry): p for p in reversed(range(self.n_preds))}
-        return self._pred_index.get(predicate)
+    def raw_of(self, pred: int) -> tuple[str, bytes] | None:
+        """The :func:`raw_key` that finds list ``pred`` in other graphs (``None``: none does)."""
+        if self._raw_of is None:
+            self._raw_of = {p: key for key, p in self.pred_raw.items()}
+        return self._raw_of.get(pred)
 
-    def candidates(self, predicate: Any, registry: Registry, catalog: Any) -> tuple[array[int], int]:
+    def candidates(
+        self, predicate: Any, registry: Registry, catalog: Any, raw: tuple[str, bytes] | None = None
+    ) -> tuple[array[int], int]:
         """Entries satisfying any predicate, in preference order, and an error number or -1.
 
-        For predicates of other catalogs and of installed operators; the graph's own are
-        answered from its lists.
+        For predicates of other catalogs and of installed operators. One the graph has
+        (found by its requirement ``raw``, as :func:`raw_key` gives it, or by equality
+        when the graph was compiled in this process) is answered from its lists; others
+        are gathered from ``catalog`` and kept.
         """
-        pred = self.find_predicate(predicate, registry)
+        pred = self.pred_raw.get(raw) if raw is not None else None
+        if pred is None and self._pred_index is not None:
+            pred = self._pred_index.get(predicate)
         if pred is not None:
             err = self.pred_err[pred] if self.pred_err is not None else -1
             return self.pred_items[self.pred_start[pred] : self.pred_start[pred + 1]], err
@@ -296,6 +314,7 @@ class CatalogGraph:
             "class_package": self.class_package.tobytes(),
             "class_name": self.class_name,
             "class_version": self.class_version,
+            "class_image": self.class_image,
             "class_start": self.class_start.tobytes(),
             "class_codes": self.class_codes.tobytes(),
             "ukey_start": self.ukey_start.tobytes(),
@@ -307,6 +326,7 @@ class CatalogGraph:
             "pred_items": self.pred_items.tobytes(),
             "pred_err": self.pred_err.tobytes() if self.pred_err is not None else None,
             "pred_source": self.pred_source,
+            "pred_raw": [(t, r, p) for (t, r), p in self.pred_raw.items()],
             "lookup_preds": [(t, k, ps) for (t, k), ps in self.lookup_preds.items()],
             "scan_preds": self.scan_preds,
             "errors": [(type(e).__name__, str(e)) for e in self.errors],
@@ -344,6 +364,7 @@ class CatalogGraph:
             g.class_package = ints("class_package")
             g.class_name = state["class_name"]
             g.class_version = state["class_version"]
+            g.class_image = state["class_image"]
             packages = g.packages
             g.class_index = {
                 (packages[p], n): i for i, (p, n) in enumerate(zip(g.class_package, g.class_name, strict=True))
@@ -360,6 +381,7 @@ class CatalogGraph:
             g.pred_items = ints("pred_items")
             g.pred_err = opt_ints("pred_err")
             g.pred_source = [tuple(s) for s in state["pred_source"]]
+            g.pred_raw = {(t, r): p for t, r, p in state["pred_raw"]}
             g.lookup_preds = {(t, k): list(ps) for t, k, ps in state["lookup_preds"]}
             g.scan_preds = list(state["scan_preds"])
             g.errors = [_ERRORS[name](message) for name, message in state["errors"]]
@@ -413,6 +435,7 @@ class _Compiler:
                 g.class_package.append(p)
                 g.class_name.append(name)
                 g.class_version.append(bundle.version)
+                g.class_image.append(bundle.image)
         g.n_bundles = len(g.class_name)
         rows: list[tuple[bool, str, str, int, str]] = []
         for package, channels in catalog.channels.items():
@@ -437,6 +460,7 @@ class _Compiler:
                 g.class_package.append(package_index.setdefault(package, len(package_index)))
                 g.class_name.append(name)
                 g.class_version.append(None)
+                g.class_image.append(None)
             g.entry_class.append(cls)
             g.entry_channel.append(channel_index.setdefault(ch, len(channel_index)))
         g.packages = list(package_index)
@@ -522,7 +546,7 @@ class _Compiler:
                 if pt.requirement is None:
                     continue
                 try:
-                    predicate = self.requirement(view, prop, pt, i)
+                    predicate, independent = self.requirement(view, prop, pt, i)
                 except ResolutionError as exc:
                     g.class_codes.append(-2 - 2 * g.add_error(exc))
                     break
@@ -531,6 +555,8 @@ class _Compiler:
                     p = preds[predicate] = len(g._preds)
                     g._preds.append(predicate)
                     g.pred_source.append((prop.type, orjson.dumps(prop.value, default=str), view.name))
+                if independent:
+                    g.pred_raw.setdefault(raw_key(prop.type, prop.value), p)
                 g.class_codes.append(p)
             g.class_start.append(len(g.class_codes))
             err = self.uniqueness(view)
@@ -540,8 +566,11 @@ class _Compiler:
         g.uerr = uerr if any_uerr else None
         g.templates = list(templates)
 
-    def requirement(self, view: BundleView, prop: Property, pt: Any, i: int) -> Any:
-        """The predicate of the ``i``-th property of its type (built once per property when it can be)."""
+    def requirement(self, view: BundleView, prop: Property, pt: Any, i: int) -> tuple[Any, bool]:
+        """The predicate of the ``i``-th property of its type, and whether it ignores the bundle's name.
+
+        A predicate built without the bundle's name is built once per property.
+        """
         try:
             value = view.values(prop.type)[i]
         except ValueError as exc:
@@ -551,7 +580,7 @@ class _Compiler:
         if cached is not None:
             if type(cached) is _Failed:
                 raise ResolutionError(f"bundle {view.name}: property {prop.type}: {cached.exc}")
-            return cached
+            return cached, True
         context = Context(self.registry, view.name)
         try:
             predicate = pt.requirement(value, context)
@@ -561,7 +590,7 @@ class _Compiler:
             raise ResolutionError(f"bundle {view.name}: property {prop.type}: {exc}") from exc
         if not context.used_bundle:
             self._requirements[key] = predicate
-        return predicate
+        return predicate, not context.used_bundle
 
     def uniqueness(self, view: BundleView) -> int:
         """Append the bundle's keys; return an error number or -1."""
@@ -636,6 +665,11 @@ class _Compiler:
                     return array("i"), -1 - entry
                 out.append(entry)
         return array("i", sorted(out)), -1
+
+
+def raw_key(type_name: str, value: Any) -> tuple[str, bytes]:
+    """A requirement property as a key: its type and canonical JSON value."""
+    return type_name, orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
 
 
 def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:

@@ -9,7 +9,7 @@ store. The answer is a :class:`Resolution`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -20,6 +20,7 @@ from olmkit.registry import Registry
 __all__ = [
     "CONSTRAINTS_NOT_SATISFIABLE",
     "ERROR_PREVENTED_RESOLUTION",
+    "Deferred",
     "ExplanationNode",
     "InstalledCSV",
     "Resolution",
@@ -151,6 +152,25 @@ class ResolutionRequest:
     backend: str | None = None
 
 
+class Deferred:
+    """A value computed on first use: pass it as a :class:`Step`'s ``properties`` or ``content``.
+
+    Example:
+        Step(..., content=Deferred(lambda: catalog.bundle(package, name)))
+
+    .. versionadded:: 0.2
+    """
+
+    __slots__ = ("_load",)
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+
+    def load(self) -> Any:
+        """Compute the value."""
+        return self._load()
+
+
 @attrs.frozen
 class Step:
     """A bundle the resolution adds: a new install, an upgrade or a dependency.
@@ -158,6 +178,10 @@ class Step:
     ``replaces`` names the installed CSV an upgrade replaces (else ``None``);
     ``subscription`` names the Subscription the bundle answers, or ``None`` for a
     dependency (which then needs the generated Subscription :attr:`generated_subscription`).
+
+    ``properties`` (the bundle's, bundle content left out) and ``content`` (the catalog's
+    bundle) may be given as :class:`Deferred`: the resolver reads them from the catalog
+    only when they are first used, since most callers (``olmkit resolve -o json``) never do.
     """
 
     bundle: str
@@ -169,8 +193,26 @@ class Step:
     replaces: str | None = None
     subscription: str | None = None
     image: str | None = None
-    properties: tuple[Property, ...] = attrs.field(default=(), eq=False, repr=False)
-    content: Any = attrs.field(default=None, eq=False, repr=False)
+    _properties: Any = attrs.field(default=(), eq=False, repr=False, alias="properties")
+    _content: Any = attrs.field(default=None, eq=False, repr=False, alias="content")
+
+    @property
+    def properties(self) -> tuple[Property, ...]:
+        """The bundle's properties as resolution saw them."""
+        value = self._properties
+        if type(value) is Deferred:
+            value = tuple(value.load())
+            object.__setattr__(self, "_properties", value)
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def content(self) -> Any:
+        """The catalog's bundle (a :class:`olmkit.model.Bundle` for catalog entries)."""
+        value = self._content
+        if type(value) is Deferred:
+            value = value.load()
+            object.__setattr__(self, "_content", value)
+        return value
 
     @property
     def generated_subscription(self) -> str:

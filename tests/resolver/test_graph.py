@@ -34,7 +34,7 @@ def outcome(resolution: Any) -> tuple[Any, ...]:
         (s.bundle, s.package, s.version, s.channel, s.catalog, s.catalog_namespace, s.replaces, s.subscription)
         for s in resolution.steps
     ]
-    props = [s.properties for s in resolution.steps]
+    props = [(s.image, s.properties, s.content) for s in resolution.steps]
     explanation = [node.to_json() for node in resolution.explanation]
     return resolution.status, resolution.message, resolution.reason, steps, props, explanation
 
