@@ -193,6 +193,7 @@ class CatalogGraph:
         self._raw_of: dict[int, tuple[str, bytes]] | None = None
         self._extra: dict[Any, tuple[array[int], int]] = {}
         self._block: Block | None = None
+        self._sections: dict[str, bytes] | None = None
         self.storable = True
 
     # -- sizes ----------------------------------------------------------------------
@@ -301,20 +302,17 @@ class CatalogGraph:
     # -- storage --------------------------------------------------------------------
 
     def dumps(self) -> bytes | None:
-        """The graph as bytes, or ``None`` when it holds something that cannot be stored."""
+        """The graph as bytes, or ``None`` when it holds something that cannot be stored.
+
+        What every resolution needs (the arrays, keys, errors) is read at once; the names
+        (for identifiers and steps) and the predicates' sources (for installed CSVs and
+        other catalogs) are sections of their own, decoded on first use.
+        """
         if not self.storable:
             return None
-        state = {
-            "format": _FORMAT,
-            "packages": self.packages,
-            "channel_names": self.channel_names,
+        core = {
             "entry_class": self.entry_class.tobytes(),
-            "entry_channel": self.entry_channel.tobytes(),
             "channel_first": [(p, c, f) for (p, c), f in self.channel_first.items()],
-            "class_package": self.class_package.tobytes(),
-            "class_name": self.class_name,
-            "class_version": self.class_version,
-            "class_image": self.class_image,
             "class_start": self.class_start.tobytes(),
             "class_codes": self.class_codes.tobytes(),
             "ukey_start": self.ukey_start.tobytes(),
@@ -325,17 +323,30 @@ class CatalogGraph:
             "pred_start": self.pred_start.tobytes(),
             "pred_items": self.pred_items.tobytes(),
             "pred_err": self.pred_err.tobytes() if self.pred_err is not None else None,
-            "pred_source": self.pred_source,
-            "pred_raw": [(t, r, p) for (t, r), p in self.pred_raw.items()],
-            "lookup_preds": [(t, k, ps) for (t, k), ps in self.lookup_preds.items()],
             "scan_preds": self.scan_preds,
             "errors": [(type(e).__name__, str(e)) for e in self.errors],
             "broken": [(p, c, e) for (p, c), e in self.broken.items()],
             "n_bundles": self.n_bundles,
             "slot": self.slot.tobytes() if self.slot is not None else None,
         }
+        names = {
+            "packages": self.packages,
+            "channel_names": self.channel_names,
+            "entry_channel": self.entry_channel.tobytes(),
+            "class_package": self.class_package.tobytes(),
+            "class_name": self.class_name,
+            "class_version": self.class_version,
+            "class_image": self.class_image,
+        }
+        preds = {
+            "pred_source": self.pred_source,
+            "pred_raw": [(t, r, p) for (t, r), p in self.pred_raw.items()],
+            "lookup_preds": [(t, k, ps) for (t, k), ps in self.lookup_preds.items()],
+        }
         try:
-            return marshal.dumps(state)
+            return marshal.dumps(
+                {"format": _FORMAT, "core": core, "names": marshal.dumps(names), "preds": marshal.dumps(preds)}
+            )
         except ValueError:
             return None  # an index key marshal cannot store (a plugin's own type)
 
@@ -346,51 +357,84 @@ class CatalogGraph:
             state = marshal.loads(data)
             if not isinstance(state, dict) or state.get("format") != _FORMAT:
                 return None
-            g = cls()
-
-            def ints(name: str) -> array[int]:
-                out = array("i")
-                out.frombytes(state[name])
-                return out
-
-            def opt_ints(name: str) -> array[int] | None:
-                return ints(name) if state[name] is not None else None
-
-            g.packages = state["packages"]
-            g.channel_names = state["channel_names"]
-            g.entry_class = ints("entry_class")
-            g.entry_channel = ints("entry_channel")
-            g.channel_first = {(p, c): f for p, c, f in state["channel_first"]}
-            g.class_package = ints("class_package")
-            g.class_name = state["class_name"]
-            g.class_version = state["class_version"]
-            g.class_image = state["class_image"]
-            packages = g.packages
-            g.class_index = {
-                (packages[p], n): i for i, (p, n) in enumerate(zip(g.class_package, g.class_name, strict=True))
-            }
-            g.class_start = ints("class_start")
-            g.class_codes = ints("class_codes")
-            g.ukey_start = ints("ukey_start")
-            g.ukeys = ints("ukeys")
-            g.uerr = opt_ints("uerr")
-            g.keys = state["keys"]
+            core = state["core"]
+            g = cls.__new__(cls)
+            g._preds = []
+            g._pred_index = None
+            g._raw_of = None
+            g._extra = {}
+            g._block = None
+            g.storable = True
+            g._sections = {"names": state["names"], "preds": state["preds"]}
+            g.entry_class = _ints(core["entry_class"])
+            g.channel_first = {(p, c): f for p, c, f in core["channel_first"]}
+            g.class_start = _ints(core["class_start"])
+            g.class_codes = _ints(core["class_codes"])
+            g.ukey_start = _ints(core["ukey_start"])
+            g.ukeys = _ints(core["ukeys"])
+            g.uerr = _opt_ints(core["uerr"])
+            g.keys = core["keys"]
             g.key_index = {k: i for i, k in enumerate(g.keys)}
-            g.templates = state["templates"]
-            g.pred_start = ints("pred_start")
-            g.pred_items = ints("pred_items")
-            g.pred_err = opt_ints("pred_err")
-            g.pred_source = [tuple(s) for s in state["pred_source"]]
-            g.pred_raw = {(t, r): p for t, r, p in state["pred_raw"]}
-            g.lookup_preds = {(t, k): list(ps) for t, k, ps in state["lookup_preds"]}
-            g.scan_preds = list(state["scan_preds"])
-            g.errors = [_ERRORS[name](message) for name, message in state["errors"]]
-            g.broken = {(p, c): e for p, c, e in state["broken"]}
-            g.n_bundles = state["n_bundles"]
-            g.slot = opt_ints("slot")
+            g.templates = core["templates"]
+            g.pred_start = _ints(core["pred_start"])
+            g.pred_items = _ints(core["pred_items"])
+            g.pred_err = _opt_ints(core["pred_err"])
+            g.scan_preds = list(core["scan_preds"])
+            g.errors = [_ERRORS[name](message) for name, message in core["errors"]]
+            g.broken = {(p, c): e for p, c, e in core["broken"]}
+            g.n_bundles = core["n_bundles"]
+            g.slot = _opt_ints(core["slot"])
+            if not isinstance(g._sections["names"], bytes) or not isinstance(g._sections["preds"], bytes):
+                return None
         except (EOFError, ValueError, TypeError, KeyError, IndexError):
             return None
         return g
+
+    def __getattr__(self, name: str) -> Any:
+        # only for graphs read by loads(): their sections are decoded on first use
+        sections = self.__dict__.get("_sections")
+        if name == "class_index" and sections is not None:
+            packages = self.packages
+            pairs = zip(self.class_package, self.class_name, strict=True)
+            self.class_index = {(packages[p], n): i for i, (p, n) in enumerate(pairs)}
+            return self.class_index
+        section = _SECTION_OF.get(name)
+        if section is None or sections is None or section not in sections:
+            raise AttributeError(name)
+        raw = sections.pop(section)
+        state = marshal.loads(raw)
+        if section == "names":
+            self.packages = state["packages"]
+            self.channel_names = state["channel_names"]
+            self.entry_channel = _ints(state["entry_channel"])
+            self.class_package = _ints(state["class_package"])
+            self.class_name = state["class_name"]
+            self.class_version = state["class_version"]
+            self.class_image = state["class_image"]
+        else:
+            self.pred_source = [tuple(s) for s in state["pred_source"]]
+            self.pred_raw = {(t, r): p for t, r, p in state["pred_raw"]}
+            self.lookup_preds = {(t, k): list(ps) for t, k, ps in state["lookup_preds"]}
+        return self.__dict__[name]
+
+
+_SECTION_OF: Final = {
+    **dict.fromkeys(
+        ("packages", "channel_names", "entry_channel", "class_package", "class_name", "class_version", "class_image"),
+        "names",
+    ),
+    **dict.fromkeys(("pred_source", "pred_raw", "lookup_preds"), "preds"),
+}
+
+
+def _ints(raw: bytes) -> array[int]:
+    out = array("i")
+    out.frombytes(raw)
+    return out
+
+
+def _opt_ints(raw: bytes | None) -> array[int] | None:
+    return _ints(raw) if raw is not None else None
 
 
 # --------------------------------------------------------------------------- compiling
