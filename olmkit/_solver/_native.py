@@ -76,6 +76,7 @@ class Searcher:
         n_anchors: int,
         vdep_start: array[int],
         vdep: array[int],
+        proofs: bool = True,
     ) -> None:
         self.n_vars = n_vars
         # The C side keeps pointers into these arrays: hold on to them.
@@ -92,6 +93,7 @@ class Searcher:
             n_anchors,
             _ptr(vdep_start),
             _ptr(vdep),
+            1 if proofs else 0,
         )
         if handle == ffi.NULL:
             raise MemoryError("olmkit._solver: out of memory while loading the search")
@@ -144,13 +146,14 @@ class Searcher:
 
     def stats(self) -> dict[str, int]:
         """See :meth:`olmkit._solver._pure.Searcher.stats`."""
-        out = ffi.new("long long[4]")
+        out = ffi.new("long long[5]")
         lib.olm_searcher_stats(self._s, out)
         return {
             "guesses": out[0],
             "backtracks": out[1],
             "propagations": out[2],
             "solver_calls": out[3],
+            "proofs": out[4],
         }
 
 

@@ -50,6 +50,9 @@ UNKNOWN = 0
 SAT = 1
 UNSAT = -1
 
+#: Backtracks the search for a model may spend when proving a leaf unsatisfiable.
+PROOF_BUDGET = 1000
+
 
 class _Encoder:
     __slots__ = ("args", "nodes", "out", "top_var", "true_var")
@@ -268,6 +271,16 @@ class Searcher:
         n_anchors: how many anchors there are.
         vdep_start: ``n_vars + 1`` offsets into ``vdep``, per input variable.
         vdep: node numbers of each variable's non-empty top-level Dependency constraints.
+        proofs: when a completion fails, first try to show by propagation that the guesses
+            cannot all hold (see :meth:`_prove`), and ask the SAT solver only if that fails.
+
+    When the completion fails, the leaf is often unsatisfiable because some choice ran out
+    of candidates. The searcher then checks, under the guesses made before that choice,
+    that every candidate is false or fails by propagation; the implication graph gives
+    the newest guess involved, and a bounded depth-first search for a model of the
+    guesses before that one shows it is the newest guess of the shortest unsatisfiable
+    prefix of the guesses. The search then backtracks straight there, as it does to the
+    newest guess of a SAT solver's conflict; when any step fails the SAT solver decides.
     """
 
     #: Whether :meth:`check` with ``complete=True`` is cheap enough to try before the
@@ -286,9 +299,11 @@ class Searcher:
         n_anchors: int,
         vdep_start: array[int],
         vdep: array[int],
+        proofs: bool = True,
     ) -> None:
         self.n_vars = n_vars
         self.n_total = n_total
+        self.proofs = proofs
         self.n_act = n_act
         self.nodes = nodes
         self.args = args
@@ -304,10 +319,17 @@ class Searcher:
         self.cstart: list[int] = []
         self.clen: list[int] = []
         self.assumed = bytearray(n_vars + 1)
-        self.queue: deque[tuple[int, int, int]] = deque()
-        self.guesses: list[tuple[int, int, int, int, int]] = []
+        # per variable: the clause that implied it (-1 decision, -2 root) and its level
+        self.reason = [0] * (n_total + 1)
+        self.level = [0] * (n_total + 1)
+        self.conflict = -1
+        # choices: (start, length, index, owner); guesses add children and the level below
+        self.queue: deque[tuple[int, int, int, int]] = deque()
+        self.guesses: list[tuple[int, int, int, int, int, int, int]] = []
         self.result = UNKNOWN
         self.backjump = -1
+        self.ask_level = -1
+        self.shorten_from = 0
         self.awaiting = False
         self.done = 0
         self.root_unsat = False
@@ -319,9 +341,10 @@ class Searcher:
         self.n_backtracks = 0
         self.n_propagations = 0
         self.n_solver_calls = 0
+        self.n_proofs = 0
         self._load(clauses)
         for i in range(n_anchors):
-            self.queue.append((anchor_start + i, 1, 0))
+            self.queue.append((anchor_start + i, 1, 0, 0))
 
     # -- propagation -----------------------------------------------------------
 
@@ -363,12 +386,12 @@ class Searcher:
             clause = []
             taut = False
         for lit in units:
-            if not self._enqueue(lit):
+            if not self._enqueue(lit, -2):
                 self.units_unsat = True
         self.root_unsat = self.root_unsat or self.units_unsat
         self.units_end = len(self.trail)
         for v in range(self.n_vars + 1, self.n_vars + self.n_act + 1):
-            if not self._enqueue(v):
+            if not self._enqueue(v, -2):
                 self.root_unsat = True
         if not self.root_unsat and not self._propagate():
             self.root_unsat = True
@@ -380,16 +403,16 @@ class Searcher:
         x = self.val[-lit]
         return (3 - x) if x else 0
 
-    def _enqueue(self, lit: int) -> bool:
+    def _enqueue(self, lit: int, reason: int = -1) -> bool:
         value = self._value(lit)
         if value == 1:
             return True
         if value == 2:
             return False
-        if lit > 0:
-            self.val[lit] = 1
-        else:
-            self.val[-lit] = 2
+        v = lit if lit > 0 else -lit
+        self.val[v] = 1 if lit > 0 else 2
+        self.reason[v] = reason
+        self.level[v] = len(self.trail_lim)
         self.trail.append(lit)
         self.n_propagations += 1
         return True
@@ -439,8 +462,9 @@ class Searcher:
                             i += 1
                         del ws[j:]
                         self.qhead = len(trail)
+                        self.conflict = c
                         return False
-                    self._enqueue(first)
+                    self._enqueue(first, c)
             del ws[j:]
         return True
 
@@ -462,7 +486,7 @@ class Searcher:
     # -- search ----------------------------------------------------------------
 
     def _push_guess(self) -> None:
-        start, length, index = self.queue.popleft()
+        start, length, index, owner = self.queue.popleft()
         args = self.args
         m = args[start + index] if index < length else 0
         for t in range(start, start + length):
@@ -470,29 +494,31 @@ class Searcher:
                 m = 0
                 break
         children = 0
+        lvl = len(self.trail_lim)
         if m:
             nodes = self.nodes
             for t in range(self.vdep_start[m - 1], self.vdep_start[m]):
                 o = 5 * self.vdep[t]
-                self.queue.append((nodes[o + 3], nodes[o + 4], 0))
+                self.queue.append((nodes[o + 3], nodes[o + 4], 0, m))
                 children += 1
             self.assumed[m] = 1
             self.n_guesses += 1
             self._new_level()
             self.result = UNKNOWN if self._assume(m) else UNSAT
-        self.guesses.append((m, index, children, start, length))
+        self.guesses.append((m, index, children, start, length, owner, lvl))
 
     def _pop_guess(self) -> None:
-        m, index, children, start, length = self.guesses.pop()
+        m, index, children, start, length, owner, lvl = self.guesses.pop()
         self.n_backtracks += 1
         if m:
             self.assumed[m] = 0
-            self._undo_level()
+            while len(self.trail_lim) > lvl:  # _prove() may have undone it already
+                self._undo_level()
             self.result = UNKNOWN
             index += 1
         for _ in range(children):
             self.queue.pop()
-        self.queue.appendleft((start, length, index))
+        self.queue.appendleft((start, length, index, owner))
 
     def _complete(self) -> bool:
         """Try to extend the assignment to a model, every open variable false in order."""
@@ -505,6 +531,173 @@ class Searcher:
         self._model = bytes(1 if val[v] == 1 else 0 for v in range(1, self.n_vars + 1))
         return True
 
+    def _completes(self, budget: int) -> bool:
+        """Whether the assignment extends to a model (a bounded depth-first search).
+
+        Open variables in order, false first, chronological backtracking, at most
+        ``budget`` backtracks. Only ever a proof of satisfiability; the assignment is
+        left as it was.
+        """
+        base = len(self.trail_lim)
+        val = self.val
+        dec: list[int] = []
+        v = 1
+        found = False
+        while True:
+            while v <= self.n_total and val[v]:
+                v += 1
+            if v > self.n_total:
+                found = True
+                break
+            self._new_level()
+            if self._assume(-v):
+                dec.append(-v)
+                continue
+            self._undo_level()
+            self._new_level()
+            if self._assume(v):
+                dec.append(v)
+                continue
+            self._undo_level()
+            resumed = False
+            while len(self.trail_lim) > base:
+                if budget <= 0:
+                    break
+                budget -= 1
+                d = dec.pop()
+                self._undo_level()
+                if d < 0:
+                    self._new_level()
+                    if self._assume(-d):
+                        dec.append(-d)
+                        v = -d + 1
+                        resumed = True
+                        break
+                    self._undo_level()
+            if not resumed:
+                break
+        while len(self.trail_lim) > base:
+            self._undo_level()
+        return found
+
+    def _newest_decision(self, marked: list[int], level_skip: int) -> int:
+        """The highest level of a decision the marked variables follow from (0 if none)."""
+        seen = set(marked)
+        pending = len(marked)
+        top = 0
+        reason = self.reason
+        level = self.level
+        lits = self.lits
+        trail = self.trail
+        for i in range(len(trail) - 1, -1, -1):
+            if pending <= 0:
+                break
+            v = trail[i] if trail[i] > 0 else -trail[i]
+            if v not in seen:
+                continue
+            pending -= 1
+            r = reason[v]
+            if r == -1:
+                if level[v] != level_skip and level[v] > top:
+                    top = level[v]
+            elif r >= 0:
+                s = self.cstart[r]
+                for k in range(s, s + self.clen[r]):
+                    u = lits[k] if lits[k] > 0 else -lits[k]
+                    if u != v and level[u] > 0 and u not in seen:
+                        seen.add(u)
+                        pending += 1
+        return top
+
+    def _levels_to(self, k: int) -> None:
+        """The assignment at the first ``k`` guesses' levels (assuming undone ones again)."""
+        while len(self.trail_lim) > k:
+            self._undo_level()
+        for g in self.guesses:
+            if len(self.trail_lim) >= k:
+                break
+            if g[0] and g[6] == len(self.trail_lim):
+                self._new_level()
+                self._assume(g[0])
+
+    def _level_positions(self) -> list[int]:
+        """Level -> position in the guess stack of the real guesses (level k: the k-th)."""
+        out = [0]
+        for p, g in enumerate(self.guesses):
+            if g[0]:
+                out.append(p)
+        return out
+
+    def _real_guesses(self) -> int:
+        return sum(1 for g in self.guesses if g[0])
+
+    def _prove(self) -> int:
+        """After a failed completion, show by propagation that the guesses cannot all hold.
+
+        Through the earliest choice that ran out of candidates: under the guesses before
+        it, every candidate must be false or fail by propagation. Returns the level of the
+        newest guess the proof needs, or -1 (the assignment as it was) without a proof.
+        """
+        args = self.args
+        for p, g in enumerate(self.guesses):
+            m, index, _, start, length, owner, _ = g
+            if m or index < length:
+                continue
+            if any(self.assumed[args[t]] for t in range(start, start + length)):
+                continue
+            before = sum(1 for q in range(p) if self.guesses[q][0])
+            self._levels_to(before)
+            top = self.level[owner] if owner else 0
+            ok = True
+            for t in range(start, start + length):
+                c = args[t]
+                value = self._value(c)
+                if value == 1:
+                    ok = False
+                elif value == 2:
+                    top = max(top, self._newest_decision([c] if self.level[c] > 0 else [], -1))
+                else:
+                    self._new_level()
+                    if self._assume(c):
+                        ok = False
+                    else:
+                        s = self.cstart[self.conflict]
+                        marked: list[int] = []
+                        for k in range(s, s + self.clen[self.conflict]):
+                            u = self.lits[k] if self.lits[k] > 0 else -self.lits[k]
+                            if self.level[u] > 0 and u not in marked:
+                                marked.append(u)
+                        top = max(top, self._newest_decision(marked, len(self.trail_lim)))
+                    self._undo_level()
+                if not ok:
+                    break
+            if ok:
+                self.n_proofs += 1
+                return top
+            break  # one attempt: the earliest such choice
+        self._levels_to(self._real_guesses())
+        return -1
+
+    def _shorten(self, top: int) -> bool:
+        """The guesses up to level ``top`` cannot all hold: find the shortest such prefix.
+
+        Its newest guess is where the search backtracks to. Completion of the guesses
+        before level ``top`` shows it is ``top``; otherwise the SAT solver is asked about
+        them. Returns True when the backjump is set, False when a question is pending.
+        """
+        self.result = UNSAT
+        if top <= 0:
+            self.backjump = 0
+            return True
+        self._levels_to(top - 1)
+        if self._completes(PROOF_BUDGET):
+            self.backjump = self._level_positions()[top] + 1
+            return True
+        self.ask_level = top - 1
+        self.awaiting = True
+        self.n_solver_calls += 1
+        return False
+
     def run(self) -> int:
         """Search on; 1 = satisfiable, -1 = unsatisfiable, 0 = a SAT solver is needed."""
         if self.root_unsat:
@@ -512,10 +705,22 @@ class Searcher:
         if self.done or self.awaiting:
             return self.done
         while True:
+            if self.shorten_from > 0:
+                top = self.shorten_from
+                self.shorten_from = 0
+                if not self._shorten(top):
+                    return 0
+                continue
             if not self.queue and self.result == UNKNOWN:
                 if self._complete():
                     self.result = SAT
                 else:
+                    top = self._prove() if self.proofs else -1
+                    if top >= 0:
+                        if not self._shorten(top):
+                            return 0
+                        continue
+                    self.ask_level = -1
                     self.awaiting = True
                     self.n_solver_calls += 1
                     return 0
@@ -536,8 +741,14 @@ class Searcher:
             self._push_guess()
 
     def assumptions(self) -> array[int]:
-        """The guessed literals, oldest first (the activation literals are not included)."""
-        return array("i", [g[0] for g in self.guesses if g[0]])
+        """The guessed literals, oldest first (the activation literals are not included).
+
+        While a question about a prefix of the guesses is pending, only that prefix.
+        """
+        guessed = [g[0] for g in self.guesses if g[0]]
+        if self.awaiting and self.ask_level >= 0:
+            guessed = guessed[: self.ask_level]
+        return array("i", guessed)
 
     def resume(self, sat: bool, model: bytes | None, core: array[int] | None) -> None:
         """Report the SAT solver's answer to the question :meth:`run` asked.
@@ -545,27 +756,45 @@ class Searcher:
         Args:
             sat: whether the formula is satisfiable under :meth:`assumptions`.
             model: when ``sat``, one byte (0/1) per input variable.
-            core: when not ``sat``, failed assumptions (may be ``None``); the search
-                then backtracks straight to the newest guess among them, which gives
-                the same result as backtracking one guess at a time.
+            core: when not ``sat``, failed assumptions (may be ``None``).
+
+        An unsatisfiable answer starts the search for the shortest prefix of the guesses
+        that cannot hold (from the newest guess among ``core``, else one guess shorter at
+        a time); its newest guess is where the search backtracks to. A satisfiable answer
+        about all the guesses gives the model; about a prefix, it ends that search.
         """
         if not self.awaiting:
             raise RuntimeError("resume() without a pending question")
         self.awaiting = False
-        if sat:
+        asked = self.ask_level
+        self.ask_level = -1
+        if sat and asked < 0:
             assert model is not None
             self._model = bytes(model[: self.n_vars])
             self.result = SAT
             return
         self.result = UNSAT
-        if core is None:
+        if sat:
+            self.backjump = self._level_positions()[asked + 1] + 1
             return
-        wanted = set(core)
-        pos = -1
-        for p, g in enumerate(self.guesses):
-            if g[0] and g[0] in wanted:
-                pos = p
-        self.backjump = pos + 1
+        if core is None:
+            self.shorten_from = asked if asked >= 0 else self._real_guesses()
+            if self.shorten_from == 0:
+                self.backjump = 0
+            return
+        wanted = {lit for lit in core if 0 < lit <= self.n_total}
+        top = 0
+        level = 0
+        for g in self.guesses:
+            if not g[0]:
+                continue
+            level += 1
+            if g[0] in wanted and (asked < 0 or level <= asked):
+                top = level
+        if top == 0:
+            self.backjump = 0
+        else:
+            self.shorten_from = top
 
     def model(self) -> bytes:
         """One byte (0/1) per input variable: the model found by the search."""
@@ -629,6 +858,7 @@ class Searcher:
             "backtracks": self.n_backtracks,
             "propagations": self.n_propagations,
             "solver_calls": self.n_solver_calls,
+            "proofs": self.n_proofs,
         }
 
 

@@ -16,7 +16,13 @@ Semantics are upstream OLM's (``solver/solve.go`` and ``search.go``), see
 
 Where upstream leaves a choice to gini, olmkit is deterministic: when the deque of
 choices is empty the model is the assignment completed by setting the remaining
-variables false in order (falling back to the backend when that hits a conflict).
+variables false in order (falling back to the backend when that hits a conflict). When
+the guesses cannot all hold, upstream pops them one at a time, which can take exponential
+time; olmkit backtracks straight to the newest guess of the shortest prefix of the
+guesses that cannot hold, popping the newer ones as chronological backtracking would.
+That guess does not depend on the backend: the search shows it by propagation (a choice
+none of whose candidates survives) and completion when it can, and otherwise asks the
+backend about the guesses and about shorter prefixes of them.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@
 
 enum { MANDATORY = 1, PROHIBITED, DEPENDENCY, CONFLICT, ATMOST, OR, AND, NOT };
 enum { UNKNOWN = 0, SAT = 1, UNSAT = -1 };
+enum { PROOF_BUDGET = 1000 };  /* backtracks completes() may spend to find a model */
 
 /* ---------------------------------------------------------------- int buffer */
 
@@ -263,8 +264,8 @@ typedef struct {
     int len, cap;
 } wlist;
 
-typedef struct { int start, len, index; } choice;
-typedef struct { int m, index, children, start, len; } guess;
+typedef struct { int start, len, index, owner; } choice;
+typedef struct { int m, index, children, start, len, owner, lvl; } guess;
 
 struct olm_searcher {
     int n_vars, n_total, n_act;
@@ -284,7 +285,13 @@ struct olm_searcher {
     int result, backjump, awaiting, done, root_unsat, oom;
     int units_unsat, empty_clause, units_end;
     unsigned char *model, *mark;
-    long long n_guesses, n_backtracks, n_propagations, n_solver_calls;
+    int *reason, *level;        /* per variable: implying clause (-1 decision, -2 root), level */
+    int conflict;               /* the clause propagate() found false */
+    int *seen_list, *lvl_pos;   /* scratch of prove() */
+    int proofs;                 /* whether failed completions try prove() before the backend */
+    int ask_level;              /* pending question: -1 all the guesses, else the first n */
+    int shorten_from;           /* > 0: the guesses up to this level cannot hold; shorten */
+    long long n_guesses, n_backtracks, n_propagations, n_solver_calls, n_proofs;
 };
 
 static inline int lidx(int lit) { return lit > 0 ? 2 * lit : -2 * lit + 1; }
@@ -294,14 +301,19 @@ static inline int lval(const olm_searcher *s, int lit) {
     return lit > 0 ? v : -v;
 }
 
-static inline int enqueue(olm_searcher *s, int lit) {
+static inline int enqueue_r(olm_searcher *s, int lit, int reason) {
     int v = lval(s, lit);
     if (v) return v > 0;
-    s->val[lit > 0 ? lit : -lit] = lit > 0 ? 1 : -1;
+    int var = lit > 0 ? lit : -lit;
+    s->val[var] = lit > 0 ? 1 : -1;
+    s->reason[var] = reason;
+    s->level[var] = s->n_levels;
     s->trail[s->trail_len++] = lit;
     s->n_propagations++;
     return 1;
 }
+
+static inline int enqueue(olm_searcher *s, int lit) { return enqueue_r(s, lit, -1); }
 
 static int wpush(olm_searcher *s, wlist *w, int c) {
     if (w->len == w->cap) {
@@ -345,9 +357,10 @@ static int propagate(olm_searcher *s) {
                 while (i < n) ws[j++] = ws[i++];
                 w->len = j;
                 s->qhead = s->trail_len;
+                s->conflict = c;
                 return 0;
             }
-            enqueue(s, first);
+            enqueue_r(s, first, c);
         }
         w->len = j;
     }
@@ -424,6 +437,10 @@ void olm_searcher_free(olm_searcher *s) {
     free(s->guesses);
     free(s->model);
     free(s->mark);
+    free(s->reason);
+    free(s->level);
+    free(s->seen_list);
+    free(s->lvl_pos);
     free(s);
 }
 
@@ -482,21 +499,23 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     free(stamp);
     free(sign);
     for (int i = 0; i < n_units; i++)
-        if (!enqueue(s, units[i])) s->units_unsat = 1;
+        if (!enqueue_r(s, units[i], -2)) s->units_unsat = 1;
     free(units);
     if (s->units_unsat) s->root_unsat = 1;
     s->units_end = s->trail_len;
     for (int v = s->n_vars + 1; v <= s->n_vars + s->n_act; v++)
-        if (!enqueue(s, v)) s->root_unsat = 1;
+        if (!enqueue_r(s, v, -2)) s->root_unsat = 1;
     if (!s->root_unsat && !propagate(s)) s->root_unsat = 1;
     return !s->oom;
 }
 
 olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
                                int n_act, const int *nodes, const int *args, int anchor_start,
-                               int n_anchors, const int *vdep_start, const int *vdep) {
+                               int n_anchors, const int *vdep_start, const int *vdep, int proofs) {
     olm_searcher *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    s->proofs = proofs;
+    s->ask_level = -1;
     s->n_vars = n_vars;
     s->n_total = n_total;
     s->n_act = n_act;
@@ -512,14 +531,19 @@ olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size
     s->assumed = calloc((size_t)n_vars + 1, 1);
     s->model = calloc((size_t)n_vars + 1, 1);
     s->mark = calloc((size_t)n_total + 1, 1);
+    s->reason = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->level = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->seen_list = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->lvl_pos = malloc(((size_t)n_total + 3) * sizeof(int));
+    s->conflict = -1;
     if (!s->val || !s->watches || !s->trail || !s->trail_lim || !s->assumed || !s->model ||
-        !s->mark ||
+        !s->mark || !s->reason || !s->level || !s->seen_list || !s->lvl_pos ||
         !load(s, clauses, n_clause_ints)) {
         olm_searcher_free(s);
         return NULL;
     }
     for (int i = 0; i < n_anchors; i++) {
-        choice c = {anchor_start + i, 1, 0};
+        choice c = {anchor_start + i, 1, 0, 0};
         if (!q_push_back(s, c)) { olm_searcher_free(s); return NULL; }
     }
     return s;
@@ -531,11 +555,11 @@ static int push_guess(olm_searcher *s) {
     int m = c.index < c.len ? args[c.start + c.index] : 0;
     for (int t = c.start; t < c.start + c.len; t++)
         if (s->assumed[args[t]]) { m = 0; break; }
-    int children = 0;
+    int children = 0, lvl = s->n_levels;
     if (m) {
         for (int t = s->vdep_start[m - 1]; t < s->vdep_start[m]; t++) {
             const int *nd = s->nodes + 5 * (size_t)s->vdep[t];
-            choice d = {nd[3], nd[4], 0};
+            choice d = {nd[3], nd[4], 0, m};
             if (!q_push_back(s, d)) return 0;
             children++;
         }
@@ -552,7 +576,7 @@ static int push_guess(olm_searcher *s) {
         s->guesses = d;
         s->guesses_cap = cap;
     }
-    guess g = {m, c.index, children, c.start, c.len};
+    guess g = {m, c.index, children, c.start, c.len, c.owner, lvl};
     s->guesses[s->n_guesses_stack++] = g;
     return 1;
 }
@@ -562,15 +586,16 @@ static int pop_guess(olm_searcher *s) {
     s->n_backtracks++;
     if (g.m) {
         s->assumed[g.m] = 0;
-        undo_level(s);
+        while (s->n_levels > g.lvl) undo_level(s); /* prove() may have undone it already */
         s->result = UNKNOWN;
         g.index++;
     }
     for (int i = 0; i < g.children; i++) q_pop_back(s);
-    choice c = {g.start, g.len, g.index};
+    choice c = {g.start, g.len, g.index, g.owner};
     return q_push_front(s, c);
 }
 
+/* Set every open variable false in order; keep the model (and the level) on success. */
 static int complete(olm_searcher *s) {
     new_level(s);
     for (int v = 1; v <= s->n_total; v++) {
@@ -583,16 +608,200 @@ static int complete(olm_searcher *s) {
     return 1;
 }
 
+/* Whether the assignment extends to a model, found by a small depth-first search: open
+ * variables in order, false first, chronological backtracking, at most `budget`
+ * backtracks. Only ever a proof of satisfiability (the search's own completion is
+ * complete()); the assignment is left as it was. */
+static int completes(olm_searcher *s, int budget) {
+    int base = s->n_levels, v = 1, found = 0;
+    int *dec = s->seen_list;  /* decision variable per level above base (phase: sign) */
+    for (;;) {
+        while (v <= s->n_total && s->val[v]) v++;
+        if (v > s->n_total) { found = 1; break; }
+        new_level(s);
+        if (assume(s, -v)) { dec[s->n_levels - base - 1] = -v; continue; }
+        undo_level(s);
+        new_level(s);
+        if (assume(s, v)) { dec[s->n_levels - base - 1] = v; continue; }
+        undo_level(s);
+        /* backtrack to the newest decision still at its first (false) phase */
+        int resumed = 0;
+        while (s->n_levels > base && budget-- > 0) {
+            int d = dec[s->n_levels - base - 1];
+            undo_level(s);
+            if (d < 0) {
+                new_level(s);
+                if (assume(s, -d)) {
+                    dec[s->n_levels - base - 1] = -d;
+                    v = -d + 1;
+                    resumed = 1;
+                    break;
+                }
+                undo_level(s);
+            }
+        }
+        if (!resumed) break;
+        if (s->oom) break;
+    }
+    while (s->n_levels > base) undo_level(s);
+    return found && !s->oom;
+}
+
+/* ---------------------------------------------------------------- conflict proofs */
+
+/* Mark the variables of clause c (above the root level) except `skip`. */
+static void mark_clause(olm_searcher *s, int c, int skip, int *n_seen, int *pending) {
+    const int *cl = s->lits + s->cstart[c];
+    for (int k = 0; k < s->clen[c]; k++) {
+        int v = cl[k] > 0 ? cl[k] : -cl[k];
+        if (v != skip && s->level[v] > 0 && !s->mark[v]) {
+            s->mark[v] = 1;
+            s->seen_list[(*n_seen)++] = v;
+            (*pending)++;
+        }
+    }
+}
+
+/* Walk the implication graph back from the marked variables; return the highest level
+ * of a decision among them other than `level_skip` (or 0); the marks are cleared. */
+static int newest_decision(olm_searcher *s, int n_seen, int pending, int level_skip) {
+    int top = 0;
+    for (int i = s->trail_len - 1; i >= 0 && pending > 0; i--) {
+        int lit = s->trail[i], v = lit > 0 ? lit : -lit;
+        if (!s->mark[v]) continue;
+        pending--;
+        if (s->reason[v] == -1) {
+            if (s->level[v] != level_skip && s->level[v] > top) top = s->level[v];
+        } else if (s->reason[v] >= 0) {
+            mark_clause(s, s->reason[v], v, &n_seen, &pending);
+        }
+    }
+    for (int i = 0; i < n_seen; i++) s->mark[s->seen_list[i]] = 0;
+    return top;
+}
+
+/* Put the assignment at the first k guesses' levels (undoing, or assuming again the
+ * guesses whose levels an earlier step undid; that propagation cannot fail). */
+static void levels_to(olm_searcher *s, int k) {
+    while (s->n_levels > k) undo_level(s);
+    for (int p = 0; p < s->n_guesses_stack && s->n_levels < k; p++) {
+        guess g = s->guesses[p];
+        if (g.m && g.lvl == s->n_levels) {
+            new_level(s);
+            assume(s, g.m);
+        }
+    }
+}
+
+/* Level -> position in the guess stack, for the real guesses (level k: the k-th one). */
+static void level_positions(olm_searcher *s) {
+    int n = 0;
+    for (int p = 0; p < s->n_guesses_stack; p++)
+        if (s->guesses[p].m) s->lvl_pos[++n] = p;
+}
+
+static int real_guesses(const olm_searcher *s) {
+    int n = 0;
+    for (int p = 0; p < s->n_guesses_stack; p++) n += s->guesses[p].m != 0;
+    return n;
+}
+
+/* After a failed completion: try to show by propagation alone that the guesses cannot
+ * all hold, through a choice that ran out of candidates (under the guesses before it,
+ * every candidate is false or fails by propagation). Return the level of the newest
+ * guess the proof needs, or -1 (assignment as it was) when there is no such proof. */
+static int prove(olm_searcher *s) {
+    for (int p = 0; p < s->n_guesses_stack; p++) {
+        guess g = s->guesses[p];
+        if (g.m || g.index < g.len) continue;
+        int satisfied = 0;
+        for (int t = g.start; t < g.start + g.len; t++)
+            if (s->assumed[s->args[t]]) satisfied = 1;
+        if (satisfied) continue;
+        /* the state right after the guesses before the choice (one level each) */
+        int before = 0;
+        for (int q = 0; q < p; q++) before += s->guesses[q].m != 0;
+        levels_to(s, before);
+        int top = g.owner ? s->level[g.owner] : 0, ok = 1;
+        for (int t = g.start; t < g.start + g.len && ok; t++) {
+            int c = s->args[t], n_seen = 0, pending = 0, v = lval(s, c);
+            if (v > 0) {
+                ok = 0;
+            } else if (v < 0) {
+                if (s->level[c] > 0) {
+                    s->mark[c] = 1;
+                    s->seen_list[n_seen++] = c;
+                    pending++;
+                }
+                int d = newest_decision(s, n_seen, pending, -1);
+                if (d > top) top = d;
+            } else {
+                new_level(s);
+                if (assume(s, c)) {
+                    ok = 0;
+                } else {
+                    mark_clause(s, s->conflict, 0, &n_seen, &pending);
+                    int d = newest_decision(s, n_seen, pending, s->n_levels);
+                    if (d > top) top = d;
+                }
+                undo_level(s);
+            }
+            if (s->oom) return -1;
+        }
+        if (ok) {
+            s->n_proofs++;
+            return top;
+        }
+        break;  /* one attempt: the earliest such choice */
+    }
+    levels_to(s, real_guesses(s));
+    return -1;
+}
+
+/* The guesses up to level `top` cannot all hold: find the shortest prefix of the guesses
+ * that cannot (its newest guess is where the search backtracks to). Completion of the
+ * guesses before level `top` shows it is `top`; otherwise the SAT solver is asked about
+ * those guesses. Returns 1 when the backjump is set, 0 when a question is pending. */
+static int shorten(olm_searcher *s, int top) {
+    s->result = UNSAT;
+    if (top <= 0) {
+        s->backjump = 0;
+        return 1;
+    }
+    levels_to(s, top - 1);
+    if (completes(s, PROOF_BUDGET)) {
+        level_positions(s);
+        s->backjump = s->lvl_pos[top] + 1;
+        return 1;
+    }
+    s->ask_level = top - 1;
+    s->awaiting = 1;
+    s->n_solver_calls++;
+    return 0;
+}
+
 int olm_searcher_run(olm_searcher *s) {
     if (s->root_unsat) return UNSAT;
     if (s->done || s->awaiting) return s->done;
     for (;;) {
         if (s->oom) return -2;
+        if (s->shorten_from > 0) {
+            int top = s->shorten_from;
+            s->shorten_from = 0;
+            if (!shorten(s, top)) return s->oom ? -2 : 0;
+            continue;
+        }
         if (s->q_len == 0 && s->result == UNKNOWN) {
             if (complete(s)) {
                 s->result = SAT;
             } else {
+                int top = s->proofs ? prove(s) : -1;
                 if (s->oom) return -2;
+                if (top >= 0) {
+                    if (!shorten(s, top)) return s->oom ? -2 : 0;
+                    continue;
+                }
+                s->ask_level = -1;
                 s->awaiting = 1;
                 s->n_solver_calls++;
                 return 0;
@@ -621,8 +830,8 @@ int olm_searcher_run(olm_searcher *s) {
 }
 
 int olm_searcher_assumptions(const olm_searcher *s, int *out) {
-    int n = 0;
-    for (int i = 0; i < s->n_guesses_stack; i++)
+    int n = 0, limit = s->awaiting && s->ask_level >= 0 ? s->ask_level : -1;
+    for (int i = 0; i < s->n_guesses_stack && (limit < 0 || n < limit); i++)
         if (s->guesses[i].m) {
             if (out) out[n] = s->guesses[i].m;
             n++;
@@ -634,24 +843,39 @@ int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, co
                         int n_core) {
     if (!s->awaiting) return -1;
     s->awaiting = 0;
-    if (sat) {
+    int asked = s->ask_level;  /* -1: all the guesses; else the first `asked` of them */
+    s->ask_level = -1;
+    if (sat && asked < 0) {
         memcpy(s->model, model, (size_t)s->n_vars);
         s->result = SAT;
         return 0;
     }
     s->result = UNSAT;
-    if (!core) return 0;
-    /* backjump to the newest guess among the failed assumptions */
+    if (sat) {
+        /* the guesses before level asked + 1 can hold: that is the shortest prefix */
+        level_positions(s);
+        s->backjump = s->lvl_pos[asked + 1] + 1;
+        return 0;
+    }
+    if (!core) {  /* no core: one guess shorter at a time */
+        s->shorten_from = asked >= 0 ? asked : real_guesses(s);
+        if (s->shorten_from == 0) s->backjump = 0;
+        return 0;
+    }
+    /* the newest guess among the failed assumptions */
     for (int i = 0; i < n_core; i++)
         if (core[i] > 0 && core[i] <= s->n_total) s->mark[core[i]] = 1;
-    int pos = -1;
+    int top = 0, level = 0;
     for (int p = 0; p < s->n_guesses_stack; p++) {
         int m = s->guesses[p].m;
-        if (m && s->mark[m]) pos = p;
+        if (!m) continue;
+        level++;
+        if (s->mark[m] && (asked < 0 || level <= asked)) top = level;
     }
     for (int i = 0; i < n_core; i++)
         if (core[i] > 0 && core[i] <= s->n_total) s->mark[core[i]] = 0;
-    s->backjump = pos + 1;
+    if (top == 0) s->backjump = 0;
+    else s->shorten_from = top;
     return 0;
 }
 
@@ -699,6 +923,7 @@ void olm_searcher_stats(const olm_searcher *s, long long *out) {
     out[1] = s->n_backtracks;
     out[2] = s->n_propagations;
     out[3] = s->n_solver_calls;
+    out[4] = s->n_proofs;
 }
 
 /* ---------------------------------------------------------------- expansion */
