@@ -261,7 +261,7 @@ void olm_free(void *p) { free(p); }
 
 typedef struct {
     int *data;
-    int len, cap;
+    int len, cap, owned;        /* owned: data is its own allocation, not part of `wblock` */
 } wlist;
 
 typedef struct { int start, len, index, owner; } choice;
@@ -286,6 +286,7 @@ struct olm_searcher {
     int units_unsat, empty_clause, units_end;
     unsigned char *model, *mark;
     int *reason, *level;        /* per variable: implying clause (-1 decision, -2 root), level */
+    int *wblock;                /* the watch lists' first storage, sized by load() */
     int conflict;               /* the clause propagate() found false */
     int *seen_list, *lvl_pos;   /* scratch of prove() */
     int proofs;                 /* whether failed completions try prove() before the backend */
@@ -318,10 +319,17 @@ static inline int enqueue(olm_searcher *s, int lit) { return enqueue_r(s, lit, -
 static int wpush(olm_searcher *s, wlist *w, int c) {
     if (w->len == w->cap) {
         int cap = w->cap ? w->cap * 2 : 4;
-        int *d = realloc(w->data, (size_t)cap * sizeof(int));
+        int *d;
+        if (w->owned) {
+            d = realloc(w->data, (size_t)cap * sizeof(int));
+        } else {
+            d = malloc((size_t)cap * sizeof(int));
+            if (d && w->len) memcpy(d, w->data, (size_t)w->len * sizeof(int));
+        }
         if (!d) { s->oom = 1; return 0; }
         w->data = d;
         w->cap = cap;
+        w->owned = 1;
     }
     w->data[w->len++] = c;
     return 1;
@@ -424,8 +432,10 @@ static void q_pop_back(olm_searcher *s) { s->q_len--; }
 void olm_searcher_free(olm_searcher *s) {
     if (!s) return;
     if (s->watches)
-        for (int i = 0; i < 2 * s->n_total + 2; i++) free(s->watches[i].data);
+        for (int i = 0; i < 2 * s->n_total + 2; i++)
+            if (s->watches[i].owned) free(s->watches[i].data);
     free(s->watches);
+    free(s->wblock);
     free(s->val);
     free(s->lits);
     free(s->cstart);
@@ -486,11 +496,8 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
             int c = s->n_clauses++;
             s->cstart[c] = clause_start;
             s->clen[c] = len;
-            if (!wpush(s, &s->watches[lidx(s->lits[clause_start])], c) ||
-                !wpush(s, &s->watches[lidx(s->lits[clause_start + 1])], c)) {
-                free(stamp); free(sign); free(units);
-                return 0;
-            }
+            s->watches[lidx(s->lits[clause_start])].cap++;
+            s->watches[lidx(s->lits[clause_start + 1])].cap++;
         }
         clause_start = nl;
         cid++;
@@ -498,6 +505,26 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     }
     free(stamp);
     free(sign);
+    /* each watch list starts in one shared block, as long as its clauses (wpush moves a
+     * list that outgrows it) */
+    size_t n_lists = 2 * (size_t)N + 2, total = 0;
+    for (size_t i = 0; i < n_lists; i++) total += (size_t)s->watches[i].cap;
+    s->wblock = malloc((total + 1) * sizeof(int));
+    if (!s->wblock) {
+        free(units);
+        return 0;
+    }
+    total = 0;
+    for (size_t i = 0; i < n_lists; i++) {
+        s->watches[i].data = s->wblock + total;
+        total += (size_t)s->watches[i].cap;
+    }
+    for (int c = 0; c < s->n_clauses; c++) {
+        const int *cl = s->lits + s->cstart[c];
+        wlist *a = &s->watches[lidx(cl[0])], *b = &s->watches[lidx(cl[1])];
+        a->data[a->len++] = c;
+        b->data[b->len++] = c;
+    }
     for (int i = 0; i < n_units; i++)
         if (!enqueue_r(s, units[i], -2)) s->units_unsat = 1;
     free(units);
