@@ -598,7 +598,7 @@ class _Compiler:
                 if p is None:
                     p = preds[predicate] = len(g._preds)
                     g._preds.append(predicate)
-                    g.pred_source.append((prop.type, orjson.dumps(prop.value, default=str), view.name))
+                    g.pred_source.append((prop.type, _json(prop.value), view.name))
                 if independent:
                     g.pred_raw.setdefault(raw_key(prop.type, prop.value), p)
                 g.class_codes.append(p)
@@ -713,7 +713,12 @@ class _Compiler:
 
 def raw_key(type_name: str, value: Any) -> tuple[str, bytes]:
     """A requirement property as a key: its type and canonical JSON value."""
-    return type_name, orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    return type_name, _json(value, orjson.OPT_SORT_KEYS)
+
+
+def _json(value: Any, option: int = 0) -> bytes:
+    # orjson's result keeps a 4 KiB buffer whatever its length: copy what is kept
+    return bytes(memoryview(orjson.dumps(value, option=option, default=str)))
 
 
 def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:

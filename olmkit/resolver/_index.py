@@ -71,9 +71,8 @@ class BundleView:
         if self._key is None:
             import orjson
 
-            self._key = orjson.dumps(
-                [[p.type, p.value] for p in self.properties], option=orjson.OPT_SORT_KEYS, default=str
-            )
+            key = orjson.dumps([[p.type, p.value] for p in self.properties], option=orjson.OPT_SORT_KEYS, default=str)
+            self._key = bytes(memoryview(key))  # orjson's result keeps a 4 KiB buffer: copy it
         return self._key
 
 
