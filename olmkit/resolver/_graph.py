@@ -451,6 +451,8 @@ class _Compiler:
         self._view_of: dict[int, BundleView] = {}
         self._class_entries: dict[int, list[int]] | None = None
         self._requirements: dict[tuple[int, str], Any] = {}
+        self._value_keys: dict[tuple[int, str], int] = {}
+        self._lookups: dict[tuple[str, Hashable], list[int]] = {}
         self.broken = graph.broken
 
     # -- views ----------------------------------------------------------------------
@@ -640,7 +642,7 @@ class _Compiler:
         """Append the bundle's keys; return an error number or -1."""
         g = self.g
         property_types = self.registry.property_types
-        seen: set[str] = set()
+        seen: set[int] = set()
         for type_name in dict.fromkeys(p.type for p in view.properties):
             pt = property_types.get(type_name)
             if pt is None or pt.uniqueness is None:
@@ -650,14 +652,20 @@ class _Compiler:
             except ValueError as exc:
                 return g.add_error(ResolutionError(f"bundle {view.name}: property {type_name}: {exc}"))
             for value in values:
-                u = pt.uniqueness(value)
-                if u is None or u.key in seen:
+                # parsed values are shared by equal properties: one key lookup for them all
+                k = self._value_keys.get((id(value), type_name), -2)
+                if k == -2:
+                    u = pt.uniqueness(value)
+                    k = -1
+                    if u is not None:
+                        k = g.key_index.get(u.key, -1)
+                        if k < 0:
+                            k = g.key_index[u.key] = len(g.keys)
+                            g.keys.append(u.key)
+                    self._value_keys[(id(value), type_name)] = k
+                if k < 0 or k in seen:
                     continue
-                seen.add(u.key)
-                k = g.key_index.get(u.key)
-                if k is None:
-                    k = g.key_index[u.key] = len(g.keys)
-                    g.keys.append(u.key)
+                seen.add(k)
                 g.ukeys.append(k)
         return -1
 
@@ -690,10 +698,14 @@ class _Compiler:
         if lookups is None:
             names = range(g.n_bundles)
         else:
-            index = g.class_index
             found: list[int] = []
             for lookup in lookups:
-                found += [index[(b.package, b.name)] for b in self.catalog.lookup(*lookup)]
+                classes = self._lookups.get(lookup)
+                if classes is None:
+                    index = g.class_index
+                    classes = [index[(b.package, b.name)] for b in self.catalog.lookup(*lookup)]
+                    self._lookups[lookup] = classes
+                found += classes
             names = found if len(lookups) == 1 else dict.fromkeys(found)
         out = array("i")
         for cls in names:
