@@ -165,8 +165,8 @@ class Problem:
             loaded.append((ref, catalog))
         self.timings["catalog"] = time.perf_counter() - start
         start = time.perf_counter()
-        for ref, catalog in loaded:
-            graph, origin = graph_for(catalog, self.registry)
+        for ref, loaded_catalog in loaded:
+            graph, origin, catalog = graph_for(loaded_catalog, self.registry)
             self.counters[f"graphs_{origin}"] = self.counters.get(f"graphs_{origin}", 0) + 1
             self.sources.append(ref)
             self.cats.append(_Catalog(ref, catalog, graph))

@@ -746,11 +746,12 @@ def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
 # --------------------------------------------------------------------------- storage
 
 
-def graph_path(digest: str, registry: Registry) -> Path:
-    """Where the graph of the catalog with ``digest`` is kept (next to the catalog cache)."""
+def graph_path(digest: str, registry: Registry, name: str = "") -> Path:
+    """Where the graph of the catalog ``name`` with ``digest`` is kept (next to the catalog cache)."""
     from olmkit.catalog import cache_dir
 
-    key = hashlib.sha1(f"{digest}\0{registry_key(registry)}".encode(), usedforsecurity=False).hexdigest()
+    text = f"{digest}\0{name}\0{registry_key(registry)}"
+    key = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
     return cache_dir() / "resolver" / f"{key}.graph"
 
 

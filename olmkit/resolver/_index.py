@@ -80,25 +80,29 @@ _GRAPHS: OrderedDict[Hashable, tuple[Any, Registry, CatalogGraph]] = OrderedDict
 _GRAPHS_KEPT = 8
 
 
-def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str]:
-    """The graph of ``catalog`` and where it came from (``memory``, ``disk`` or ``compiled``).
+def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str, Any]:
+    """The graph of ``catalog``, where it came from (``memory``, ``disk`` or ``compiled``), and its catalog.
 
     A catalog with a content digest is known by it (a source that re-reads an unchanged
-    catalog gives a new object with the same digest); one without, by identity. At most
-    a few graphs are kept in memory, the least recently used are dropped.
+    catalog gives a new object with the same digest); one without, by identity. The
+    catalog returned is the first object seen with that content: resolutions read bundles
+    from it, so that what one read the next need not read again, and steps read later
+    keep one snapshot per content alive, not one per resolution. At most a few graphs
+    (and their catalogs) are kept in memory, the least recently used are dropped.
     """
     from olmkit.resolver._graph import compile_graph, graph_path, read_graph, write_graph
 
     digest = getattr(catalog, "digest", "")
-    key: Hashable = ("digest", digest) if digest else ("id", id(catalog))
+    name = getattr(catalog, "name", "")
+    key: Hashable = ("digest", digest, name) if digest else ("id", id(catalog))
     hit = _GRAPHS.get(key)
     if hit is not None and hit[1] is registry and (digest or hit[0] is catalog):
         _GRAPHS.move_to_end(key)
-        return hit[2], "memory"
+        return hit[2], "memory", hit[0]
     graph = None
     origin = "compiled"
     if digest:
-        path = graph_path(digest, registry)
+        path = graph_path(digest, registry, name)
         graph = read_graph(path)
         origin = "disk"
     if graph is None:
@@ -106,11 +110,10 @@ def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str]:
         origin = "compiled"
         if digest:
             write_graph(path, graph)
-    # the catalog is kept only for identity-keyed entries (a digest outlives its object)
-    _GRAPHS[key] = (None if digest else catalog, registry, graph)
+    _GRAPHS[key] = (catalog, registry, graph)
     while len(_GRAPHS) > _GRAPHS_KEPT:
         _GRAPHS.popitem(last=False)
-    return graph, origin
+    return graph, origin, catalog
 
 
 def clear_graphs() -> None:

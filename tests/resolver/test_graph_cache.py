@@ -135,6 +135,17 @@ def test_broken_bundle_fails_only_when_reached(olmkit_pm, tmp_path, cache_dir):
     assert 'json: unknown field "nope"' in failed.message
 
 
+def test_resolutions_share_one_catalog_snapshot_per_content(olmkit_pm, tmp_path, cache_dir):
+    """Steps of resolutions against unchanged content read one catalog object, not one each."""
+    first = resolve_case(CASE, tmp_path, olmkit_pm)
+    second = resolve_case(CASE, tmp_path, olmkit_pm)
+
+    assert first.steps[0].content is second.steps[0].content
+    assert first.steps[0].content == case_request(CASE, tmp_path, olmkit_pm).sources[0].source.load().bundle(
+        "a", "a.v1.0.0"
+    )
+
+
 def test_graphs_kept_in_memory_are_bounded(olmkit_pm, tmp_path, cache_dir):
     """Only the most recently used graphs stay in memory."""
     for i in range(_GRAPHS_KEPT + 3):
@@ -148,7 +159,7 @@ def test_graphs_kept_in_memory_are_bounded(olmkit_pm, tmp_path, cache_dir):
 def test_graph_depends_on_the_plugins(olmkit_pm, olmkit_register, tmp_path, cache_dir):
     """Another set of constraint keys is another graph (a plugin can change what matches)."""
     catalog = case_request(CASE, tmp_path, olmkit_pm, cache=True).sources[0].source.load()
-    before = graph_path(catalog.digest, olmkit_pm.registry)
+    before = graph_path(catalog.digest, olmkit_pm.registry, catalog.name)
 
     class Tier:
         @hookimpl
@@ -156,8 +167,8 @@ def test_graph_depends_on_the_plugins(olmkit_pm, olmkit_register, tmp_path, cach
             yield ConstraintEvaluator(key="tier", build=lambda value, ctx: None)
 
     olmkit_register(Tier())
-    after = graph_path(catalog.digest, olmkit_pm.registry)
-    graph, origin = graph_for(catalog, olmkit_pm.registry)
+    after = graph_path(catalog.digest, olmkit_pm.registry, catalog.name)
+    graph, origin, _ = graph_for(catalog, olmkit_pm.registry)
 
     assert before != after
     assert "compiled" == origin
