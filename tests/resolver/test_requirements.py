@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from olmkit import hookimpl
 from olmkit.model import Property
@@ -180,23 +178,3 @@ def test_hook_olmkit_resolve_is_wrappable(olmkit_pm, olmkit_register, tmp_path):
 
     assert [("operators", "ok")] == seen
     assert "ok" == resolution.status
-
-
-@settings(max_examples=200, deadline=None)
-@given(rule=st.from_regex(requirements._PLAIN_HAS_TYPE, fullmatch=True))
-def test_plain_has_type_rules_need_no_compiling(rule):
-    """Every rule the uncompiled fast path accepts compiles with cel-python (so no error is hidden)."""
-    import celpy
-
-    celpy.Environment().compile(rule)
-
-    assert requirements._PLAIN_HAS_TYPE.fullmatch(rule).group(2) == requirements.CelRule(rule).has_type
-
-
-def test_rules_outside_the_plain_fast_path_are_still_compiled():
-    """A has-type rule cel-python rejects (an identifier starting with a digit) is still an error."""
-    rule = 'properties.exists(1x, 1x.type == "certified")'
-
-    assert requirements._HAS_TYPE.fullmatch(rule)
-    with pytest.raises(ValueError, match="cel"):
-        requirements.CelRule(rule)
