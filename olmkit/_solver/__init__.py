@@ -12,7 +12,9 @@ loop) is C (``encode.c``) with a pure-Python twin; :data:`IMPLEMENTATION` says w
 from __future__ import annotations
 
 from olmkit._solver._encode import IMPLEMENTATION
-from olmkit._solver._solve import solve
+from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
+from olmkit._solver._problem import Problem
+from olmkit._solver._solve import solve, solve_problem
 from olmkit._solver.backends import (
     DEFAULT_BACKEND,
     Backend,
@@ -47,22 +49,29 @@ __all__ = [
     "AtMost",
     "Backend",
     "BackendFactory",
+    "Block",
     "Conflict",
     "Constraint",
     "CryptoMiniSatBackend",
     "Dependency",
     "DuplicateIdentifier",
+    "Expansion",
+    "Heads",
     "InvalidInput",
+    "LazyVariables",
     "Mandatory",
     "Not",
     "NotSatisfiable",
     "Or",
+    "Problem",
     "Prohibited",
     "SolverError",
     "SolverReporter",
     "Variable",
     "backend_names",
+    "expand",
     "get_backend",
     "register_backend",
     "solve",
+    "solve_problem",
 ]

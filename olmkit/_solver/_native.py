@@ -8,11 +8,12 @@ extension was not built.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Searcher", "encode", "encode_counter"]
+__all__ = ["Searcher", "encode", "encode_counter", "expand"]
 
 
 def _ptr(buf: array[int], ctype: str = "int *") -> Any:
@@ -75,6 +76,7 @@ class Searcher:
         n_anchors: int,
         vdep_start: array[int],
         vdep: array[int],
+        proofs: bool = True,
     ) -> None:
         self.n_vars = n_vars
         # The C side keeps pointers into these arrays: hold on to them.
@@ -91,6 +93,7 @@ class Searcher:
             n_anchors,
             _ptr(vdep_start),
             _ptr(vdep),
+            1 if proofs else 0,
         )
         if handle == ffi.NULL:
             raise MemoryError("olmkit._solver: out of memory while loading the search")
@@ -143,11 +146,109 @@ class Searcher:
 
     def stats(self) -> dict[str, int]:
         """See :meth:`olmkit._solver._pure.Searcher.stats`."""
-        out = ffi.new("long long[4]")
+        out = ffi.new("long long[5]")
         lib.olm_searcher_stats(self._s, out)
         return {
             "guesses": out[0],
             "backtracks": out[1],
             "propagations": out[2],
             "solver_calls": out[3],
+            "proofs": out[4],
         }
+
+
+def _out(ptr: Any, n: int) -> array[int]:
+    result = array("i")
+    if n:
+        result.frombytes(ffi.buffer(ptr, 4 * n))
+    return result
+
+
+def expand(
+    blocks: Sequence[Any],
+    n_items: int,
+    slot: array[int] | None,
+    ov_index: array[int],
+    ov_start: array[int],
+    ov_items: array[int],
+    ov_err: array[int],
+    seeds: array[int],
+    n_front: int,
+    heads: Any,
+    prefix: array[int],
+    n_keys: int,
+) -> tuple[Any, ...]:
+    """See :func:`olmkit._solver._pure.expand`."""
+    cblocks = ffi.new("olm_block[]", max(1, len(blocks)))
+    keep: list[Any] = []
+
+    def ptr(buf: array[int] | None) -> Any:
+        if buf is None or len(buf) == 0:
+            return ffi.NULL
+        p = ffi.cast("int *", ffi.from_buffer(buf))
+        keep.append(p)
+        return p
+
+    for i, b in enumerate(blocks):
+        c = cblocks[i]
+        c.item_off = b.item_off
+        c.n_items = len(b.item_class)
+        c.pred_off = b.pred_off
+        c.err_off = b.err_off
+        c.n_classes = len(b.class_start) - 1
+        c.item_class = ptr(b.item_class)
+        c.class_start = ptr(b.class_start)
+        c.class_codes = ptr(b.class_codes)
+        c.ukey_start = ptr(b.ukey_start)
+        c.ukeys = ptr(b.ukeys)
+        c.uerr = ptr(b.uerr)
+        c.pred_start = ptr(b.pred_start)
+        c.pred_items = ptr(b.pred_items)
+        c.pred_err = ptr(b.pred_err)
+        c.key_map = ptr(b.key_map)
+    out = ffi.new("olm_expansion *")
+    rc = lib.olm_expand(
+        cblocks,
+        len(blocks),
+        n_items,
+        ptr(slot),
+        ptr(ov_index),
+        ptr(ov_start),
+        ptr(ov_items),
+        ptr(ov_err),
+        ptr(seeds),
+        len(seeds),
+        n_front,
+        ptr(heads.start),
+        len(heads.start) - 1,
+        ptr(heads.cons),
+        ptr(heads.items),
+        ptr(prefix),
+        len(prefix) // 3,
+        n_keys,
+        out,
+    )
+    if rc:
+        raise MemoryError("olmkit._solver: out of memory while expanding templates")
+    try:
+        if out.error >= 0:
+            empty = array("i")
+            return (out.error, 0, empty, empty, empty, empty, empty, empty, empty, 0, 0, array("i", [0]), empty)
+        n_vars = out.n_vars
+        return (
+            -1,
+            n_vars,
+            _out(out.var_item, n_vars),
+            _out(out.group_keys, out.n_groups),
+            _out(out.nodes, out.n_nodes),
+            _out(out.args, out.n_args),
+            _out(out.top, out.n_top),
+            _out(out.top_owner, out.n_top),
+            _out(out.top_index, out.n_top),
+            out.anchor_start,
+            out.n_anchors,
+            _out(out.vdep_start, n_vars + 1),
+            _out(out.vdep, out.n_vdep),
+        )
+    finally:
+        lib.olm_expansion_free(out)

@@ -16,7 +16,13 @@ Semantics are upstream OLM's (``solver/solve.go`` and ``search.go``), see
 
 Where upstream leaves a choice to gini, olmkit is deterministic: when the deque of
 choices is empty the model is the assignment completed by setting the remaining
-variables false in order (falling back to the backend when that hits a conflict).
+variables false in order (falling back to the backend when that hits a conflict). When
+the guesses cannot all hold, upstream pops them one at a time, which can take exponential
+time; olmkit backtracks straight to the newest guess of the shortest prefix of the
+guesses that cannot hold, popping the newer ones as chronological backtracking would.
+That guess does not depend on the backend: the search shows it by propagation (a choice
+none of whose candidates survives) and completion when it can, and otherwise asks the
+backend about the guesses and about shorter prefixes of them.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from olmkit._solver.constraints import AppliedConstraint, Variable
 from olmkit._solver.errors import NotSatisfiable, SolverError
 from olmkit._solver.reporter import SolverReporter
 
-__all__ = ["solve"]
+__all__ = ["solve", "solve_problem"]
 
 _NO_REPORTER = SolverReporter()
 
@@ -86,12 +92,42 @@ def solve(
 
     .. versionadded:: 0.1
     """
+    get_backend(backend)  # an unknown backend fails before any work
+    start = perf_counter()
+    problem = flatten(variables)
+    chosen = solve_problem(
+        problem, backend=backend, minimize_conflict=minimize_conflict, reporter=reporter, started=start
+    )
+    return [variables[i] for i in chosen]
+
+
+def _overrides(rep: SolverReporter, name: str) -> bool:
+    return getattr(type(rep), name) is not getattr(SolverReporter, name)
+
+
+def solve_problem(
+    problem: Problem,
+    *,
+    backend: str | None = None,
+    minimize_conflict: bool = True,
+    reporter: SolverReporter | None = None,
+    started: float | None = None,
+) -> array[int]:
+    """:func:`solve` on a problem already laid out as int arrays.
+
+    ``problem.variables`` may be lazy: identifiers and constraints are read only for
+    explanations and for reporters that want them.
+
+    Returns:
+        The 0-based numbers of the chosen variables, ascending.
+
+    .. versionadded:: 0.2
+    """
     rep = reporter if reporter is not None else _NO_REPORTER
     factory = get_backend(backend)
     impl = _encode.get()
 
-    t0 = perf_counter()
-    problem = flatten(variables)
+    t0 = perf_counter() if started is None else started
     n_vars = problem.n_vars
     clauses, n_total = impl.encode(n_vars, problem.nodes, problem.args, problem.top)
     rep.on_start(
@@ -138,15 +174,18 @@ def solve(
         raise NotSatisfiable(applied=applied)
 
     guessed = searcher.assumptions()
-    rep.on_guesses([variables[m - 1].id for m in guessed])
+    variables = problem.variables
+    if _overrides(rep, "on_guesses"):
+        rep.on_guesses([variables[m - 1].id for m in guessed])
     final = searcher.model()
     if not searcher.forced_extras():
         final = _minimize_extras(lazy, acts, guessed, final, n_total)
     rep.on_phase("minimize", perf_counter() - t2)
 
-    selected = [v for v, bit in zip(variables, final, strict=True) if bit]
-    rep.on_result([v.id for v in selected])
-    return selected
+    chosen = array("i", [i for i, bit in enumerate(final) if bit])
+    if _overrides(rep, "on_result"):
+        rep.on_result([variables[i].id for i in chosen])
+    return chosen
 
 
 def _minimize_extras(lazy: _LazyBackend, acts: array[int], guessed: array[int], model: bytes, n_total: int) -> bytes:

@@ -42,6 +42,10 @@ def _ids(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _constraints(value: Iterable[Constraint]) -> tuple[Constraint, ...]:
+    return tuple(value)
+
+
 def _text(constraint: Constraint, subject: str) -> str:
     return constraint.message if constraint.message is not None else constraint.describe(subject)
 
@@ -115,7 +119,7 @@ class AtMost:
 class Or:
     """At least one of ``constraints`` (about the same subject) holds; ``Or(())`` never holds."""
 
-    constraints: tuple[Constraint, ...] = attrs.field(converter=tuple)
+    constraints: tuple[Constraint, ...] = attrs.field(converter=_constraints)
     message: str | None = None
 
     def describe(self, subject: str) -> str:
@@ -129,7 +133,7 @@ class Or:
 class And:
     """All of ``constraints`` (about the same subject) hold; ``And(())`` always holds."""
 
-    constraints: tuple[Constraint, ...] = attrs.field(converter=tuple)
+    constraints: tuple[Constraint, ...] = attrs.field(converter=_constraints)
     message: str | None = None
 
     def describe(self, subject: str) -> str:
@@ -159,7 +163,7 @@ class Variable:
     """A boolean decision: is ``id`` in the solution? ``constraints`` restrict the answer."""
 
     id: str
-    constraints: tuple[Constraint, ...] = attrs.field(default=(), converter=tuple)
+    constraints: tuple[Constraint, ...] = attrs.field(default=(), converter=_constraints)
 
 
 @attrs.frozen

@@ -14,6 +14,7 @@
 
 enum { MANDATORY = 1, PROHIBITED, DEPENDENCY, CONFLICT, ATMOST, OR, AND, NOT };
 enum { UNKNOWN = 0, SAT = 1, UNSAT = -1 };
+enum { PROOF_BUDGET = 1000 };  /* backtracks completes() may spend to find a model */
 
 /* ---------------------------------------------------------------- int buffer */
 
@@ -260,11 +261,11 @@ void olm_free(void *p) { free(p); }
 
 typedef struct {
     int *data;
-    int len, cap;
+    int len, cap, owned;        /* owned: data is its own allocation, not part of `wblock` */
 } wlist;
 
-typedef struct { int start, len, index; } choice;
-typedef struct { int m, index, children, start, len; } guess;
+typedef struct { int start, len, index, owner; } choice;
+typedef struct { int m, index, children, start, len, owner, lvl; } guess;
 
 struct olm_searcher {
     int n_vars, n_total, n_act;
@@ -284,7 +285,14 @@ struct olm_searcher {
     int result, backjump, awaiting, done, root_unsat, oom;
     int units_unsat, empty_clause, units_end;
     unsigned char *model, *mark;
-    long long n_guesses, n_backtracks, n_propagations, n_solver_calls;
+    int *reason, *level;        /* per variable: implying clause (-1 decision, -2 root), level */
+    int *wblock;                /* the watch lists' first storage, sized by load() */
+    int conflict;               /* the clause propagate() found false */
+    int *seen_list, *lvl_pos;   /* scratch of prove() */
+    int proofs;                 /* whether failed completions try prove() before the backend */
+    int ask_level;              /* pending question: -1 all the guesses, else the first n */
+    int shorten_from;           /* > 0: the guesses up to this level cannot hold; shorten */
+    long long n_guesses, n_backtracks, n_propagations, n_solver_calls, n_proofs;
 };
 
 static inline int lidx(int lit) { return lit > 0 ? 2 * lit : -2 * lit + 1; }
@@ -294,22 +302,34 @@ static inline int lval(const olm_searcher *s, int lit) {
     return lit > 0 ? v : -v;
 }
 
-static inline int enqueue(olm_searcher *s, int lit) {
+static inline int enqueue_r(olm_searcher *s, int lit, int reason) {
     int v = lval(s, lit);
     if (v) return v > 0;
-    s->val[lit > 0 ? lit : -lit] = lit > 0 ? 1 : -1;
+    int var = lit > 0 ? lit : -lit;
+    s->val[var] = lit > 0 ? 1 : -1;
+    s->reason[var] = reason;
+    s->level[var] = s->n_levels;
     s->trail[s->trail_len++] = lit;
     s->n_propagations++;
     return 1;
 }
 
+static inline int enqueue(olm_searcher *s, int lit) { return enqueue_r(s, lit, -1); }
+
 static int wpush(olm_searcher *s, wlist *w, int c) {
     if (w->len == w->cap) {
         int cap = w->cap ? w->cap * 2 : 4;
-        int *d = realloc(w->data, (size_t)cap * sizeof(int));
+        int *d;
+        if (w->owned) {
+            d = realloc(w->data, (size_t)cap * sizeof(int));
+        } else {
+            d = malloc((size_t)cap * sizeof(int));
+            if (d && w->len) memcpy(d, w->data, (size_t)w->len * sizeof(int));
+        }
         if (!d) { s->oom = 1; return 0; }
         w->data = d;
         w->cap = cap;
+        w->owned = 1;
     }
     w->data[w->len++] = c;
     return 1;
@@ -345,9 +365,10 @@ static int propagate(olm_searcher *s) {
                 while (i < n) ws[j++] = ws[i++];
                 w->len = j;
                 s->qhead = s->trail_len;
+                s->conflict = c;
                 return 0;
             }
-            enqueue(s, first);
+            enqueue_r(s, first, c);
         }
         w->len = j;
     }
@@ -411,8 +432,10 @@ static void q_pop_back(olm_searcher *s) { s->q_len--; }
 void olm_searcher_free(olm_searcher *s) {
     if (!s) return;
     if (s->watches)
-        for (int i = 0; i < 2 * s->n_total + 2; i++) free(s->watches[i].data);
+        for (int i = 0; i < 2 * s->n_total + 2; i++)
+            if (s->watches[i].owned) free(s->watches[i].data);
     free(s->watches);
+    free(s->wblock);
     free(s->val);
     free(s->lits);
     free(s->cstart);
@@ -424,6 +447,10 @@ void olm_searcher_free(olm_searcher *s) {
     free(s->guesses);
     free(s->model);
     free(s->mark);
+    free(s->reason);
+    free(s->level);
+    free(s->seen_list);
+    free(s->lvl_pos);
     free(s);
 }
 
@@ -469,11 +496,8 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
             int c = s->n_clauses++;
             s->cstart[c] = clause_start;
             s->clen[c] = len;
-            if (!wpush(s, &s->watches[lidx(s->lits[clause_start])], c) ||
-                !wpush(s, &s->watches[lidx(s->lits[clause_start + 1])], c)) {
-                free(stamp); free(sign); free(units);
-                return 0;
-            }
+            s->watches[lidx(s->lits[clause_start])].cap++;
+            s->watches[lidx(s->lits[clause_start + 1])].cap++;
         }
         clause_start = nl;
         cid++;
@@ -481,22 +505,44 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     }
     free(stamp);
     free(sign);
+    /* each watch list starts in one shared block, as long as its clauses (wpush moves a
+     * list that outgrows it) */
+    size_t n_lists = 2 * (size_t)N + 2, total = 0;
+    for (size_t i = 0; i < n_lists; i++) total += (size_t)s->watches[i].cap;
+    s->wblock = malloc((total + 1) * sizeof(int));
+    if (!s->wblock) {
+        free(units);
+        return 0;
+    }
+    total = 0;
+    for (size_t i = 0; i < n_lists; i++) {
+        s->watches[i].data = s->wblock + total;
+        total += (size_t)s->watches[i].cap;
+    }
+    for (int c = 0; c < s->n_clauses; c++) {
+        const int *cl = s->lits + s->cstart[c];
+        wlist *a = &s->watches[lidx(cl[0])], *b = &s->watches[lidx(cl[1])];
+        a->data[a->len++] = c;
+        b->data[b->len++] = c;
+    }
     for (int i = 0; i < n_units; i++)
-        if (!enqueue(s, units[i])) s->units_unsat = 1;
+        if (!enqueue_r(s, units[i], -2)) s->units_unsat = 1;
     free(units);
     if (s->units_unsat) s->root_unsat = 1;
     s->units_end = s->trail_len;
     for (int v = s->n_vars + 1; v <= s->n_vars + s->n_act; v++)
-        if (!enqueue(s, v)) s->root_unsat = 1;
+        if (!enqueue_r(s, v, -2)) s->root_unsat = 1;
     if (!s->root_unsat && !propagate(s)) s->root_unsat = 1;
     return !s->oom;
 }
 
 olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
                                int n_act, const int *nodes, const int *args, int anchor_start,
-                               int n_anchors, const int *vdep_start, const int *vdep) {
+                               int n_anchors, const int *vdep_start, const int *vdep, int proofs) {
     olm_searcher *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    s->proofs = proofs;
+    s->ask_level = -1;
     s->n_vars = n_vars;
     s->n_total = n_total;
     s->n_act = n_act;
@@ -512,14 +558,19 @@ olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size
     s->assumed = calloc((size_t)n_vars + 1, 1);
     s->model = calloc((size_t)n_vars + 1, 1);
     s->mark = calloc((size_t)n_total + 1, 1);
+    s->reason = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->level = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->seen_list = malloc(((size_t)n_total + 1) * sizeof(int));
+    s->lvl_pos = malloc(((size_t)n_total + 3) * sizeof(int));
+    s->conflict = -1;
     if (!s->val || !s->watches || !s->trail || !s->trail_lim || !s->assumed || !s->model ||
-        !s->mark ||
+        !s->mark || !s->reason || !s->level || !s->seen_list || !s->lvl_pos ||
         !load(s, clauses, n_clause_ints)) {
         olm_searcher_free(s);
         return NULL;
     }
     for (int i = 0; i < n_anchors; i++) {
-        choice c = {anchor_start + i, 1, 0};
+        choice c = {anchor_start + i, 1, 0, 0};
         if (!q_push_back(s, c)) { olm_searcher_free(s); return NULL; }
     }
     return s;
@@ -531,11 +582,11 @@ static int push_guess(olm_searcher *s) {
     int m = c.index < c.len ? args[c.start + c.index] : 0;
     for (int t = c.start; t < c.start + c.len; t++)
         if (s->assumed[args[t]]) { m = 0; break; }
-    int children = 0;
+    int children = 0, lvl = s->n_levels;
     if (m) {
         for (int t = s->vdep_start[m - 1]; t < s->vdep_start[m]; t++) {
             const int *nd = s->nodes + 5 * (size_t)s->vdep[t];
-            choice d = {nd[3], nd[4], 0};
+            choice d = {nd[3], nd[4], 0, m};
             if (!q_push_back(s, d)) return 0;
             children++;
         }
@@ -552,7 +603,7 @@ static int push_guess(olm_searcher *s) {
         s->guesses = d;
         s->guesses_cap = cap;
     }
-    guess g = {m, c.index, children, c.start, c.len};
+    guess g = {m, c.index, children, c.start, c.len, c.owner, lvl};
     s->guesses[s->n_guesses_stack++] = g;
     return 1;
 }
@@ -562,15 +613,16 @@ static int pop_guess(olm_searcher *s) {
     s->n_backtracks++;
     if (g.m) {
         s->assumed[g.m] = 0;
-        undo_level(s);
+        while (s->n_levels > g.lvl) undo_level(s); /* prove() may have undone it already */
         s->result = UNKNOWN;
         g.index++;
     }
     for (int i = 0; i < g.children; i++) q_pop_back(s);
-    choice c = {g.start, g.len, g.index};
+    choice c = {g.start, g.len, g.index, g.owner};
     return q_push_front(s, c);
 }
 
+/* Set every open variable false in order; keep the model (and the level) on success. */
 static int complete(olm_searcher *s) {
     new_level(s);
     for (int v = 1; v <= s->n_total; v++) {
@@ -583,16 +635,200 @@ static int complete(olm_searcher *s) {
     return 1;
 }
 
+/* Whether the assignment extends to a model, found by a small depth-first search: open
+ * variables in order, false first, chronological backtracking, at most `budget`
+ * backtracks. Only ever a proof of satisfiability (the search's own completion is
+ * complete()); the assignment is left as it was. */
+static int completes(olm_searcher *s, int budget) {
+    int base = s->n_levels, v = 1, found = 0;
+    int *dec = s->seen_list;  /* decision variable per level above base (phase: sign) */
+    for (;;) {
+        while (v <= s->n_total && s->val[v]) v++;
+        if (v > s->n_total) { found = 1; break; }
+        new_level(s);
+        if (assume(s, -v)) { dec[s->n_levels - base - 1] = -v; continue; }
+        undo_level(s);
+        new_level(s);
+        if (assume(s, v)) { dec[s->n_levels - base - 1] = v; continue; }
+        undo_level(s);
+        /* backtrack to the newest decision still at its first (false) phase */
+        int resumed = 0;
+        while (s->n_levels > base && budget-- > 0) {
+            int d = dec[s->n_levels - base - 1];
+            undo_level(s);
+            if (d < 0) {
+                new_level(s);
+                if (assume(s, -d)) {
+                    dec[s->n_levels - base - 1] = -d;
+                    v = -d + 1;
+                    resumed = 1;
+                    break;
+                }
+                undo_level(s);
+            }
+        }
+        if (!resumed) break;
+        if (s->oom) break;
+    }
+    while (s->n_levels > base) undo_level(s);
+    return found && !s->oom;
+}
+
+/* ---------------------------------------------------------------- conflict proofs */
+
+/* Mark the variables of clause c (above the root level) except `skip`. */
+static void mark_clause(olm_searcher *s, int c, int skip, int *n_seen, int *pending) {
+    const int *cl = s->lits + s->cstart[c];
+    for (int k = 0; k < s->clen[c]; k++) {
+        int v = cl[k] > 0 ? cl[k] : -cl[k];
+        if (v != skip && s->level[v] > 0 && !s->mark[v]) {
+            s->mark[v] = 1;
+            s->seen_list[(*n_seen)++] = v;
+            (*pending)++;
+        }
+    }
+}
+
+/* Walk the implication graph back from the marked variables; return the highest level
+ * of a decision among them other than `level_skip` (or 0); the marks are cleared. */
+static int newest_decision(olm_searcher *s, int n_seen, int pending, int level_skip) {
+    int top = 0;
+    for (int i = s->trail_len - 1; i >= 0 && pending > 0; i--) {
+        int lit = s->trail[i], v = lit > 0 ? lit : -lit;
+        if (!s->mark[v]) continue;
+        pending--;
+        if (s->reason[v] == -1) {
+            if (s->level[v] != level_skip && s->level[v] > top) top = s->level[v];
+        } else if (s->reason[v] >= 0) {
+            mark_clause(s, s->reason[v], v, &n_seen, &pending);
+        }
+    }
+    for (int i = 0; i < n_seen; i++) s->mark[s->seen_list[i]] = 0;
+    return top;
+}
+
+/* Put the assignment at the first k guesses' levels (undoing, or assuming again the
+ * guesses whose levels an earlier step undid; that propagation cannot fail). */
+static void levels_to(olm_searcher *s, int k) {
+    while (s->n_levels > k) undo_level(s);
+    for (int p = 0; p < s->n_guesses_stack && s->n_levels < k; p++) {
+        guess g = s->guesses[p];
+        if (g.m && g.lvl == s->n_levels) {
+            new_level(s);
+            assume(s, g.m);
+        }
+    }
+}
+
+/* Level -> position in the guess stack, for the real guesses (level k: the k-th one). */
+static void level_positions(olm_searcher *s) {
+    int n = 0;
+    for (int p = 0; p < s->n_guesses_stack; p++)
+        if (s->guesses[p].m) s->lvl_pos[++n] = p;
+}
+
+static int real_guesses(const olm_searcher *s) {
+    int n = 0;
+    for (int p = 0; p < s->n_guesses_stack; p++) n += s->guesses[p].m != 0;
+    return n;
+}
+
+/* After a failed completion: try to show by propagation alone that the guesses cannot
+ * all hold, through a choice that ran out of candidates (under the guesses before it,
+ * every candidate is false or fails by propagation). Return the level of the newest
+ * guess the proof needs, or -1 (assignment as it was) when there is no such proof. */
+static int prove(olm_searcher *s) {
+    for (int p = 0; p < s->n_guesses_stack; p++) {
+        guess g = s->guesses[p];
+        if (g.m || g.index < g.len) continue;
+        int satisfied = 0;
+        for (int t = g.start; t < g.start + g.len; t++)
+            if (s->assumed[s->args[t]]) satisfied = 1;
+        if (satisfied) continue;
+        /* the state right after the guesses before the choice (one level each) */
+        int before = 0;
+        for (int q = 0; q < p; q++) before += s->guesses[q].m != 0;
+        levels_to(s, before);
+        int top = g.owner ? s->level[g.owner] : 0, ok = 1;
+        for (int t = g.start; t < g.start + g.len && ok; t++) {
+            int c = s->args[t], n_seen = 0, pending = 0, v = lval(s, c);
+            if (v > 0) {
+                ok = 0;
+            } else if (v < 0) {
+                if (s->level[c] > 0) {
+                    s->mark[c] = 1;
+                    s->seen_list[n_seen++] = c;
+                    pending++;
+                }
+                int d = newest_decision(s, n_seen, pending, -1);
+                if (d > top) top = d;
+            } else {
+                new_level(s);
+                if (assume(s, c)) {
+                    ok = 0;
+                } else {
+                    mark_clause(s, s->conflict, 0, &n_seen, &pending);
+                    int d = newest_decision(s, n_seen, pending, s->n_levels);
+                    if (d > top) top = d;
+                }
+                undo_level(s);
+            }
+            if (s->oom) return -1;
+        }
+        if (ok) {
+            s->n_proofs++;
+            return top;
+        }
+        break;  /* one attempt: the earliest such choice */
+    }
+    levels_to(s, real_guesses(s));
+    return -1;
+}
+
+/* The guesses up to level `top` cannot all hold: find the shortest prefix of the guesses
+ * that cannot (its newest guess is where the search backtracks to). Completion of the
+ * guesses before level `top` shows it is `top`; otherwise the SAT solver is asked about
+ * those guesses. Returns 1 when the backjump is set, 0 when a question is pending. */
+static int shorten(olm_searcher *s, int top) {
+    s->result = UNSAT;
+    if (top <= 0) {
+        s->backjump = 0;
+        return 1;
+    }
+    levels_to(s, top - 1);
+    if (completes(s, PROOF_BUDGET)) {
+        level_positions(s);
+        s->backjump = s->lvl_pos[top] + 1;
+        return 1;
+    }
+    s->ask_level = top - 1;
+    s->awaiting = 1;
+    s->n_solver_calls++;
+    return 0;
+}
+
 int olm_searcher_run(olm_searcher *s) {
     if (s->root_unsat) return UNSAT;
     if (s->done || s->awaiting) return s->done;
     for (;;) {
         if (s->oom) return -2;
+        if (s->shorten_from > 0) {
+            int top = s->shorten_from;
+            s->shorten_from = 0;
+            if (!shorten(s, top)) return s->oom ? -2 : 0;
+            continue;
+        }
         if (s->q_len == 0 && s->result == UNKNOWN) {
             if (complete(s)) {
                 s->result = SAT;
             } else {
+                int top = s->proofs ? prove(s) : -1;
                 if (s->oom) return -2;
+                if (top >= 0) {
+                    if (!shorten(s, top)) return s->oom ? -2 : 0;
+                    continue;
+                }
+                s->ask_level = -1;
                 s->awaiting = 1;
                 s->n_solver_calls++;
                 return 0;
@@ -621,8 +857,8 @@ int olm_searcher_run(olm_searcher *s) {
 }
 
 int olm_searcher_assumptions(const olm_searcher *s, int *out) {
-    int n = 0;
-    for (int i = 0; i < s->n_guesses_stack; i++)
+    int n = 0, limit = s->awaiting && s->ask_level >= 0 ? s->ask_level : -1;
+    for (int i = 0; i < s->n_guesses_stack && (limit < 0 || n < limit); i++)
         if (s->guesses[i].m) {
             if (out) out[n] = s->guesses[i].m;
             n++;
@@ -634,24 +870,39 @@ int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, co
                         int n_core) {
     if (!s->awaiting) return -1;
     s->awaiting = 0;
-    if (sat) {
+    int asked = s->ask_level;  /* -1: all the guesses; else the first `asked` of them */
+    s->ask_level = -1;
+    if (sat && asked < 0) {
         memcpy(s->model, model, (size_t)s->n_vars);
         s->result = SAT;
         return 0;
     }
     s->result = UNSAT;
-    if (!core) return 0;
-    /* backjump to the newest guess among the failed assumptions */
+    if (sat) {
+        /* the guesses before level asked + 1 can hold: that is the shortest prefix */
+        level_positions(s);
+        s->backjump = s->lvl_pos[asked + 1] + 1;
+        return 0;
+    }
+    if (!core) {  /* no core: one guess shorter at a time */
+        s->shorten_from = asked >= 0 ? asked : real_guesses(s);
+        if (s->shorten_from == 0) s->backjump = 0;
+        return 0;
+    }
+    /* the newest guess among the failed assumptions */
     for (int i = 0; i < n_core; i++)
         if (core[i] > 0 && core[i] <= s->n_total) s->mark[core[i]] = 1;
-    int pos = -1;
+    int top = 0, level = 0;
     for (int p = 0; p < s->n_guesses_stack; p++) {
         int m = s->guesses[p].m;
-        if (m && s->mark[m]) pos = p;
+        if (!m) continue;
+        level++;
+        if (s->mark[m] && (asked < 0 || level <= asked)) top = level;
     }
     for (int i = 0; i < n_core; i++)
         if (core[i] > 0 && core[i] <= s->n_total) s->mark[core[i]] = 0;
-    s->backjump = pos + 1;
+    if (top == 0) s->backjump = 0;
+    else s->shorten_from = top;
     return 0;
 }
 
@@ -699,4 +950,314 @@ void olm_searcher_stats(const olm_searcher *s, long long *out) {
     out[1] = s->n_backtracks;
     out[2] = s->n_propagations;
     out[3] = s->n_solver_calls;
+    out[4] = s->n_proofs;
+}
+
+/* ---------------------------------------------------------------- expansion */
+
+/* Template expansion; see olmkit/_solver/_expand.py (layout) and _pure.expand (the twin). */
+
+static const olm_block *block_for(const olm_block *blocks, const int *item_block, int item) {
+    return &blocks[item_block[item]];
+}
+
+static inline int class_of(const olm_block *b, int item) { return b->item_class[item - b->item_off]; }
+
+void olm_expansion_free(olm_expansion *e) {
+    if (!e) return;
+    free(e->var_item);
+    free(e->group_keys);
+    free(e->nodes);
+    free(e->args);
+    free(e->top);
+    free(e->top_owner);
+    free(e->top_index);
+    free(e->vdep_start);
+    free(e->vdep);
+    memset(e, 0, sizeof *e);
+}
+
+typedef struct {
+    ibuf nodes, args, top, top_owner, top_index, vdep;
+    int x, owner, k;
+} layout;
+
+static void emit(layout *L, int kind, int param, int start, int len) {
+    int n = (int)(L->nodes.len / 5);
+    if (!ibuf_reserve(&L->nodes, 5)) return;
+    int *d = L->nodes.data + L->nodes.len;
+    d[0] = kind; d[1] = L->x; d[2] = param; d[3] = start; d[4] = len;
+    L->nodes.len += 5;
+    if (kind == DEPENDENCY && len > 0) ibuf_push(&L->vdep, n);
+    ibuf_push(&L->top, n);
+    ibuf_push(&L->top_owner, L->owner);
+    ibuf_push(&L->top_index, L->k++);
+}
+
+int olm_expand(const olm_block *blocks, int n_blocks, int n_items, const int *slot,
+               const int *ov_index, const int *ov_start, const int *ov_items, const int *ov_err,
+               const int *seeds, int n_seeds, int n_front, const int *head_start, int n_heads,
+               const int *head_cons, const int *head_items, const int *prefix, int n_prefix,
+               int n_keys, olm_expansion *out) {
+    int rc = -2, error = -1;
+    memset(out, 0, sizeof *out);
+    out->error = -1;
+    int *item_block = malloc(((size_t)n_items + 1) * sizeof(int));
+    int *owner = malloc(((size_t)n_items + 1) * sizeof(int));
+    int *order = malloc(((size_t)n_items + 1) * sizeof(int));
+    int *var_of = calloc((size_t)n_items + 1, sizeof(int));
+    unsigned char **done = calloc((size_t)n_blocks + 1, sizeof(unsigned char *));
+    int *key_count = calloc((size_t)n_keys + 1, sizeof(int));
+    int *key_pos = malloc(((size_t)n_keys + 1) * sizeof(int));
+    int *key_order = malloc(((size_t)n_keys + 1) * sizeof(int));
+    int *members = NULL, *var_item = NULL, *pre_start = NULL, *pre_data = NULL;
+    layout L;
+    memset(&L, 0, sizeof L);
+    ibuf anchors = {0};
+    if (!item_block || !owner || !order || !var_of || !done || !key_count || !key_pos || !key_order)
+        goto cleanup;
+    for (int b = 0; b < n_blocks; b++) {
+        const olm_block *B = &blocks[b];
+        for (int i = 0; i < B->n_items; i++) item_block[B->item_off + i] = b;
+        done[b] = calloc((size_t)B->n_classes + 1, 1);
+        if (!done[b]) goto cleanup;
+    }
+    for (int i = 0; i < n_items; i++) owner[i] = -1;
+
+    /* discovery, breadth first */
+    int n_order = 0;
+#define DISCOVER(it)                                   \
+    do {                                               \
+        int it_ = (it);                                \
+        int s_ = slot ? slot[it_] : it_;               \
+        if (owner[s_] < 0) {                           \
+            owner[s_] = it_;                           \
+            order[n_order++] = it_;                    \
+        }                                              \
+    } while (0)
+    for (int i = 0; i < n_seeds; i++) DISCOVER(seeds[i]);
+    for (int qi = 0; qi < n_order && error < 0; qi++) {
+        int item = order[qi];
+        int bi = item_block[item];
+        const olm_block *B = &blocks[bi];
+        int c = class_of(B, item);
+        if (done[bi][c]) continue;
+        done[bi][c] = 1;
+        for (int t = B->class_start[c]; t < B->class_start[c + 1]; t++) {
+            int code = B->class_codes[t];
+            if (code < 0) {
+                int x = -1 - code;
+                if (x & 1) { error = B->err_off + (x >> 1); break; }
+                continue;
+            }
+            int k = ov_index[B->pred_off + code];
+            if (k >= 0) {
+                if (ov_err[k] >= 0) { error = ov_err[k]; break; }
+                for (int j = ov_start[k]; j < ov_start[k + 1]; j++) DISCOVER(ov_items[j]);
+                continue;
+            }
+            if (B->pred_err && B->pred_err[code] >= 0) { error = B->err_off + B->pred_err[code]; break; }
+            int off = B->item_off;
+            for (int j = B->pred_start[code]; j < B->pred_start[code + 1]; j++)
+                DISCOVER(off + B->pred_items[j]);
+        }
+    }
+#undef DISCOVER
+    if (error >= 0) { rc = 0; goto failed; }
+
+    /* variable numbers: front items, heads, other items, groups */
+    int n_item_vars = n_order;
+    var_item = malloc(((size_t)n_item_vars + n_heads + n_keys + 1) * sizeof(int));
+    if (!var_item) goto cleanup;
+    int nv = 0;
+    for (int p = 0; p < n_order; p++) {
+        if (p == n_front)
+            for (int h = 0; h < n_heads; h++) var_item[nv++] = -1 - h;
+        var_item[nv++] = order[p];
+    }
+    if (n_order <= n_front)
+        for (int h = 0; h < n_heads; h++) var_item[nv++] = -1 - h;
+    for (int i = 0; i < nv; i++)
+        if (var_item[i] >= 0) var_of[slot ? slot[var_item[i]] : var_item[i]] = i + 1;
+
+    /* at-most-one groups: count members, in variable order, keys by first appearance */
+    int n_key_order = 0;
+    for (int i = 0; i < nv && error < 0; i++) {
+        int item = var_item[i];
+        if (item < 0) continue;
+        const olm_block *B = block_for(blocks, item_block, item);
+        int c = class_of(B, item);
+        if (B->uerr && B->uerr[c] >= 0) { error = B->err_off + B->uerr[c]; break; }
+        for (int t = B->ukey_start[c]; t < B->ukey_start[c + 1]; t++) {
+            int key = B->key_map ? B->key_map[B->ukeys[t]] : B->ukeys[t];
+            if (key_count[key]++ == 0) key_order[n_key_order++] = key;
+        }
+    }
+    if (error >= 0) { rc = 0; goto failed; }
+    size_t total = 0;
+    for (int i = 0; i < n_key_order; i++) {
+        int key = key_order[i];
+        key_pos[key] = (int)total;
+        total += (size_t)key_count[key];
+    }
+    members = malloc((total + 1) * sizeof(int));
+    if (!members) goto cleanup;
+    {
+        int *fill = calloc((size_t)n_keys + 1, sizeof(int));
+        if (!fill) goto cleanup;
+        for (int i = 0; i < nv; i++) {
+            int item = var_item[i];
+            if (item < 0) continue;
+            const olm_block *B = block_for(blocks, item_block, item);
+            int c = class_of(B, item);
+            for (int t = B->ukey_start[c]; t < B->ukey_start[c + 1]; t++) {
+                int key = B->key_map ? B->key_map[B->ukeys[t]] : B->ukeys[t];
+                members[key_pos[key] + fill[key]++] = i + 1;
+            }
+        }
+        free(fill);
+    }
+    int n_groups = 0;
+    out->group_keys = malloc(((size_t)n_key_order + 1) * sizeof(int));
+    if (!out->group_keys) goto cleanup;
+    for (int i = 0; i < n_key_order; i++)
+        if (key_count[key_order[i]] >= 2) {
+            out->group_keys[n_groups++] = key_order[i];
+            var_item[nv++] = -1 - n_heads - (n_groups - 1);
+        }
+    out->n_groups = n_groups;
+
+    /* prefixes by slot, in order */
+    pre_start = calloc((size_t)n_items + 2, sizeof(int));
+    pre_data = malloc(((size_t)n_prefix + 1) * 2 * sizeof(int));
+    if (!pre_start || !pre_data) goto cleanup;
+    for (int t = 0; t < n_prefix; t++) {
+        int it = prefix[3 * t];
+        pre_start[(slot ? slot[it] : it) + 1]++;
+    }
+    for (int i = 0; i < n_items; i++) pre_start[i + 1] += pre_start[i];
+    {
+        int *fill = calloc((size_t)n_items + 1, sizeof(int));
+        if (!fill) goto cleanup;
+        for (int t = 0; t < n_prefix; t++) {
+            int it = prefix[3 * t], s = slot ? slot[it] : it;
+            int at = pre_start[s] + fill[s]++;
+            pre_data[2 * at] = prefix[3 * t + 1];
+            pre_data[2 * at + 1] = prefix[3 * t + 2];
+        }
+        free(fill);
+    }
+
+    /* layout, one variable at a time, as flatten() lays out Variable lists */
+    out->vdep_start = malloc(((size_t)nv + 1) * sizeof(int));
+    if (!out->vdep_start) goto cleanup;
+    out->vdep_start[0] = 0;
+    for (int i = 0; i < nv; i++) {
+        int item = var_item[i], anchor = 0;
+        L.x = i + 1;
+        L.owner = i;
+        L.k = 0;
+        if (item >= 0) {
+            int s = slot ? slot[item] : item;
+            for (int t = pre_start[s]; t < pre_start[s + 1]; t++) {
+                if (pre_data[2 * t] == MANDATORY) {
+                    emit(&L, MANDATORY, 0, 0, 0);
+                    anchor = 1;
+                } else {
+                    int other = pre_data[2 * t + 1];
+                    emit(&L, CONFLICT, 0, (int)L.args.len, 1);
+                    ibuf_push(&L.args, var_of[slot ? slot[other] : other]);
+                }
+            }
+            const olm_block *B = block_for(blocks, item_block, item);
+            int c = class_of(B, item);
+            for (int t = B->class_start[c]; t < B->class_start[c + 1]; t++) {
+                int code = B->class_codes[t];
+                if (code < 0) {
+                    emit(&L, PROHIBITED, 0, 0, 0);
+                    continue;
+                }
+                int k = ov_index[B->pred_off + code];
+                int start = (int)L.args.len;
+                if (k >= 0) {
+                    int n = ov_start[k + 1] - ov_start[k];
+                    emit(&L, DEPENDENCY, 0, start, n);
+                    if (!ibuf_reserve(&L.args, (size_t)n)) goto cleanup;
+                    for (int j = ov_start[k]; j < ov_start[k + 1]; j++) {
+                        int o = ov_items[j];
+                        L.args.data[L.args.len++] = var_of[slot ? slot[o] : o];
+                    }
+                } else {
+                    int n = B->pred_start[code + 1] - B->pred_start[code], off = B->item_off;
+                    emit(&L, DEPENDENCY, 0, start, n);
+                    if (!ibuf_reserve(&L.args, (size_t)n)) goto cleanup;
+                    for (int j = B->pred_start[code]; j < B->pred_start[code + 1]; j++) {
+                        int o = off + B->pred_items[j];
+                        L.args.data[L.args.len++] = var_of[slot ? slot[o] : o];
+                    }
+                }
+            }
+        } else if (-item <= n_heads) {
+            int h = -1 - item;
+            for (int t = head_start[h]; t < head_start[h + 1]; t++) {
+                int kind = head_cons[3 * t], start = head_cons[3 * t + 1], len = head_cons[3 * t + 2];
+                if (kind == MANDATORY) {
+                    emit(&L, MANDATORY, 0, 0, 0);
+                    anchor = 1;
+                } else if (kind == PROHIBITED) {
+                    emit(&L, PROHIBITED, 0, 0, 0);
+                } else {
+                    emit(&L, DEPENDENCY, 0, (int)L.args.len, len);
+                    if (!ibuf_reserve(&L.args, (size_t)len)) goto cleanup;
+                    for (int j = start; j < start + len; j++) {
+                        int o = head_items[j];
+                        L.args.data[L.args.len++] = var_of[slot ? slot[o] : o];
+                    }
+                }
+            }
+        } else {
+            int g = -1 - item - n_heads, key = out->group_keys[g];
+            emit(&L, MANDATORY, 0, 0, 0);
+            anchor = 1;
+            emit(&L, ATMOST, 1, (int)L.args.len, key_count[key]);
+            if (!ibuf_reserve(&L.args, (size_t)key_count[key])) goto cleanup;
+            memcpy(L.args.data + L.args.len, members + key_pos[key], (size_t)key_count[key] * sizeof(int));
+            L.args.len += (size_t)key_count[key];
+        }
+        if (anchor) ibuf_push(&anchors, L.x);
+        out->vdep_start[i + 1] = (int)L.vdep.len;
+        if (L.nodes.oom || L.args.oom || L.top.oom || L.top_owner.oom || L.top_index.oom || L.vdep.oom ||
+            anchors.oom)
+            goto cleanup;
+    }
+    out->anchor_start = (int)L.args.len;
+    out->n_anchors = (int)anchors.len;
+    if (!ibuf_reserve(&L.args, anchors.len + 1)) goto cleanup;
+    if (anchors.len) memcpy(L.args.data + L.args.len, anchors.data, anchors.len * sizeof(int));
+    L.args.len += anchors.len;
+
+    out->n_vars = nv;
+    out->var_item = var_item;
+    var_item = NULL;
+    out->nodes = L.nodes.data; out->n_nodes = L.nodes.len;
+    out->args = L.args.data; out->n_args = L.args.len;
+    out->top = L.top.data; out->top_owner = L.top_owner.data; out->top_index = L.top_index.data;
+    out->n_top = (int)L.top.len;
+    out->vdep = L.vdep.data; out->n_vdep = (int)L.vdep.len;
+    memset(&L, 0, sizeof L);
+    rc = 0;
+    goto cleanup;
+
+failed:
+    out->error = error;
+cleanup:
+    if (rc) olm_expansion_free(out);
+    free(L.nodes.data); free(L.args.data); free(L.top.data); free(L.top_owner.data);
+    free(L.top_index.data); free(L.vdep.data); free(anchors.data);
+    free(item_block); free(owner); free(order); free(var_of);
+    if (done)
+        for (int b = 0; b < n_blocks; b++) free(done[b]);
+    free(done); free(key_count); free(key_pos); free(key_order);
+    free(members); free(var_item); free(pre_start); free(pre_data);
+    return rc;
 }

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from olmkit import hookimpl
-from olmkit._solver import NotSatisfiable, SolverReporter, solve
+from olmkit._solver import NotSatisfiable, SolverReporter, solve_problem
 from olmkit.errors import OlmkitError
 from olmkit.resolver._build import Entry, Problem
 from olmkit.resolver.explain import explain
@@ -92,9 +93,9 @@ def _resolve(request: ResolutionRequest) -> Resolution:
     problem = Problem(request)
     cel_before = _cel_count()
     try:
-        variables = problem.build()
+        solver_problem = problem.build()
         solve_start = time.perf_counter()
-        chosen = solve(variables, backend=request.backend, reporter=_Timer(problem.timings))
+        chosen = solve_problem(solver_problem, backend=request.backend, reporter=_Timer(problem.timings))
         problem.timings["solve"] = time.perf_counter() - solve_start
     except NotSatisfiable as exc:
         problem.timings["total"] = time.perf_counter() - start
@@ -118,7 +119,9 @@ def _resolve(request: ResolutionRequest) -> Resolution:
             counters=problem.counters,
         )
     problem.counters["cel_evaluations"] = _cel_count() - cel_before
-    steps = _steps(problem, [v.id for v in chosen])
+    steps_start = time.perf_counter()
+    steps = _steps(problem, chosen)
+    problem.timings["steps"] = time.perf_counter() - steps_start
     problem.timings["total"] = time.perf_counter() - start
     return Resolution(
         namespace=request.namespace, status="ok", steps=steps, timings=problem.timings, counters=problem.counters
@@ -129,7 +132,7 @@ def _matching_subscriptions(problem: Problem, entry: Entry) -> list[Subscription
     assert entry.source is not None
     out = []
     for sub in problem.request.subscriptions:
-        if sub.package != entry.view.package:
+        if sub.package != entry.package:
             continue
         if sub.channel and sub.channel != entry.channel:
             continue
@@ -139,30 +142,33 @@ def _matching_subscriptions(problem: Problem, entry: Entry) -> list[Subscription
     return out
 
 
-def _steps(problem: Problem, chosen: list[str]) -> list[Step]:
+def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
     steps = []
-    for var_id in chosen:
-        entry = problem.entries.get(var_id)
-        if entry is None or entry.source is None or entry.index is None:
-            continue  # subscriptions, invariants, installed CSVs
+    for var in chosen:
+        kind, item = problem.kind(var)
+        if kind != "item":
+            continue  # subscriptions, invariants
+        entry = problem.entry(item)
+        if entry.source is None:
+            continue  # installed CSVs
         subs = _matching_subscriptions(problem, entry)
-        name = entry.view.name
+        name = entry.name
         if subs and name in problem.existing_by_name and all(s.current_csv == name for s in subs):
             continue  # already the current CSV
-        bundle: Any = entry.index.bundle(entry.view.package, name)
+        properties, content = problem.deferred_bundle(item)
         steps.append(
             Step(
                 bundle=name,
-                package=entry.view.package,
-                version=entry.view.version,
+                package=entry.package,
+                version=entry.version,
                 channel=entry.channel,
                 catalog=entry.source.name,
                 catalog_namespace=entry.source.namespace,
-                replaces=entry.replaces,
+                replaces=problem.replaces_of(item),
                 subscription=min((s.name for s in subs), default=None),
-                image=getattr(bundle, "image", None),
-                properties=entry.view.properties,
-                content=bundle,
+                image=problem.image(item),
+                properties=properties,
+                content=content,
             )
         )
     return steps

@@ -22,7 +22,7 @@ __all__ = ["explain"]
 
 
 def _requirement_node(problem: Problem, subject: str, message: str) -> ExplanationNode:
-    info = problem.deps.get((subject, message))
+    info = problem.dependency_info(subject, message)
     children: list[ExplanationNode] = []
     if info is not None and info.predicate is not None:
         failure = getattr(info.predicate, "failure_message", "")
@@ -42,7 +42,7 @@ def _requirement_node(problem: Problem, subject: str, message: str) -> Explanati
 
 
 def _subscription_node(problem: Problem, applied: AppliedConstraint) -> ExplanationNode:
-    info = problem.deps.get((applied.variable, str(applied)))
+    info = problem.dependency_info(applied.variable, str(applied))
     children: list[ExplanationNode] = []
     if info is not None and info.subscription is not None:
         sub = info.subscription
@@ -62,12 +62,10 @@ def _subscription_node(problem: Problem, applied: AppliedConstraint) -> Explanat
                 )
             )
         for c in info.candidates:
-            entry = problem.entries.get(c)
             reqs = []
-            if entry is not None:
-                for constraint in entry.constraints:
-                    if isinstance(constraint, Dependency) and constraint.message:
-                        reqs.append(ExplanationNode(constraint.message))
+            for constraint in problem.constraints_of(c):
+                if isinstance(constraint, Dependency) and constraint.message:
+                    reqs.append(ExplanationNode(constraint.message))
             children.append(ExplanationNode(f"candidate {c}", reqs))
     return ExplanationNode(str(applied), children)
 
@@ -111,7 +109,7 @@ def explain(problem: Problem, applied: Sequence[AppliedConstraint]) -> tuple[Exp
 def _label(problem: Problem, variable: str) -> str:
     if variable.startswith("subscription:"):
         return f"subscription {variable.split(':', 1)[1]}"
-    entry: Any = problem.entries.get(variable)
+    entry: Any = problem.subject(variable)
     if entry is None:
         return f"rule {variable}"
     if entry.installed is not None:

@@ -34,6 +34,9 @@ PROPERTIES_ANNOTATION: Final = "operatorframework.io/properties"
 EXCLUDE_GLOBAL_ANNOTATION: Final = "olm.operatorframework.io/exclude-global-namespace-resolution"
 KINDS: Final = ("CatalogSource", "OperatorGroup", "Subscription", "ClusterServiceVersion", "ConfigMap")
 
+# libyaml's loader when PyYAML has it (several times faster), else the pure-Python one
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 @attrs.frozen
 class Manifest:
@@ -87,11 +90,17 @@ def load_manifests(paths: Sequence[str | Path]) -> list[Manifest]:
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
         try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            raise InputError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", path=path, line=line) from None
+            docs = list(yaml.load_all(text, Loader=_LOADER))
+        except yaml.YAMLError:
+            docs = None
+        if docs is None:
+            try:  # the pure-Python loader again, for its messages (the ones olmkit always gave)
+                docs = list(yaml.safe_load_all(text))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                line = mark.line + 1 if mark is not None else None
+                problem = getattr(exc, "problem", None) or exc
+                raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
         for doc in docs:
             for obj in _flatten(doc, path):
                 m = Manifest(obj, path)

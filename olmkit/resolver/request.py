@@ -9,7 +9,7 @@ store. The answer is a :class:`Resolution`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -20,6 +20,7 @@ from olmkit.registry import Registry
 __all__ = [
     "CONSTRAINTS_NOT_SATISFIABLE",
     "ERROR_PREVENTED_RESOLUTION",
+    "Deferred",
     "ExplanationNode",
     "InstalledCSV",
     "Resolution",
@@ -28,6 +29,11 @@ __all__ = [
     "Step",
     "SubscriptionRef",
 ]
+
+
+def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
 
 #: ``ResolutionFailed`` reasons, as upstream's catalog operator sets them.
 CONSTRAINTS_NOT_SATISFIABLE: Final = "ConstraintsNotSatisfiable"
@@ -113,7 +119,7 @@ class InstalledCSV:
 
     name: str
     version: str | None = None
-    properties: tuple[Property, ...] = attrs.field(default=(), converter=tuple)
+    properties: tuple[Property, ...] = attrs.field(default=(), converter=_tuple)
     replaces: str | None = None
     phase: str | None = None
 
@@ -137,13 +143,32 @@ class ResolutionRequest:
 
     namespace: str
     registry: Registry = attrs.field(eq=False, repr=False)
-    subscriptions: tuple[SubscriptionRef, ...] = attrs.field(default=(), converter=tuple)
-    installed: tuple[InstalledCSV, ...] = attrs.field(default=(), converter=tuple)
-    sources: tuple[SourceRef, ...] = attrs.field(default=(), converter=tuple)
+    subscriptions: tuple[SubscriptionRef, ...] = attrs.field(default=(), converter=_tuple)
+    installed: tuple[InstalledCSV, ...] = attrs.field(default=(), converter=_tuple)
+    sources: tuple[SourceRef, ...] = attrs.field(default=(), converter=_tuple)
     operator_groups: int = 1
     global_namespace: str = "olm"
     exclude_global: bool = False
     backend: str | None = None
+
+
+class Deferred:
+    """A value computed on first use: pass it as a :class:`Step`'s ``properties`` or ``content``.
+
+    Example:
+        Step(..., content=Deferred(lambda: catalog.bundle(package, name)))
+
+    .. versionadded:: 0.2
+    """
+
+    __slots__ = ("_load",)
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+
+    def load(self) -> Any:
+        """Compute the value."""
+        return self._load()
 
 
 @attrs.frozen
@@ -153,6 +178,10 @@ class Step:
     ``replaces`` names the installed CSV an upgrade replaces (else ``None``);
     ``subscription`` names the Subscription the bundle answers, or ``None`` for a
     dependency (which then needs the generated Subscription :attr:`generated_subscription`).
+
+    ``properties`` (the bundle's, bundle content left out) and ``content`` (the catalog's
+    bundle) may be given as :class:`Deferred`: the resolver reads them from the catalog
+    only when they are first used, since most callers (``olmkit resolve -o json``) never do.
     """
 
     bundle: str
@@ -164,8 +193,26 @@ class Step:
     replaces: str | None = None
     subscription: str | None = None
     image: str | None = None
-    properties: tuple[Property, ...] = attrs.field(default=(), eq=False, repr=False)
-    content: Any = attrs.field(default=None, eq=False, repr=False)
+    _properties: Any = attrs.field(default=(), eq=False, repr=False, alias="properties")
+    _content: Any = attrs.field(default=None, eq=False, repr=False, alias="content")
+
+    @property
+    def properties(self) -> tuple[Property, ...]:
+        """The bundle's properties as resolution saw them."""
+        value = self._properties
+        if type(value) is Deferred:
+            value = tuple(value.load())
+            object.__setattr__(self, "_properties", value)
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def content(self) -> Any:
+        """The catalog's bundle (a :class:`olmkit.model.Bundle` for catalog entries)."""
+        value = self._content
+        if type(value) is Deferred:
+            value = value.load()
+            object.__setattr__(self, "_content", value)
+        return value
 
     @property
     def generated_subscription(self) -> str:
@@ -190,7 +237,7 @@ class ExplanationNode:
     """One line of an explanation tree, with its children."""
 
     text: str
-    children: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=tuple)
+    children: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=_tuple)
 
     def to_json(self) -> dict[str, Any]:
         """``{"text", "children"}`` recursively."""
@@ -226,10 +273,10 @@ class Resolution:
 
     namespace: str
     status: str
-    steps: tuple[Step, ...] = attrs.field(default=(), converter=tuple)
+    steps: tuple[Step, ...] = attrs.field(default=(), converter=_tuple)
     message: str | None = None
     reason: str | None = None
-    explanation: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=tuple)
+    explanation: tuple[ExplanationNode, ...] = attrs.field(default=(), converter=_tuple)
     timings: Mapping[str, float] = attrs.field(factory=dict, eq=False)
     counters: Mapping[str, int] = attrs.field(factory=dict, eq=False)
 

@@ -177,17 +177,20 @@ def case_manifests(case: dict[str, Any], root: Path) -> list[Manifest]:
     return [Manifest(o, str(root / "case.yaml")) for o in objs]
 
 
-def run_case(case: dict[str, Any], root: Path, pm: Any) -> Any:
-    """Resolve a case through the plugin manager's ``olmkit_resolve``."""
-    manifests = case_manifests(case, root)
-    request = build_request(
-        manifests,
+def case_request(case: dict[str, Any], root: Path, pm: Any, *, cache: bool = False) -> Any:
+    """The ResolutionRequest of a case (its catalogs written under ``root``)."""
+    return build_request(
+        case_manifests(case, root),
         pm=pm,
         namespace=case.get("namespace", "operators"),
         global_namespace=case.get("globalNamespace", "olm"),
-        cache=False,
+        cache=cache,
     )
-    return pm.hook.olmkit_resolve(request=request)
+
+
+def run_case(case: dict[str, Any], root: Path, pm: Any) -> Any:
+    """Resolve a case through the plugin manager's ``olmkit_resolve``."""
+    return pm.hook.olmkit_resolve(request=case_request(case, root, pm))
 
 
 def step_text(step: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from olmkit._solver import (
     And,
@@ -69,7 +69,34 @@ def upstream_guesses(variables: Sequence[Variable]) -> list[str] | None:
     unit propagation of any arc-consistent encoding equals this domain propagation.
     "Test" is that propagation; "Solve" is brute force.
     """
+    return _search(variables, None, shortest_prefix=False)
+
+
+def prefix_guesses(
+    variables: Sequence[Variable],
+    solvable: Callable[[dict[str, bool]], bool] | None = None,
+    counters: dict[str, int] | None = None,
+) -> list[str] | None:
+    """The guesses of olmkit's search: upstream's, except at an unsatisfiable leaf.
+
+    There it backtracks straight to the newest guess of the shortest prefix of the
+    guesses that cannot hold (popping the newer guesses as chronological backtracking
+    would, without trying their other candidates). ``solvable`` decides whether a partial
+    assignment extends to a solution (default: brute force). ``counters`` receives the
+    numbers of guesses and backtracks, which follow the search step by step.
+    """
+    return _search(variables, solvable, shortest_prefix=True, counters=counters)
+
+
+def _search(
+    variables: Sequence[Variable],
+    solvable_with: Callable[[dict[str, bool]], bool] | None,
+    shortest_prefix: bool,
+    counters: dict[str, int] | None = None,
+) -> list[str] | None:
     ids = [v.id for v in variables]
+    count = counters if counters is not None else {}
+    count.update(guesses=0, backtracks=0)
     by_id = {v.id: v for v in variables}
     pairs = [(v.id, c) for v in variables for c in v.constraints]
 
@@ -108,6 +135,8 @@ def upstream_guesses(variables: Sequence[Variable]) -> list[str] | None:
         return assign
 
     def solvable(assign: dict[str, bool]) -> bool:
+        if solvable_with is not None:
+            return solvable_with(assign)
         free = [i for i in ids if i not in assign]
         for bits in itertools.product((False, True), repeat=len(free)):
             chosen = {i for i, b in assign.items() if b} | {i for i, b in zip(free, bits, strict=True) if b}
@@ -126,12 +155,27 @@ def upstream_guesses(variables: Sequence[Variable]) -> list[str] | None:
     guesses: list[tuple[str | None, int, int, tuple[str, ...]]] = []
     assumed: set[str] = set()
     result = 0
+    backjump = -1
     while True:
         if not queue and result == 0:
             result = 1 if solvable(scopes[-1]) else -1
+            if result == -1 and shortest_prefix:
+                # the newest guess of the shortest prefix of the guesses that cannot hold
+                real = [p for p, g in enumerate(guesses) if g[0] is not None]
+                backjump = 0
+                for n, p in enumerate(real if solvable({}) else []):
+                    prefix = dict.fromkeys((guesses[q][0] for q in real[: n + 1]), True)
+                    if not solvable(prefix):
+                        backjump = p + 1
+                        break
         if result == -1:
             if not guesses:
                 return None
+            count["backtracks"] += 1
+            if backjump >= 0 and len(guesses) > backjump:
+                _pop(guesses, assumed, scopes, queue)
+                continue
+            backjump = -1
             m, index, children, cands = guesses.pop()
             if m is not None:
                 assumed.discard(m)
@@ -155,6 +199,7 @@ def upstream_guesses(variables: Sequence[Variable]) -> list[str] | None:
                     queue.append((c.ids, 0))
                     children += 1
             assumed.add(m)
+            count["guesses"] += 1
             new = dict(scopes[-1])
             if new.get(m) is False:
                 nxt = None
@@ -164,3 +209,20 @@ def upstream_guesses(variables: Sequence[Variable]) -> list[str] | None:
             scopes.append(nxt if nxt is not None else new)
             result = 0 if nxt is not None else -1
         guesses.append((m, index, children, cands))
+
+
+def _pop(
+    guesses: list[tuple[str | None, int, int, tuple[str, ...]]],
+    assumed: set[str],
+    scopes: list[dict[str, bool]],
+    queue: deque[tuple[tuple[str, ...], int]],
+) -> None:
+    """Pop the newest guess as backtracking does (its choice moves on to its next candidate)."""
+    m, index, children, cands = guesses.pop()
+    if m is not None:
+        assumed.discard(m)
+        scopes.pop()
+        index += 1
+    for _ in range(children):
+        queue.pop()
+    queue.appendleft((cands, index))

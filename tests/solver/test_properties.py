@@ -1,9 +1,12 @@
 """Property tests: solutions are valid, failures are real and minimal, implementations agree.
 
-Problems are small (at most seven variables) so that brute force can check them.
+Problems are small (at most seven variables) so that brute force can check them; the
+package-shaped problems of the backtracking test are larger, with CryptoMiniSat as oracle.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,7 +29,7 @@ from olmkit._solver import (
 )
 from olmkit._solver._problem import flatten
 
-from .oracle import brute_force, satisfies, upstream_guesses
+from .oracle import brute_force, prefix_guesses, satisfies, upstream_guesses
 
 IDS = [f"v{i}" for i in range(7)]
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -159,3 +162,77 @@ def test_deterministic(variables):
         assert str(first) == str(second)
     else:
         assert first == second
+
+
+@st.composite
+def package_problems(draw):
+    """Subscriptions, bundles of packages with dependencies on other packages' bundles, and
+    at most one bundle per package: large enough for greedy completions to fail."""
+    n_packages = draw(st.integers(4, 10))
+    packages = {p: [f"p{p}v{i}" for i in range(draw(st.integers(2, 4)))] for p in range(n_packages)}
+    variables = []
+    for p, names in packages.items():
+        for name in names:
+            constraints = []
+            for q in draw(st.lists(st.sampled_from([q for q in packages if q != p]), min_size=1, max_size=3)):
+                others = packages[q]
+                chosen = draw(st.lists(st.sampled_from(others), min_size=1, max_size=2, unique=True))
+                constraints.append(Dependency(tuple(chosen)))
+            variables.append(Variable(name, tuple(constraints)))
+    heads = [
+        Variable(f"s{p}", (Mandatory(), Dependency(tuple(packages[p]))))
+        for p in draw(st.lists(st.sampled_from(list(packages)), min_size=2, max_size=4, unique=True))
+    ]
+    rules = [Variable(f"u{p}", (Mandatory(), AtMost(1, tuple(n)))) for p, n in packages.items() if len(n) > 1]
+    return heads + variables + rules
+
+
+def exact_solvable(variables):
+    """Whether a partial assignment (identifier -> bool) extends to a solution (CryptoMiniSat)."""
+    from olmkit._solver._pure import encode
+    from olmkit._solver.backends import CryptoMiniSatBackend
+
+    p = flatten(variables)
+    clauses, _ = encode(p.n_vars, p.nodes, p.args, p.top)
+    index = {v.id: i + 1 for i, v in enumerate(variables)}
+    acts = list(range(p.n_vars + 1, p.n_vars + p.n_act + 1))
+
+    def solvable(assign):
+        backend = CryptoMiniSatBackend()
+        backend.add_clauses(clauses)
+        return backend.solve(acts + [index[k] if value else -index[k] for k, value in assign.items()])[0]
+
+    return solvable
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    # the implementation fixture only selects C or pure; it holds no state between examples
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(package_problems())
+def test_unsatisfiable_leaves_backtrack_to_the_shortest_failing_prefix(implementation, variables):
+    """At a leaf whose guesses cannot hold, the search backtracks to the newest guess of the
+    shortest prefix of the guesses that cannot (found by proof or by the SAT solver alike):
+    the same guesses, step for step, as a search that asks an exact oracle."""
+
+    class Guesses(SolverReporter):
+        guessed: list[str] | None = None
+        counters: dict[str, int] | None = None
+
+        def on_guesses(self, guessed):
+            self.guessed = list(guessed)
+
+        def on_counters(self, counters):
+            self.counters = dict(counters)
+
+    counters: dict[str, int] = {}
+    expected = prefix_guesses(variables, exact_solvable(variables), counters)
+    rep = Guesses()
+    with contextlib.suppress(NotSatisfiable):
+        solve(variables, reporter=rep)
+
+    assert expected == rep.guessed
+    assert rep.counters is not None
+    assert counters == {k: rep.counters[k] for k in ("guesses", "backtracks")}

@@ -1,0 +1,175 @@
+"""Resolution graphs are shared across resolutions, stored on disk, and never stale."""
+
+from __future__ import annotations
+
+import copy
+import marshal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from olmkit import hookimpl
+from olmkit.resolver import resolve
+from olmkit.resolver._graph import CatalogGraph, compile_graph, graph_path
+from olmkit.resolver._index import _GRAPHS, _GRAPHS_KEPT, clear_graphs, graph_for
+from olmkit.types import ConstraintEvaluator
+from resolver import reference
+from resolver.casefile import case_request, step_text
+
+CASE: dict[str, Any] = {
+    "catalogs": {
+        "cat": {
+            "packages": {
+                "a": {"channels": {"stable": ["a.v1.0.0"]}, "bundles": {"a.v1.0.0": ["needs-gvk g/v1/B"]}},
+                "b": {
+                    "channels": {"stable": ["b.v1.0.0"]},
+                    "bundles": {"b.v1.0.0": ["gvk g/v1/B", "needs-label tier=gold"]},
+                },
+                "c": {"channels": {"stable": ["c.v1.0.0"]}, "bundles": {"c.v1.0.0": ["label tier=gold"]}},
+                "x": {
+                    "channels": {"stable": ["x.v1.0.0"]},
+                    "bundles": {"x.v1.0.0": [{"type": "olm.constraint", "value": {"nope": {}}}]},
+                },
+            }
+        }
+    },
+    "subscriptions": [{"package": "a"}],
+}
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty on-disk cache and no graph in memory."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("OLMKIT_CACHE_DIR", str(directory))
+    clear_graphs()
+    yield directory
+    clear_graphs()
+
+
+def resolve_case(case: dict[str, Any], root: Path, pm: Any) -> Any:
+    return resolve(case_request(case, root, pm, cache=True))
+
+
+def steps(resolution: Any) -> list[str]:
+    return [step_text(s) for s in resolution.steps]
+
+
+def test_graph_is_shared_then_replaced_when_the_catalog_changes(olmkit_pm, tmp_path, cache_dir):
+    """Unchanged content reuses the graph; a changed catalog gets a new one and the new answer."""
+    first = resolve_case(CASE, tmp_path, olmkit_pm)
+    again = resolve_case(CASE, tmp_path, olmkit_pm)
+    changed = copy.deepcopy(CASE)
+    c = changed["catalogs"]["cat"]["packages"]["c"]
+    c["channels"]["stable"] = ["c.v2.0.0 replaces c.v1.0.0", "c.v1.0.0"]
+    c["bundles"]["c.v2.0.0"] = ["label tier=gold"]
+    after_change = resolve_case(changed, tmp_path, olmkit_pm)
+    back = resolve_case(CASE, tmp_path, olmkit_pm)
+
+    assert {"graphs_compiled": 1} == {k: v for k, v in first.counters.items() if k.startswith("graphs")}
+    assert 1 == again.counters["graphs_memory"]
+    assert 1 == after_change.counters["graphs_compiled"]
+    assert 1 == back.counters["graphs_memory"]
+    expected = ["cat/operators/stable/a.v1.0.0", "cat/operators/stable/b.v1.0.0", "cat/operators/stable/c.v1.0.0"]
+    assert expected == steps(first) == steps(again) == steps(back)
+    assert [*expected[:2], "cat/operators/stable/c.v2.0.0"] == steps(after_change)
+
+
+def test_graph_stored_on_disk_serves_the_next_process(olmkit_pm, tmp_path, cache_dir):
+    """A graph read back from disk gives the same resolution as the compiled one."""
+    compiled = resolve_case(CASE, tmp_path, olmkit_pm)
+    clear_graphs()  # as in a new process
+    stored = resolve_case(CASE, tmp_path, olmkit_pm)
+
+    assert 1 == stored.counters["graphs_disk"]
+    assert (compiled.status, steps(compiled)) == (stored.status, steps(stored))
+    assert list((cache_dir / "resolver").glob("*.graph"))
+
+
+def decoded(data: bytes) -> dict[str, Any]:
+    """A stored graph as plain values (marshal's bytes vary with object sharing)."""
+    state = marshal.loads(data)
+    return {k: marshal.loads(v) if k in ("names", "preds") else v for k, v in state.items()}
+
+
+def test_stored_graph_round_trips(olmkit_pm, tmp_path):
+    """dumps() then loads() gives a graph with the same arrays, tables and errors."""
+    request = case_request(CASE, tmp_path, olmkit_pm)
+    graph = compile_graph(request.sources[0].source.load(), olmkit_pm.registry)
+    data = graph.dumps()
+
+    loaded = CatalogGraph.loads(data)
+
+    assert data is not None
+    assert loaded is not None
+    assert decoded(data) == decoded(loaded.dumps() or b"")
+    assert [str(e) for e in graph.errors] == [str(e) for e in loaded.errors]
+    assert None is CatalogGraph.loads(b"not a graph")
+
+
+def test_damaged_stored_graph_is_compiled_again(olmkit_pm, tmp_path, cache_dir):
+    """An unreadable graph file is ignored: the graph is compiled and the answer is right."""
+    resolve_case(CASE, tmp_path, olmkit_pm)
+    for path in (cache_dir / "resolver").glob("*.graph"):
+        path.write_bytes(b"\x00garbage")
+    clear_graphs()
+
+    resolution = resolve_case(CASE, tmp_path, olmkit_pm)
+
+    assert 1 == resolution.counters["graphs_compiled"]
+    assert 3 == len(resolution.steps)
+
+
+def test_broken_bundle_fails_only_when_reached(olmkit_pm, tmp_path, cache_dir):
+    """A bundle whose constraint cannot be built fails a resolution only if it is reachable."""
+    unrelated = resolve_case(CASE, tmp_path, olmkit_pm)
+    reaching = copy.deepcopy(CASE)
+    reaching["subscriptions"] = [{"package": "x"}]
+    request = case_request(reaching, tmp_path, olmkit_pm, cache=True)
+
+    failed = resolve(request)
+
+    assert "ok" == unrelated.status
+    assert ("error", reference.resolve(request).message) == (failed.status, failed.message)
+    assert 'json: unknown field "nope"' in failed.message
+
+
+def test_resolutions_share_one_catalog_snapshot_per_content(olmkit_pm, tmp_path, cache_dir):
+    """Steps of resolutions against unchanged content read one catalog object, not one each."""
+    first = resolve_case(CASE, tmp_path, olmkit_pm)
+    second = resolve_case(CASE, tmp_path, olmkit_pm)
+
+    assert first.steps[0].content is second.steps[0].content
+    assert first.steps[0].content == case_request(CASE, tmp_path, olmkit_pm).sources[0].source.load().bundle(
+        "a", "a.v1.0.0"
+    )
+
+
+def test_graphs_kept_in_memory_are_bounded(olmkit_pm, tmp_path, cache_dir):
+    """Only the most recently used graphs stay in memory."""
+    for i in range(_GRAPHS_KEPT + 3):
+        case = copy.deepcopy(CASE)
+        case["catalogs"]["cat"]["packages"]["a"]["bundles"]["a.v1.0.0"].append(f"label n{i}")
+        resolve_case(case, tmp_path / str(i), olmkit_pm)
+
+    assert _GRAPHS_KEPT == len(_GRAPHS)
+
+
+def test_graph_depends_on_the_plugins(olmkit_pm, olmkit_register, tmp_path, cache_dir):
+    """Another set of constraint keys is another graph (a plugin can change what matches)."""
+    catalog = case_request(CASE, tmp_path, olmkit_pm, cache=True).sources[0].source.load()
+    before = graph_path(catalog.digest, olmkit_pm.registry, catalog.name)
+
+    class Tier:
+        @hookimpl
+        def olmkit_constraint_evaluators(self):
+            yield ConstraintEvaluator(key="tier", build=lambda value, ctx: None)
+
+    olmkit_register(Tier())
+    after = graph_path(catalog.digest, olmkit_pm.registry, catalog.name)
+    graph, origin, _ = graph_for(catalog, olmkit_pm.registry)
+
+    assert before != after
+    assert "compiled" == origin
+    assert graph.n_entries == 4
