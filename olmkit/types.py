@@ -112,7 +112,8 @@ class Predicate(Protocol):
     ``index_keys``; ``None`` means "scan every candidate".
     """
 
-    lookup: tuple[str, Hashable] | None
+    @property
+    def lookup(self) -> tuple[str, Hashable] | None: ...
 
     def matches(self, candidate: PropertyView) -> bool: ...
 

@@ -221,7 +221,7 @@ def _semver_compare(left: Any, right: Any) -> Any:
         a = parse_version(str(left), tolerant=True)
         b = parse_version(str(right), tolerant=True)
     except ValueError as exc:
-        return celpy.CELEvalError(f"semver_compare: {exc}")
+        return celpy.evaluation.CELEvalError(f"semver_compare: {exc}")
     return celpy.celtypes.IntType(a.compare(b))
 
 
@@ -310,7 +310,7 @@ class CelRule:
         import celpy
 
         _CEL_STATS["evaluated"] += 1
-        data = []
+        data: list[dict[str, Any]] = []
         for p in properties:
             value = getattr(p, "value", None)
             try:
@@ -320,7 +320,7 @@ class CelRule:
                 continue
             data.append({"type": getattr(p, "type", ""), "value": value})
         try:
-            result = _compile(self.rule).evaluate({"properties": celpy.json_to_cel(data)})
+            result = _compile(self.rule).evaluate({"properties": celpy.adapter.json_to_cel(data)})
         except Exception:  # an evaluation error means "no match", as upstream
             return False
         return isinstance(result, (bool, celpy.celtypes.BoolType)) and bool(result)
