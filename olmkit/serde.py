@@ -246,8 +246,16 @@ class _Slow(Exception):
     """Internal: the fast path met something unusual; redo it carefully for a precise error."""
 
 
-def channel_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> Channel:
-    """An ``olm.channel`` blob as a :class:`Channel` (entries in file order)."""
+def channel_from_dict(
+    raw: Mapping[str, Any],
+    origin: Origin | None = None,
+    interned: dict[tuple[Any, ...], ChannelEntry] | None = None,
+) -> Channel:
+    """An ``olm.channel`` blob as a :class:`Channel` (entries in file order).
+
+    ``interned`` (entry fields -> entry) lets equal entries share one object; the bulk
+    loader passes one table per catalog, since a package's channels mostly list the same entries.
+    """
     try:
         entries: list[ChannelEntry] = []
         append = entries.append
@@ -261,7 +269,7 @@ def channel_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> C
                 or not name
                 or (replaces is not None and type(replaces) is not str)
                 or (skip_range is not None and type(skip_range) is not str)
-                or not e.keys() <= _ENTRY_KEYS
+                or not _ENTRY_KEYS.issuperset(e)
             ):
                 raise _Slow
             if skips:
@@ -270,7 +278,14 @@ def channel_from_dict(raw: Mapping[str, Any], origin: Origin | None = None) -> C
                 skips = tuple(skips)
             else:
                 skips = ()
-            append(ChannelEntry(name, replaces, skips, skip_range))
+            if interned is None:
+                append(new_entry(name, replaces, skips, skip_range))
+                continue
+            key = (name, replaces, skips, skip_range)
+            entry = interned.get(key)
+            if entry is None:
+                entry = interned[key] = new_entry(name, replaces, skips, skip_range)
+            append(entry)
         package, name = raw["package"], raw["name"]
         if type(package) is not str or not package or type(name) is not str or not name:
             raise _Slow
@@ -553,44 +568,8 @@ class BlobReader:
         return gathered
 
     def channel(self, raw: Mapping[str, Any], origin: Origin | None) -> Channel:
-        """A channel blob as a :class:`Channel` (see :func:`channel_from_dict`).
-
-        Equal entries (channels of a package mostly list the same ones) share one object.
-        """
-        interned = self.entries
-        try:
-            entries: list[ChannelEntry] = []
-            append = entries.append
-            for e in raw.get("entries") or ():
-                name = e["name"]
-                replaces = e.get("replaces") or None
-                skips = e.get("skips")
-                skip_range = e.get("skipRange") or None
-                if (
-                    type(name) is not str
-                    or not name
-                    or (replaces is not None and type(replaces) is not str)
-                    or (skip_range is not None and type(skip_range) is not str)
-                    or not _ENTRY_KEYS.issuperset(e)
-                ):
-                    raise _Slow
-                if skips:
-                    if type(skips) is not list or not all(type(x) is str for x in skips):
-                        raise _Slow
-                    skips = tuple(skips)
-                else:
-                    skips = ()
-                key = (name, replaces, skips, skip_range)
-                entry = interned.get(key)
-                if entry is None:
-                    entry = interned[key] = new_entry(name, replaces, skips, skip_range)
-                append(entry)
-            package, name = raw["package"], raw["name"]
-            if type(package) is not str or not package or type(name) is not str or not name:
-                raise _Slow
-        except (_Slow, KeyError, TypeError, AttributeError):
-            return _channel_from_dict_slow(raw, origin)
-        return Channel(package, name, tuple(entries), origin, _extra(raw, _CHANNEL_KEYS))
+        """A channel blob as a :class:`Channel`, equal entries shared (see :func:`channel_from_dict`)."""
+        return channel_from_dict(raw, origin, self.entries)
 
     def package(self, raw: Mapping[str, Any], origin: Origin | None) -> Package:
         """A package blob as a :class:`Package` (see :func:`package_from_dict`)."""

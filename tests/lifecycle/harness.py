@@ -19,7 +19,53 @@ from olmkit.testing import EmbeddedCluster as Cluster
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 V1A1 = "operators.coreos.com/v1alpha1"
 
-__all__ = ["EXAMPLES", "V1A1", "B", "Cluster", "bundle_blob", "crd", "csv_manifest", "manifests", "write_catalog"]
+__all__ = [
+    "EXAMPLES",
+    "V1A1",
+    "B",
+    "Cluster",
+    "bundle_blob",
+    "crd",
+    "csv_manifest",
+    "manifests",
+    "seed_store",
+    "write_catalog",
+]
+
+
+def seed_store(path: Path, package: str) -> None:
+    """An SQLite store with the example catalog in ``olm``, an OperatorGroup and a Subscription in ``operators``."""
+    from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
+    from olmkit.store import SqliteStore
+
+    with SqliteStore(str(path)) as store:
+        store.create(
+            {
+                "apiVersion": V1A1,
+                "kind": "CatalogSource",
+                "metadata": {
+                    "name": "examples",
+                    "namespace": "olm",
+                    "annotations": {MANIFEST_DIR_ANNOTATION: str(EXAMPLES)},
+                },
+                "spec": {"sourceType": "file", "path": "catalog"},
+            }
+        )
+        store.create(
+            {
+                "apiVersion": "operators.coreos.com/v1",
+                "kind": "OperatorGroup",
+                "metadata": {"name": "og", "namespace": "operators"},
+            }
+        )
+        store.create(
+            {
+                "apiVersion": V1A1,
+                "kind": "Subscription",
+                "metadata": {"name": package, "namespace": "operators"},
+                "spec": {"name": package, "source": "examples", "sourceNamespace": "olm", "channel": "stable"},
+            }
+        )
 
 
 # --------------------------------------------------------------------------- test catalogs

@@ -6,39 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from olmkit.cli import main
-from olmkit.store import SqliteStore
-from tests.lifecycle.harness import EXAMPLES, V1A1
+from tests.lifecycle.harness import seed_store
 
 
 def _seed(path: Path) -> None:
-    with SqliteStore(str(path)) as store:
-        store.create(
-            {
-                "apiVersion": V1A1,
-                "kind": "CatalogSource",
-                "metadata": {
-                    "name": "examples",
-                    "namespace": "olm",
-                    "annotations": {"olmkit.io/manifest-dir": str(EXAMPLES)},
-                },
-                "spec": {"sourceType": "file", "path": "catalog"},
-            }
-        )
-        store.create(
-            {
-                "apiVersion": "operators.coreos.com/v1",
-                "kind": "OperatorGroup",
-                "metadata": {"name": "og", "namespace": "operators"},
-            }
-        )
-        store.create(
-            {
-                "apiVersion": V1A1,
-                "kind": "Subscription",
-                "metadata": {"name": "storage-operator", "namespace": "operators"},
-                "spec": {"name": "storage-operator", "source": "examples", "sourceNamespace": "olm"},
-            }
-        )
+    seed_store(path, "storage-operator")
 
 
 def test_reconcile_reports_events_and_exits_0_when_stable(tmp_path: Path, capsys: Any) -> None:

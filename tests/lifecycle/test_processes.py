@@ -10,48 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
 from olmkit.store import SqliteStore
-from tests.lifecycle.harness import EXAMPLES, V1A1
+from tests.lifecycle.harness import V1A1, seed_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _seed(path: Path) -> None:
-    """A CatalogSource, an OperatorGroup and a subscription with a dependency."""
-    with SqliteStore(str(path)) as store:
-        store.create(
-            {
-                "apiVersion": V1A1,
-                "kind": "CatalogSource",
-                "metadata": {
-                    "name": "examples",
-                    "namespace": "olm",
-                    "annotations": {MANIFEST_DIR_ANNOTATION: str(EXAMPLES)},
-                },
-                "spec": {"sourceType": "file", "path": "catalog"},
-            }
-        )
-        store.create(
-            {
-                "apiVersion": "operators.coreos.com/v1",
-                "kind": "OperatorGroup",
-                "metadata": {"name": "og", "namespace": "operators"},
-            }
-        )
-        store.create(
-            {
-                "apiVersion": V1A1,
-                "kind": "Subscription",
-                "metadata": {"name": "postgres-operator", "namespace": "operators"},
-                "spec": {
-                    "name": "postgres-operator",
-                    "source": "examples",
-                    "sourceNamespace": "olm",
-                    "channel": "stable",
-                },
-            }
-        )
+    seed_store(path, "postgres-operator")
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
