@@ -1173,6 +1173,12 @@ def run_uninstall(args: argparse.Namespace, pm: PluginManager) -> int:
         _delete(store, SUBSCRIPTION, _name(sub), namespace, ignore_not_found=True)
         if csv_name:
             _delete(store, CSV, str(csv_name), namespace, ignore_not_found=True)
+            try:
+                store.get(CSV.api_version, CSV.kind, str(csv_name), namespace)
+            except NotFound:
+                return 0
+            # a finalizer holds it until the controllers removed what it owns cluster-wide
+            print("the operator's workload goes when the controllers next run (olmkit reconcile, or olmkit run)")
     return 0
 
 

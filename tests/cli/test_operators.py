@@ -200,6 +200,33 @@ def test_uninstall_deletes_the_subscription_and_its_csv(olmkit, examples, store)
     assert ["other.v1.0.0"] == list(specs(store, V1A1, "ClusterServiceVersion"))
 
 
+def test_uninstall_says_when_the_controllers_still_have_to_clean_up(olmkit, examples, store):
+    """A CSV held by the lifecycle's cleanup finalizer goes on the next reconcile; uninstall says so."""
+    olmkit("install", "storage-operator")
+    store.create(
+        {
+            "apiVersion": V1A1,
+            "kind": "ClusterServiceVersion",
+            "metadata": {
+                "name": "storage-operator.v0.5.0",
+                "namespace": "default",
+                "finalizers": ["operators.coreos.com/csv-cleanup"],
+            },
+            "spec": {"install": {"strategy": "deployment"}},
+        }
+    )
+    sub = store.get(V1A1, "Subscription", "storage-operator", "default")
+    sub["status"] = {"installedCSV": "storage-operator.v0.5.0"}
+    store.update_status(sub)
+
+    result = olmkit("uninstall", "storage-operator")
+
+    assert 0 == result.code
+    assert "the operator's workload goes when the controllers next run" in result.out.splitlines()[-1]
+    held = store.get(V1A1, "ClusterServiceVersion", "storage-operator.v0.5.0", "default")
+    assert held["metadata"]["deletionTimestamp"]
+
+
 def test_uninstall_a_package_not_installed(olmkit, store):
     """Nothing subscribed to the package: the NotFound line, exit 1."""
     result = olmkit("uninstall", "etcd", "-n", "ops")
