@@ -207,19 +207,16 @@ def main() -> None:
             for obj in manifests:
                 kind = obj["kind"].lower()
                 write(out / "manifests" / f"{obj['metadata']['name']}.{kind}.yaml", obj)
-            write(
-                out / "metadata" / "annotations.yaml",
-                {
-                    "annotations": {
-                        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
-                        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
-                        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
-                        "operators.operatorframework.io.bundle.package.v1": package,
-                        "operators.operatorframework.io.bundle.channels.v1": ",".join(channels),
-                        "operators.operatorframework.io.bundle.channel.default.v1": pkg.default_channel,
-                    }
-                },
-            )
+            annotations = {
+                "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
+                "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
+                "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
+                "operators.operatorframework.io.bundle.package.v1": package,
+                "operators.operatorframework.io.bundle.channels.v1": ",".join(channels),
+            }
+            if pkg.default_channel in channels:  # the default must be one of the bundle's channels
+                annotations["operators.operatorframework.io.bundle.channel.default.v1"] = pkg.default_channel
+            write(out / "metadata" / "annotations.yaml", {"annotations": annotations})
             if dependencies:
                 write(out / "metadata" / "dependencies.yaml", {"dependencies": dependencies})
             if properties:
