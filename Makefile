@@ -30,9 +30,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check olmkit tests benchmarks plugins_contrib
 	$(VENV)/bin/mypy
 
+# The benchmark modules (pytest-benchmark; they generate their workloads with ../shared/bench).
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
-	$(VENV)/bin/olmkit bench all
+	$(PY) -m pytest benchmarks/bench_*.py --benchmark-only -p no:randomly -o python_functions="test_* bench_*"
 
 clean:
 	rm -rf $(VENV) build *.egg-info olmkit/_solver/_speedups*.so olmkit/_solver/_speedups.c

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 REAL = Path("/work/shared/catalogs/community-operators-prod")
-GEN = Path("/work/shared/bench/gen_catalog.py")
+GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"  # ../shared from the repository
 
 _CHILD = r"""
 import json, os, resource, sys, time

@@ -30,7 +30,7 @@ from olmkit.manager import get_plugin_manager
 from olmkit.resolver import resolve
 from olmkit.resolver._index import clear_graphs
 
-GEN = Path("/work/shared/bench/gen_catalog.py")
+GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"  # ../shared from the repository
 WORKLOADS = {"P500": (500, 10, 20), "P2000": (2000, 20, 50), "P10000": (10000, 20, 200)}
 
 
