@@ -128,7 +128,9 @@ class DeploymentInstaller:
                 if sa not in accounts and sa != DEFAULT_ACCOUNT:
                     accounts.append(sa)
                 rules = list(entry.get("rules") or [])
-                role_name = f"{name}-{sa}-{_digest([sa, rules])}"[:253]
+                # cluster-wide objects are shared by every namespace: the same CSV installed in
+                # two namespaces must not overwrite the other's binding
+                role_name = f"{name}-{sa}-{_digest([ns, sa, rules] if cluster else [sa, rules])}"[:253]
                 role_kind, binding_kind = (CLUSTER_ROLE, CLUSTER_ROLE_BINDING) if cluster else (ROLE, ROLE_BINDING)
                 role_meta: dict[str, Any] = {"name": role_name}
                 if not cluster:

@@ -111,3 +111,32 @@ def test_missing_operator_group_prevents_resolution(make_cluster) -> None:  # ty
     failed = cluster.condition(cluster.get("sub", "cert-manager-lite"), "ResolutionFailed")
     assert "ErrorPreventedResolution" == failed["reason"]
     assert "OperatorGroup" in failed["message"]
+
+
+def test_one_operator_in_two_namespaces_keeps_each_namespace_s_cluster_rbac(cluster: Cluster) -> None:
+    """The same CSV in two namespaces gets cluster RBAC per namespace: neither overwrites nor deletes the other."""
+    cluster.operator_group("other")
+    for ns in ("operators", "other"):
+        cluster.subscribe("postgres-operator", channel="stable", namespace=ns)
+    cluster.reconcile()
+
+    for ns in ("operators", "other"):
+        assert "Succeeded" == cluster.phase("postgres-operator.v2.3.0", ns)
+    bindings = [
+        b
+        for b in cluster.store.list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")
+        if "postgres" in b["metadata"]["name"]
+    ]
+    assert ["operators", "other"] == sorted(b["subjects"][0]["namespace"] for b in bindings)
+
+    cluster.store.delete("operators.coreos.com/v1alpha1", "Subscription", "postgres-operator", "other")
+    cluster.store.delete("operators.coreos.com/v1alpha1", "ClusterServiceVersion", "postgres-operator.v2.3.0", "other")
+    cluster.reconcile()
+
+    left = [
+        b
+        for b in cluster.store.list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")
+        if "postgres" in b["metadata"]["name"]
+    ]
+    assert ["operators"] == [b["subjects"][0]["namespace"] for b in left]
+    assert "Succeeded" == cluster.phase("postgres-operator.v2.3.0", "operators")
