@@ -10,10 +10,10 @@ step with every problem named.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from olmkit.lifecycle.kinds import CRD, CSV
+from olmkit.lifecycle.kinds import CRD
 from olmkit.store import AlreadyExists, NotFound
 
 if TYPE_CHECKING:
@@ -22,18 +22,29 @@ if TYPE_CHECKING:
 __all__ = ["apply_crd", "crd_owners"]
 
 
-def crd_owners(ctx: LifecycleContext, crd_name: str) -> list[str]:
-    """``namespace/name`` of every CSV (in any namespace) that owns the CRD ``crd_name``."""
+def crd_owners(csvs: Iterable[Mapping[str, Any]], crd_name: str) -> list[str]:
+    """``namespace/name`` of the CSVs (of ``csvs``) that own the CRD ``crd_name``."""
     owners = []
-    for csv in ctx.store.list(CSV.api_version, CSV.kind):
+    for csv in csvs:
         owned = (((csv.get("spec") or {}).get("customresourcedefinitions") or {}).get("owned")) or ()
         if any(isinstance(d, Mapping) and d.get("name") == crd_name for d in owned):
             owners.append(f"{csv['metadata']['namespace']}/{csv['metadata']['name']}")
     return owners
 
 
-def apply_crd(ctx: LifecycleContext, installing_csv: str, crd: dict[str, Any]) -> str:
-    """Create or upgrade a CRD for the CSV ``installing_csv``; returns ``Created`` or ``Present``.
+def apply_crd(
+    ctx: LifecycleContext,
+    namespace: str,
+    installing_csv: str,
+    replacing: str | None,
+    crd: dict[str, Any],
+    csvs: Callable[[], Sequence[Mapping[str, Any]]],
+) -> str:
+    """Create or upgrade a CRD for the CSV ``namespace/installing_csv``; returns ``Created`` or ``Present``.
+
+    ``replacing`` is the CSV the installing one replaces (neither counts as another owner);
+    ``csvs()`` returns every CSV in the cluster (called only for an upgrade; the caller may
+    list them once for a whole InstallPlan).
 
     Raises:
         CRDUpgradeError: the upgrade is not allowed (the message lists why).
@@ -51,13 +62,10 @@ def apply_crd(ctx: LifecycleContext, installing_csv: str, crd: dict[str, Any]) -
             return "Created"
     from olmkit.lifecycle.crds import plan_crd_upgrade
 
-    replacing = None
-    for csv in store.list(CSV.api_version, CSV.kind):
-        if csv["metadata"]["name"] == installing_csv:
-            replacing = (csv.get("spec") or {}).get("replaces")
-            break
-    ignore = {installing_csv, replacing}
-    owners = [o for o in crd_owners(ctx, name) if o.rpartition("/")[2] not in ignore]
+    everything = csvs()
+    # the installing CSV and the one it replaces (in its namespace) are not other owners
+    ignore = {f"{namespace}/{installing_csv}", f"{namespace}/{replacing}"}
+    owners = [o for o in crd_owners(everything, name) if o not in ignore]
     group = (existing.get("spec") or {}).get("group", "")
     kind = ((existing.get("spec") or {}).get("names") or {}).get("kind", "")
 

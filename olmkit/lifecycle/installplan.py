@@ -4,8 +4,9 @@ Phases: ``Planning`` → ``RequiresApproval`` (``spec.approval: Manual`` until
 ``spec.approved``) → ``Installing`` → ``Complete``, or ``Failed`` with an ``Installed=False``
 condition saying which step failed and why. Steps run in plan order (CSVs, CRDs, the
 rest); each step's status (``Created``, ``Present``, ``UnsupportedResource``) is written
-as soon as it is done, so a process killed half-way leaves a plan the next run finishes:
-creating is idempotent (an existing object is updated in place and reported ``Present``).
+as the plan goes (after its CRDs, then every few steps), so a process killed half-way leaves a
+plan the next run finishes: creating is idempotent (an existing object is updated in place
+and reported ``Present``).
 
 Ownership: namespaced objects of a bundle get an ownerReference to the CSV they install
 with (they go when it goes, unless a newer CSV took them over); cluster-scoped ones get
@@ -36,10 +37,25 @@ from olmkit.store import AlreadyExists, Invalid, NotFound, Object, StoreError
 __all__ = ["InstallPlanController", "StepError"]
 
 DONE_STEPS: Final = frozenset({"Created", "Present", "UnsupportedResource"})
+#: steps done between two writes of an Installing plan's progress
+FLUSH_EVERY: Final = 8
 
 
 class StepError(OlmkitError):
     """A step's resource could not be created or updated."""
+
+
+def _replaced_csvs(steps: list[dict[str, Any]]) -> dict[str, str | None]:
+    """CSV name -> the CSV it replaces, from the plan's CSV steps."""
+    out: dict[str, str | None] = {}
+    for step in steps:
+        resource = step.get("resource") or {}
+        if resource.get("kind") == CSV.kind:
+            manifest = orjson.loads(resource.get("manifest") or "{}")
+            out[str(resource.get("name"))] = (
+                ((manifest.get("spec") or {}).get("replaces")) if isinstance(manifest, dict) else None
+            )
+    return out
 
 
 class InstallPlanController(Controller):
@@ -50,6 +66,8 @@ class InstallPlanController(Controller):
     def __init__(self, ctx: LifecycleContext) -> None:
         self.ctx = ctx
         self.watches = (WatchSpec(INSTALL_PLAN.api_version, INSTALL_PLAN.kind),)
+        self._all_csvs: list[Object] | None = None
+        self._replaces: dict[str, str | None] = {}
 
     def reconcile(self, namespace: str, name: str) -> Result | None:
         store = self.ctx.store
@@ -145,9 +163,12 @@ class InstallPlanController(Controller):
         ns, name = plan["metadata"]["namespace"], plan["metadata"]["name"]
         steps = [dict(s) for s in status_of(plan).get("plan") or ()]
         csvs: dict[str, Object] = {}
+        self._all_csvs = None  # listed once per pass, for CRD upgrades
+        self._replaces = _replaced_csvs(steps)
         # CRDs go first: a refused CRD upgrade must fail the plan before its CSV replaces anything
         order = sorted(range(len(steps)), key=lambda i: (steps[i].get("resource") or {}).get("kind") != CRD.kind)
-        for i in order:
+        unwritten = 0
+        for position, i in enumerate(order):
             step = steps[i]
             resource = step.get("resource") or {}
             if step.get("status") in DONE_STEPS:
@@ -166,7 +187,15 @@ class InstallPlanController(Controller):
                 self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status="Failed")
                 return DONE
             steps[i] = step
-            plan = self._set_phase(plan, "Installing", plan=steps)
+            unwritten += 1
+            last_crd = resource.get("kind") == CRD.kind and (
+                position + 1 == len(order) or (steps[order[position + 1]].get("resource") or {}).get("kind") != CRD.kind
+            )
+            if last_crd or unwritten >= FLUSH_EVERY:
+                # progress is recorded in batches: a killed process redoes at most a batch, and
+                # redoing a step is harmless (an existing object is updated and reported Present)
+                plan = self._set_phase(plan, "Installing", plan=steps)
+                unwritten = 0
             self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status=step["status"])
         now = self.ctx.now()
         conditions = set_condition(status_of(plan).get("conditions"), "Installed", "True", now=now)
@@ -196,7 +225,7 @@ class InstallPlanController(Controller):
             meta.pop("namespace", None)
         obj = {**obj, "metadata": meta}
         if kind.kind == CRD.kind and kind.group == CRD.group:
-            return self._apply_crd(step, obj)
+            return self._apply_crd(ns, step, obj, self._replaces.get(str(step.get("resolving"))))
         if kind.kind == CSV.kind and kind.group == CSV.group:
             status, stored = self._create_or_update(obj)
             csvs[meta["name"]] = stored
@@ -253,7 +282,12 @@ class InstallPlanController(Controller):
             raise StepError(str(exc)) from None
         return "Present", stored
 
-    def _apply_crd(self, step: Mapping[str, Any], crd: dict[str, Any]) -> str:
+    def _apply_crd(self, ns: str, step: Mapping[str, Any], crd: dict[str, Any], replacing: str | None) -> str:
         from olmkit.lifecycle.crd_apply import apply_crd
 
-        return apply_crd(self.ctx, str(step.get("resolving")), crd)
+        def all_csvs() -> list[Object]:
+            if self._all_csvs is None:
+                self._all_csvs = list(self.ctx.store.list(CSV.api_version, CSV.kind))
+            return self._all_csvs
+
+        return apply_crd(self.ctx, ns, str(step.get("resolving")), replacing, crd, all_csvs)

@@ -142,6 +142,9 @@ class Result:
 
 DONE = Result()
 
+#: reconciles between two polls of the watches while the queue still has ready keys
+POLL_EVERY = 16
+
 Mapper = Callable[[WatchEvent], Iterable[tuple[str, str]]]
 
 
@@ -323,6 +326,8 @@ class ControllerManager:
             for spec in controller.watches:
                 self._routes.setdefault((spec.api_version, spec.kind), []).append((controller, spec.mapper))
         self._versions: dict[tuple[str, str], str | None] = dict.fromkeys(self._routes)
+        self._polled_at: str | None = None
+        self._polled_count = -POLL_EVERY
         self.reconciles = 0
 
     # -- events -------------------------------------------------------------------
@@ -339,6 +344,9 @@ class ControllerManager:
 
     def poll(self) -> int:
         """Deliver every change since the last poll to the queue; returns how many."""
+        latest = self.store.latest_resource_version()
+        if latest is not None and latest == self._polled_at:
+            return 0  # nothing changed anywhere since the last poll
         count = 0
         for route in self._routes:
             api_version, kind = route
@@ -351,7 +359,18 @@ class ControllerManager:
                     self._dispatch(route, event)
                     count += 1
                 self._versions[route] = watch.resource_version
+        self._polled_at = latest
         return count
+
+    def _poll_when_due(self) -> None:
+        """Poll the watches when the queue ran dry, or every :data:`POLL_EVERY` reconciles.
+
+        Changes coalesce in the queue while it drains (reconciles are level-triggered and
+        read the store afresh), so one poll per batch does the work of one per reconcile.
+        """
+        if not self.queue.has_ready() or self.reconciles - self._polled_count >= POLL_EVERY:
+            self.poll()
+            self._polled_count = self.reconciles
 
     def enqueue(self, controller: str, namespace: str, name: str) -> None:
         """Queue a key by hand."""
@@ -409,7 +428,7 @@ class ControllerManager:
         wall_deadline = None if timeout is None else time.monotonic() + timeout
         start_count = self.reconciles
         while True:
-            self.poll()
+            self._poll_when_due()
             if self.queue.has_ready():
                 self.process_one()
                 if max_reconciles is not None and self.reconciles - start_count >= max_reconciles:
@@ -431,7 +450,7 @@ class ControllerManager:
     def run_forever(self, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Run until ``should_stop()`` is true (``olmkit run``)."""
         while not should_stop():
-            self.poll()
+            self._poll_when_due()
             if self.queue.has_ready():
                 self.process_one()
                 continue

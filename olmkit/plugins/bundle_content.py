@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -82,4 +83,28 @@ def olmkit_bundle_content(bundle: Any, registry: Any) -> list[dict[str, Any]] | 
         return None
     if not path.is_dir():
         raise InputError("bundle directory not found", path=str(path))
-    return [dict(m) for m in read_bundle(path, registry).manifests]
+    return [dict(m) for m in _read_cached(path.resolve(), registry)]
+
+
+_DIRS: OrderedDict[tuple[Path, tuple[tuple[str, int, int], ...]], tuple[Mapping[str, Any], ...]] = OrderedDict()
+#: bundle directories whose manifests are kept (a controller unpacks the same bundle per namespace)
+_DIRS_KEPT: Final = 64
+
+
+def _read_cached(path: Path, registry: Any) -> tuple[Mapping[str, Any], ...]:
+    """The manifests of a bundle directory, read again only when one of its files changed."""
+    stamp = tuple(
+        sorted(
+            (str(f.relative_to(path)), f.stat().st_mtime_ns, f.stat().st_size) for f in path.rglob("*") if f.is_file()
+        )
+    )
+    key = (path, stamp)
+    found = _DIRS.get(key)
+    if found is None:
+        found = tuple(read_bundle(path, registry).manifests)
+        _DIRS[key] = found
+        while len(_DIRS) > _DIRS_KEPT:
+            _DIRS.popitem(last=False)
+    else:
+        _DIRS.move_to_end(key)
+    return found

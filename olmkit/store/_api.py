@@ -272,6 +272,14 @@ class Store(abc.ABC):
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         """Whether objects of the kind live in a namespace (unknown kinds do)."""
 
+    def latest_resource_version(self) -> str | None:
+        """The resourceVersion of the store's latest change, if the backend can tell cheaply.
+
+        Controllers use it to skip polling their watches when nothing changed. ``None``
+        (the default) means "unknown": poll every watch.
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release the backend's resources."""
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import copy
 import re
 import secrets
 import time
@@ -360,7 +359,8 @@ class LocalStore(Store):
             if wanted not in (None, "") and str(wanted) != str(old_meta[field]):
                 raise Conflict(kind=kind, namespace=ns, name=name, expected=str(wanted), actual=str(old_meta[field]))
         if subresource == "status":
-            result = copy.deepcopy(old)
+            # ``old`` is this transaction's private copy (decoded from storage): no deep copy needed
+            result = {**old, "metadata": dict(old_meta)}
             if "status" in new:
                 result["status"] = new["status"]
             else:

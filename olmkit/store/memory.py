@@ -111,6 +111,11 @@ class MemoryStore(LocalStore):
                 if not owned:
                     del self._owned[ref["uid"]]
 
+    def latest_resource_version(self) -> str | None:
+        """The store-wide resourceVersion counter."""
+        with self._cond:
+            return str(self._rv)
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Txn]:
         with self._cond:

@@ -223,6 +223,10 @@ class SqliteStore(LocalStore):
             rv = db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0]
         return [loads(r[0]) for r in rows], int(rv)
 
+    def latest_resource_version(self) -> str | None:
+        """The store-wide resourceVersion counter (one indexed read)."""
+        return str(self._db().execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
+
     def _events_after(
         self, rv: int, group: str, kind: str, namespace: str | None, limit: int = 1000
     ) -> tuple[list[tuple[EventType, Object]], int]:
