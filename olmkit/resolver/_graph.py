@@ -809,62 +809,76 @@ class _Compiler:
     def _unique(self, b: Any, uprops: list[Property]) -> int:
         """Append the bundle's keys, type by type in order of first appearance; an error number or -1.
 
-        A type whose properties do not all parse ends the bundle's keys with an error.
+        A type whose properties do not all parse ends the bundle's keys with an error (the
+        keys of the types before it stay).
         """
         g = self.g
         ukey_of = self._ukey_of
-        keys = [ukey_of.get(id(p), -2) for p in uprops]
-        if len(uprops) > 1:
-            first = uprops[0].type
-            if any(p.type != first for p in uprops):
-                order: dict[str, int] = {}
-                for p in uprops:
-                    order.setdefault(p.type, len(order))
-                pairs = sorted(zip(uprops, keys, strict=True), key=lambda pk: order[pk[0].type])
-                uprops = [p for p, _ in pairs]
-                keys = [k for _, k in pairs]
-        if -2 in keys:
-            registry = self.registry
-            start = 0
-            while start < len(uprops):
-                type_name = uprops[start].type
-                end = start + 1
-                while end < len(uprops) and uprops[end].type == type_name:
-                    end += 1
-                if -2 in keys[start:end]:
-                    pt = registry.property_types[type_name]
+        if len(uprops) == 1:
+            prop = uprops[0]
+            k = ukey_of.get(id(prop))
+            if k is None:
+                k = self._ukey(prop)
+                if k is None:
+                    return self._key_error(b, prop)
+            if k >= 0:
+                g.ukeys.append(k)
+            return -1
+        groups: dict[str, list[Property]] = {}
+        for prop in uprops:
+            group = groups.get(prop.type)
+            if group is None:
+                groups[prop.type] = [prop]
+            else:
+                group.append(prop)
+        seen: set[int] = set()
+        for type_name, group in groups.items():
+            pt = self.registry.property_types[type_name]
+            for prop in group:
+                if id(prop) not in ukey_of:
                     try:
-                        values = [self._parse(pt, p) for p in uprops[start:end]]
-                    except ValueError as exc:
-                        self._append_keys(keys[:start])  # the keys of the types before stay
-                        return g.add_error(ResolutionError(f"bundle {b.name}: property {type_name}: {exc}"))
-                    assert pt.uniqueness is not None
-                    for i, value in enumerate(values, start):
-                        if keys[i] != -2:
-                            continue
-                        u = pt.uniqueness(value)
-                        k = -1
-                        if u is not None:
-                            k = g.key_index.get(u.key, -1)
-                            if k < 0:
-                                k = g.key_index[u.key] = len(g.keys)
-                                g.keys.append(u.key)
-                        keys[i] = ukey_of[id(uprops[i])] = k
-                start = end
-        if len(keys) == 1:
-            if keys[0] >= 0:
-                g.ukeys.append(keys[0])
-        else:
-            self._append_keys(keys)
+                        self._parse(pt, prop)
+                    except ValueError:
+                        return self._key_error(b, prop)
+            for prop in group:
+                k = ukey_of.get(id(prop))
+                if k is None:
+                    k = self._ukey(prop)
+                    assert k is not None
+                if k >= 0 and k not in seen:
+                    seen.add(k)
+                    g.ukeys.append(k)
         return -1
 
-    def _append_keys(self, keys: list[int]) -> None:
-        ukeys = self.g.ukeys
-        seen: set[int] = set()
-        for k in keys:
-            if k >= 0 and k not in seen:
-                seen.add(k)
-                ukeys.append(k)
+    def _ukey(self, prop: Property) -> int | None:
+        """The key number of a property (-1: it has none), ``None`` if it does not parse."""
+        pt = self.registry.property_types[prop.type]
+        try:
+            value = self._parse(pt, prop)
+        except ValueError:
+            return None
+        assert pt.uniqueness is not None
+        u = pt.uniqueness(value)
+        k = -1
+        if u is not None:
+            g = self.g
+            k = g.key_index.get(u.key, -1)
+            if k < 0:
+                k = g.key_index[u.key] = len(g.keys)
+                g.keys.append(u.key)
+        self._ukey_of[id(prop)] = k
+        return k
+
+    def _key_error(self, b: Any, prop: Property) -> int:
+        """The error of a bundle whose properties of ``prop``'s type do not all parse (the first failure's)."""
+        pt = self.registry.property_types[prop.type]
+        for p in b.properties:
+            if p.type == prop.type:
+                try:
+                    self._parse(pt, p)
+                except ValueError as exc:
+                    return self.g.add_error(ResolutionError(f"bundle {b.name}: property {prop.type}: {exc}"))
+        raise AssertionError(f"{prop.type} of {b.name} parses")
 
     def release_requirements(self) -> None:
         """Drop what only numbering the classes needed."""
