@@ -463,6 +463,8 @@ class _Compiler:
         #: class -> error of the first broken channel listing it
         self.class_err: dict[int, int] = {}
         self.views: list[BundleView | None] = []
+        #: per class: 1 every property parses, 2 one does not, 0 not known yet
+        self.wellformed = bytearray()
         #: id(property) -> parsed value or _Failed (the properties stay alive with the catalog)
         self.parsed: dict[int, Any] = {}
         self._lookups: dict[tuple[str, Hashable], list[int]] = {}
@@ -494,6 +496,7 @@ class _Compiler:
             tables = graph._tables = (names_of, ents_of, class_err)
         c.names_of, c.ents_of, c.class_err = tables
         c.views = [None] * len(graph.class_name)
+        c.wellformed = bytearray(len(graph.class_name))
         return c
 
     # -- views ----------------------------------------------------------------------
@@ -609,6 +612,7 @@ class _Compiler:
         self.ents_of = ents_of
         self.class_err = _class_errors(self.broken, catalog, names_of)
         self.views = [None] * len(class_name)
+        self.wellformed = bytearray(len(class_name))
         # entries of different packages may share channel and bundle names, hence an
         # identifier: they are then one variable (the first one a resolution reaches);
         # that needs two packages with a bundle of the same name
@@ -630,6 +634,8 @@ class _Compiler:
         requirement = self._requirement
         unique = self._unique
         assign = self._assign
+        parse = self._parse
+        wellformed = self.wellformed
         codes = g.class_codes
         class_start = g.class_start
         ukeys = g.ukeys
@@ -659,6 +665,7 @@ class _Compiler:
             seq: list[Any] = []
             uprops: list[Property] | None = None
             clean = True
+            parses = True
             for prop in b.properties:
                 kind = kind_of(prop.type)
                 if kind is None:
@@ -669,6 +676,12 @@ class _Compiler:
                         uprops = [prop]
                     else:
                         uprops.append(prop)
+                elif not required and parses:
+                    # neither keys nor requirement parse it: see whether it does
+                    try:
+                        parse(pt, prop)
+                    except ValueError:
+                        parses = False
                 if template is not None:
                     seq.append(template)
                 if required:
@@ -689,6 +702,8 @@ class _Compiler:
                 uprops = self._slow_class(b)
             class_start.append(len(codes))
             err = unique(b, uprops) if uprops is not None else -1
+            # a plainly built class whose keys parse has only properties that parse
+            wellformed[cls] = 1 if clean and parses and err < 0 else 2
             uerr.append(err)
             any_uerr = any_uerr or err >= 0
             ukey_start.append(len(ukeys))
@@ -942,18 +957,42 @@ class _Compiler:
         out: list[int] = []
         cls = -1
         try:
-            for cls in names:
-                view = views[cls]
-                if view is None:
-                    view = self.view(cls)
-                if match(view):
-                    if class_err and cls in class_err:
-                        return array("i"), class_err[cls]
-                    out += ents_of[cls]
+            if lookups is not None and getattr(predicate, "exact", False) is True:
+                # the index answers; only a candidate with a malformed property is asked
+                wellformed = self.wellformed
+                for cls in names:
+                    state = wellformed[cls] or self._check(cls)
+                    if state == 1 or match(views[cls] or self.view(cls)):
+                        if class_err and cls in class_err:
+                            return array("i"), class_err[cls]
+                        out += ents_of[cls]
+            else:
+                for cls in names:
+                    view = views[cls]
+                    if view is None:
+                        view = self.view(cls)
+                    if match(view):
+                        if class_err and cls in class_err:
+                            return array("i"), class_err[cls]
+                        out += ents_of[cls]
         except ValueError as exc:
             return array("i"), g.add_error(ResolutionError(f"bundle {self.view(cls).name}: {exc}"))
         out.sort()
         return array("i", out), -1
+
+    def _check(self, cls: int) -> int:
+        """1 if every property of the class's bundle parses (or is of an ignored type), else 2."""
+        state = 1
+        for prop in self.view(cls).properties:
+            kind = self._kind(prop.type)
+            if kind is not None:
+                try:
+                    self._parse(kind[0], prop)
+                except ValueError:
+                    state = 2
+                    break
+        self.wellformed[cls] = state
+        return state
 
     def _candidates(self, lookup: tuple[str, Hashable]) -> list[int]:
         found = self._lookups.get(lookup)
