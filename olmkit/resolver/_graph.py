@@ -453,6 +453,7 @@ class _Compiler:
         self.g = graph
         self.catalog = catalog
         self.registry = registry
+        self.inline = registry.inline_types
         self.broken = graph.broken
         #: per package, bundle name -> class
         self.names_of: dict[str, dict[str, int]] = {}
@@ -508,7 +509,7 @@ class _Compiler:
             if b is None:
                 g = self.g
                 b = self.catalog.bundles[g.packages[g.class_package[cls]]][g.class_name[cls]]
-            view = BundleView(b.name, b.package, b.version, b.properties, self.registry, self._parse)
+            view = BundleView(b.name, b.package, b.version, b.properties, self.registry, self._parse, self.inline)
             self.views[cls] = view
         return view
 
@@ -839,6 +840,27 @@ class _Compiler:
             if k >= 0:
                 g.ukeys.append(k)
             return -1
+        if len(uprops) == 2 or _contiguous(uprops):
+            # the usual shape (each type's properties together): property order is type order
+            keys = [ukey_of.get(id(p), -2) for p in uprops]
+            if -2 in keys:
+                missing = [p for p, k in zip(uprops, keys, strict=True) if k == -2]
+                try:
+                    for p in missing:
+                        self._parse(self.registry.property_types[p.type], p)
+                except ValueError:
+                    missing = []  # a type does not parse: the general way below says which
+                else:
+                    for i, k in enumerate(keys):
+                        if k == -2:
+                            found = self._ukey(uprops[i])
+                            assert found is not None  # it parses
+                            keys[i] = found
+            if -2 not in keys:
+                for k in dict.fromkeys(keys):
+                    if k >= 0:
+                        g.ukeys.append(k)
+                return -1
         groups: dict[str, list[Property]] = {}
         for prop in uprops:
             group = groups.get(prop.type)
@@ -1004,6 +1026,20 @@ class _Compiler:
 
 #: orjson options for requirement values compared exactly (datetimes are not their text)
 _EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _contiguous(props: list[Property]) -> bool:
+    """Whether the properties of each type come together."""
+    seen: set[str] = set()
+    previous = None
+    for p in props:
+        if p.type != previous:
+            if p.type in seen:
+                return False
+            seen.add(p.type)
+            previous = p.type
+    return True
+
 
 #: a requirement value whose predicate is built with the bundle's name
 _DEPENDENT: Final = object()

@@ -35,12 +35,17 @@ class BundleView:
         properties: tuple[Property, ...],
         registry: Registry,
         parse: Callable[[Any, Property], Any] | None = None,
+        inline: frozenset[str] | None = None,
     ) -> None:
         self.name = name
         self.package = package
         self.version = version
-        inline = registry.inline_types
-        self.properties = tuple(p for p in properties if p.type not in inline) if inline else properties
+        if inline is None:
+            inline = registry.inline_types  # computed per call: callers making many views pass it
+        if inline:
+            kept = tuple(p for p in properties if p.type not in inline)
+            properties = properties if len(kept) == len(properties) else kept
+        self.properties = properties
         self._registry = registry
         self._parse = parse
         self._parsed: dict[str, tuple[Any, ...]] = {}
