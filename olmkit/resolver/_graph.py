@@ -631,6 +631,7 @@ class _Compiler:
         g = self.g
         g._preds = []
         kind_of = self._kind
+        kinds = self._kinds
         rec_of = self._rec_of
         requirement = self._requirement
         unique = self._unique
@@ -668,7 +669,9 @@ class _Compiler:
             clean = True
             parses = True
             for prop in b.properties:
-                kind = kind_of(prop.type)
+                kind: Any = kinds.get(prop.type, _MISSING)
+                if kind is _MISSING:
+                    kind = kind_of(prop.type)
                 if kind is None:
                     continue
                 pt, template, required, has_keys = kind
@@ -736,10 +739,12 @@ class _Compiler:
         (equal down to key order, which error texts may depend on).
         """
         try:
-            key: tuple[str, bytes] | None = (prop.type, _json(prop.value, _EXACT, None))
+            key: tuple[str, bytes] | None = (prop.type, orjson.dumps(prop.value, option=_EXACT))
         except TypeError:
             key = None  # not plain JSON: built for this property alone
         found = self._by_value.get(key, _MISSING) if key is not None else _MISSING
+        if found is _MISSING and key is not None:
+            key = (key[0], bytes(memoryview(key[1])))  # to be kept: copy (see _json)
         if found is _MISSING or found is _DEPENDENT:
             try:
                 value = self._parse(pt, prop)
