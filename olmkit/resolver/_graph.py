@@ -190,7 +190,7 @@ class CatalogGraph:
         self._preds: list[Any] = []
         self._pred_index: dict[Any, int] | None = None
         self._raw_of: dict[int, tuple[str, bytes]] | None = None
-        self._extra: dict[Any, tuple[array[int], int]] = {}
+        self._extra: dict[Any, tuple[array[int], Any]] = {}
         #: what gathering more candidates needs (built on first use): names, entries, errors by class
         self._tables: tuple[Any, ...] | None = None
         self._block: Block | None = None
@@ -245,13 +245,18 @@ class CatalogGraph:
 
     def candidates(
         self, predicate: Any, registry: Registry, catalog: Any, raw: tuple[str, bytes] | None = None
-    ) -> tuple[array[int], int]:
-        """Entries satisfying any predicate, in preference order, and an error number or -1.
+    ) -> tuple[array[int], int | OlmkitError]:
+        """Entries satisfying any predicate, in preference order, and what failed.
 
         For predicates of other catalogs and of installed operators. One the graph has
         (found by its requirement ``raw``, as :func:`raw_key` gives it, or by equality
         when the graph was compiled in this process) is answered from its lists; others
         are gathered from ``catalog`` and kept.
+
+        Returns:
+            The entries, and -1, or the number of one of the graph's errors, or a new
+            error (found gathering: the graph's errors are numbered once and for all,
+            since resolutions number theirs after them).
         """
         pred = self.pred_raw.get(raw) if raw is not None else None
         if pred is None and self._pred_index is not None:
@@ -264,7 +269,10 @@ class CatalogGraph:
             gatherer = _Compiler.for_graph(self, catalog, registry)
             found = self._extra[predicate] = gatherer.gather(predicate)
             gatherer.release()
-        return found
+        items, failure = found
+        if isinstance(failure, OlmkitError):
+            return items, type(failure)(str(failure))  # a fresh one per resolution
+        return items, failure
 
     # -- the expansion block ------------------------------------------------------------
 
@@ -461,6 +469,8 @@ class _Compiler:
         self.catalog = catalog
         self.registry = registry
         self.inline = registry.inline_types
+        #: gathering for a compiled graph: new errors are returned, not added to it
+        self.gathering = False
         self.broken = graph.broken
         #: per package, bundle name -> class
         self.names_of: dict[str, dict[str, int]] = {}
@@ -505,6 +515,7 @@ class _Compiler:
         c.names_of, c.ents_of, c.class_err = tables
         c.views = [None] * len(graph.class_name)
         c.wellformed = bytearray(len(graph.class_name))
+        c.gathering = True
         return c
 
     # -- views ----------------------------------------------------------------------
@@ -970,8 +981,12 @@ class _Compiler:
         g.pred_err = pred_err if any_err else None
         g._pred_index = dict(self.preds)
 
-    def gather(self, predicate: Any) -> tuple[array[int], int]:
-        """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1."""
+    def gather(self, predicate: Any) -> tuple[array[int], Any]:
+        """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1.
+
+        The error is the graph's number, or when gathering for a graph already compiled
+        (:meth:`for_graph`) and the predicate fails on a candidate, the new error itself.
+        """
         g = self.g
         lookups = predicate_lookups(predicate)
         names: Iterable[int]
@@ -1010,7 +1025,8 @@ class _Compiler:
                             return array("i"), class_err[cls]
                         out += ents_of[cls]
         except ValueError as exc:
-            return array("i"), g.add_error(ResolutionError(f"bundle {self.view(cls).name}: {exc}"))
+            error = ResolutionError(f"bundle {self.view(cls).name}: {exc}")
+            return array("i"), error if self.gathering else g.add_error(error)
         out.sort()
         return array("i", out), -1
 
