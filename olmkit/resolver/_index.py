@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from olmkit.model import Property
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from olmkit.resolver._graph import CatalogGraph
 
 __all__ = ["BundleView", "clear_graphs", "graph_for"]
+
+
+_TYPE = attrgetter("type")
 
 
 class BundleView:
@@ -42,9 +46,8 @@ class BundleView:
         self.version = version
         if inline is None:
             inline = registry.inline_types  # computed per call: callers making many views pass it
-        if inline:
-            kept = tuple(p for p in properties if p.type not in inline)
-            properties = properties if len(kept) == len(properties) else kept
+        if inline and not inline.isdisjoint(map(_TYPE, properties)):
+            properties = tuple(p for p in properties if p.type not in inline)
         self.properties = properties
         self._registry = registry
         self._parse = parse
