@@ -866,23 +866,18 @@ class _Compiler:
         if len(uprops) == 2 or _contiguous(uprops):
             # the usual shape (each type's properties together): property order is type order
             keys = [ukey_of.get(id(p), -2) for p in uprops]
-            if -2 in keys:
-                missing = [p for p, k in zip(uprops, keys, strict=True) if k == -2]
-                try:
-                    for p in missing:
-                        self._parse(self.registry.property_types[p.type], p)
-                except ValueError:
-                    missing = []  # a type does not parse: the general way below says which
-                else:
-                    for i, k in enumerate(keys):
-                        if k == -2:
-                            found = self._ukey(uprops[i])
-                            assert found is not None  # it parses
-                            keys[i] = found
+            if -2 in keys and self._keys_of(uprops, keys):
+                keys[0] = -2  # a type does not parse: the general way below says which
             if -2 not in keys:
-                for k in dict.fromkeys(keys):
-                    if k >= 0:
-                        g.ukeys.append(k)
+                ukeys = g.ukeys
+                if len(keys) == 2 and keys[0] != keys[1]:
+                    for k in keys:
+                        if k >= 0:
+                            ukeys.append(k)
+                else:
+                    for k in dict.fromkeys(keys):
+                        if k >= 0:
+                            ukeys.append(k)
                 return -1
         groups: dict[str, list[Property]] = {}
         for prop in uprops:
@@ -909,6 +904,30 @@ class _Compiler:
                     seen.add(k)
                     g.ukeys.append(k)
         return -1
+
+    def _keys_of(self, uprops: list[Property], keys: list[int]) -> bool:
+        """Fill in the missing (-2) keys of type-ordered properties; ``True`` if one does not parse.
+
+        A type's properties must all parse before any of its keys is registered.
+        """
+        pts = self.registry.property_types
+        parse = self._parse
+        # one property per type: each type's properties parse when its one property does
+        single = len(uprops) == 1 or (len(uprops) == 2 and uprops[0].type != uprops[1].type)
+        if not single:
+            try:
+                for p, k in zip(uprops, keys, strict=True):
+                    if k == -2:
+                        parse(pts[p.type], p)
+            except ValueError:
+                return True
+        for i, k in enumerate(keys):
+            if k == -2:
+                found = self._ukey(uprops[i])
+                if found is None:
+                    return True  # (single: no key of its type was registered)
+                keys[i] = found
+        return False
 
     def _ukey(self, prop: Property) -> int | None:
         """The key number of a property (-1: it has none), ``None`` if it does not parse."""
