@@ -19,7 +19,7 @@ the text the resolver would have given. The graph of a catalog with a content di
 also kept on disk (next to the catalog cache), so that a new process resolves at once.
 
 Compiling reads the whole catalog once. Compiling only what a resolution reaches would
-not pay: on the gen_catalog workloads a resolution reaches 94-98% of the entries and
+not pay: on the gen_catalog workloads a resolution reaches 85-99% of the entries and
 predicates (dependencies chain through most packages). What repeats is computed once
 (a requirement per distinct value, a key per property, the candidates per lookup key),
 and a predicate that declares its lookup ``exact`` is answered from the catalog's index
