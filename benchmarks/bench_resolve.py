@@ -8,6 +8,9 @@ annotation).
 * ``test_resolve_warm``: resolutions against a loaded catalog whose graph is in memory,
   which is what the issue's resolution targets measure (every resolution still reloads
   the catalog source: ``timings["catalog"]``, kept apart in extra_info).
+* ``test_resolve_cold``: the first resolution against a catalog never seen (its graph is
+  neither in memory nor on disk: it is compiled and stored, and forgotten again before the
+  next round).
 * ``test_resolve_first``: the first resolution in a process, graph read from disk.
 * ``test_resolve_command``: the whole ``olmkit resolve -f`` command from warm caches.
 
@@ -28,6 +31,7 @@ from olmkit.cli.output import dump_yaml
 from olmkit.cli.resolve import problem_objects, problem_request
 from olmkit.manager import get_plugin_manager
 from olmkit.resolver import resolve
+from olmkit.resolver._graph import graph_path
 from olmkit.resolver._index import clear_graphs
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"  # ../shared from the repository
@@ -75,6 +79,26 @@ def test_resolve_warm(benchmark, name):
     result = benchmark.pedantic(resolve, args=(request,), rounds=5, iterations=1)
 
     assert "ok" == result.status
+    benchmark.extra_info.update(_info(result))
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_resolve_cold(benchmark, name):
+    """The first resolution against a new catalog: its graph is compiled (and stored)."""
+    pm = get_plugin_manager(entrypoints=False)
+    request = problem_request(_workload(*WORKLOADS[name]), pm)
+    catalog = request.sources[0].source.load()
+    stored = graph_path(catalog.digest, pm.registry, catalog.name)
+
+    def cold():
+        clear_graphs()
+        stored.unlink(missing_ok=True)
+        return resolve(request)
+
+    result = benchmark.pedantic(cold, rounds=3, iterations=1)
+
+    assert "ok" == result.status
+    assert 1 == result.counters["graphs_compiled"]
     benchmark.extra_info.update(_info(result))
 
 

@@ -3,8 +3,9 @@
 Usage: ``python benchmarks/plot_resolve.py DIR OUT.png`` where DIR holds, per workload W in
 500x10x20, 2000x20x50 and 10000x20x200 (see results/resolve.md for the commands):
 ``cold_W.json`` and ``disk_W.json`` (``olmkit bench resolve --workload /tmp/olmkit-resolve-W
---repeat 6 -o json``, with and without ``--cold``) and ``cmd_pyc_W`` (``/usr/bin/time -f
-"%e %U %S %M"`` lines of ``olmkit resolve -f``, the last five are used).
+--repeat 6 -o json``, with and without ``--cold``; of three runs, the one with the median
+first resolution) and ``cmd_pyc_W`` (``/usr/bin/time -f "%e %U %S %M"`` lines of ``olmkit
+resolve -f``, the last five are used).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import matplotlib.pyplot as plt
 WORKLOADS = [("500x10x20", 500), ("2000x20x50", 2000), ("10000x20x200", 10000)]
 BEFORE_FIRST = [0.94, 6.3, 54.6]  # resolve.md before issue 4's speed work
 BEFORE_WARM = [0.27, 3.4, 34.4]
+# first resolution with the graph compiled before the graph-compile work (main at 89384cc,
+# medians of six runs measured in the same session as the figures; see resolve.md)
+BEFORE_COMPILE = [0.40, 4.87, 22.5]
 
 
 def main(directory: Path, out: Path) -> None:
@@ -35,6 +39,11 @@ def main(directory: Path, out: Path) -> None:
     series = [
         ("before: first resolution", BEFORE_FIRST, {"linestyle": ":", "color": "0.55", "marker": "."}),
         ("before: warm resolution", BEFORE_WARM, {"linestyle": "--", "color": "0.55", "marker": "."}),
+        (
+            "before the compile work: first resolution, graph compiled",
+            BEFORE_COMPILE,
+            {"linestyle": "-.", "color": "0.55", "marker": "x"},
+        ),
         (
             "first resolution, graph compiled (new catalog)",
             [run("cold", w)["first"]["timings"]["total"] for w, _ in WORKLOADS],
@@ -68,7 +77,7 @@ def main(directory: Path, out: Path) -> None:
     ax.set_ylabel("seconds (wall)")
     ax.set_title("olmkit resolution scaling (C encoder, CryptoMiniSat backend)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(out)
 

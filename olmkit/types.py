@@ -109,7 +109,14 @@ class Predicate(Protocol):
 
     ``lookup`` narrows the search: when not ``None`` it is ``(property_type, key)`` and
     every bundle the predicate matches is filed under that key by the property type's
-    ``index_keys``; ``None`` means "scan every candidate".
+    ``index_keys``; ``None`` means "scan every candidate". A predicate may instead have
+    ``lookups``, several such keys (it matches only bundles filed under one of them).
+
+    Optionally, ``exact = True`` says the converse holds too: every bundle filed under the
+    lookup key(s) matches. The resolver then takes the index's answer for a catalog and
+    calls ``matches`` only for a candidate with a property that does not parse.
+
+    .. versionadded:: 0.2 ``exact``
     """
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -241,7 +242,9 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
 
     ``--repeat N`` resolutions in one process: the first also finds the catalog's graph
     (in memory, on disk, or compiled: ``--cold`` forgets a stored one first); the best of
-    the others is reported. ``resolution`` is the total without the catalog source's
+    the others is reported. ``peak_rss_mb_first`` is the process's peak when the first
+    resolution is done, ``peak_rss_mb`` at the end; ``load_average`` is the machine's
+    (1, 5, 15 minutes) at the end. ``resolution`` is the total without the catalog source's
     reload (``catalog``), which every resolution does. ``--manifests FILE`` also writes
     the workload as manifests, for ``olmkit resolve -f FILE``.
     """
@@ -282,10 +285,12 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
         clear_graphs()
         graph_path(catalog.digest, pm.registry, catalog.name).unlink(missing_ok=True)
     runs = []
+    first_peak = 0.0
     for _ in range(max(1, args.repeat)):
         cpu = time.process_time()
         resolution = resolve(request)
         runs.append((resolution, time.process_time() - cpu))
+        first_peak = first_peak or _peak_rss_mb()
 
     def figures(resolution: Any, cpu: float) -> dict[str, Any]:
         timings = dict(resolution.timings)
@@ -305,7 +310,9 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
         "steps": len(best[0].steps),
         "first": figures(*runs[0]),
         "warm": figures(*best),
+        "peak_rss_mb_first": first_peak,
         "peak_rss_mb": _peak_rss_mb(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     if args.output == "json":
         sys.stdout.write(dump_json(data) + "\n")

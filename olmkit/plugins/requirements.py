@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 import orjson
@@ -80,6 +80,9 @@ class GvkProvided:
     group: str
     version: str
     kind: str
+
+    #: the bundles filed under the lookup key are exactly those that match
+    exact: ClassVar[bool] = True
 
     @property
     def lookup(self) -> tuple[str, Hashable]:
@@ -135,6 +138,9 @@ class LabelCarried:
 
     label: str
 
+    #: the bundles filed under the lookup key are exactly those that match
+    exact: ClassVar[bool] = True
+
     @property
     def lookup(self) -> tuple[str, Hashable]:
         return (LABEL, self.label)
@@ -189,6 +195,11 @@ class AnyOf:
             else:
                 return None
         return tuple(keys)
+
+    @property
+    def exact(self) -> bool:
+        """Exact when every child is: the bundles filed under the lookups are those that match."""
+        return all(getattr(child, "exact", False) is True for child in self.children)
 
     def matches(self, candidate: PropertyView) -> bool:
         return any(child.matches(candidate) for child in self.children)

@@ -436,7 +436,10 @@ class Problem:
                 lst = g.pred_items[g.pred_start[own_pred] : g.pred_start[own_pred + 1]]
                 err = g.pred_err[own_pred] if g.pred_err is not None else -1
             else:
-                lst, err = g.candidates(predicate, self.registry, cat.catalog, raw)
+                lst, failure = g.candidates(predicate, self.registry, cat.catalog, raw)
+                if not isinstance(failure, int):
+                    return [], self._error(failure)
+                err = failure
             if err >= 0:
                 return [], cat.err_off + err
             off = cat.item_off

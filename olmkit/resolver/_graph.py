@@ -17,6 +17,13 @@ Whatever fails (a malformed property, a constraint that does not build, a broken
 graph) is recorded where it happens and raised only when a resolution reaches it, with
 the text the resolver would have given. The graph of a catalog with a content digest is
 also kept on disk (next to the catalog cache), so that a new process resolves at once.
+
+Compiling reads the whole catalog once. Compiling only what a resolution reaches would
+not pay: on the gen_catalog workloads a resolution reaches 85-99% of the entries and
+predicates (dependencies chain through most packages). What repeats is computed once
+(a requirement per distinct value, a key per property, the candidates per lookup key),
+and a predicate that declares its lookup ``exact`` is answered from the catalog's index
+without asking it about each candidate.
 """
 
 from __future__ import annotations
@@ -162,7 +169,6 @@ class CatalogGraph:
         self.class_name: list[str] = []
         self.class_version: list[str | None] = []
         self.class_image: list[str | None] = []
-        self.class_index: dict[tuple[str, str], int] = {}
         self.class_start = array("i", [0])
         self.class_codes = array("i")
         self.ukey_start = array("i", [0])
@@ -191,7 +197,9 @@ class CatalogGraph:
         self._preds: list[Any] = []
         self._pred_index: dict[Any, int] | None = None
         self._raw_of: dict[int, tuple[str, bytes]] | None = None
-        self._extra: dict[Any, tuple[array[int], int]] = {}
+        self._extra: dict[Any, tuple[array[int], Any]] = {}
+        #: what gathering more candidates needs (built on first use): names, entries, errors by class
+        self._tables: tuple[Any, ...] | None = None
         self._block: Block | None = None
         self._sections: dict[str, bytes] | None = None
         self.storable = True
@@ -244,13 +252,18 @@ class CatalogGraph:
 
     def candidates(
         self, predicate: Any, registry: Registry, catalog: Any, raw: tuple[str, bytes] | None = None
-    ) -> tuple[array[int], int]:
-        """Entries satisfying any predicate, in preference order, and an error number or -1.
+    ) -> tuple[array[int], int | OlmkitError]:
+        """Entries satisfying any predicate, in preference order, and what failed.
 
         For predicates of other catalogs and of installed operators. One the graph has
         (found by its requirement ``raw``, as :func:`raw_key` gives it, or by equality
         when the graph was compiled in this process) is answered from its lists; others
         are gathered from ``catalog`` and kept.
+
+        Returns:
+            The entries, and -1, or the number of one of the graph's errors, or a new
+            error (found gathering: the graph's errors are numbered once and for all,
+            since resolutions number theirs after them).
         """
         pred = self.pred_raw.get(raw) if raw is not None else None
         if pred is None and self._pred_index is not None:
@@ -260,10 +273,13 @@ class CatalogGraph:
             return self.pred_items[self.pred_start[pred] : self.pred_start[pred + 1]], err
         found = self._extra.get(predicate)
         if found is None:
-            state = _Compiler(self, catalog, registry)
-            found = state.gather(predicate)
-            self._extra[predicate] = found
-        return found
+            gatherer = _Compiler.for_graph(self, catalog, registry)
+            found = self._extra[predicate] = gatherer.gather(predicate)
+            gatherer.release()
+        items, failure = found
+        if isinstance(failure, OlmkitError):
+            return items, type(failure)(str(failure))  # a fresh one per resolution
+        return items, failure
 
     # -- the expansion block ------------------------------------------------------------
 
@@ -344,8 +360,15 @@ class CatalogGraph:
             "lookup_preds": [(t, k, ps) for (t, k), ps in self.lookup_preds.items()],
         }
         try:
+            # version 2: no back-references, which these flat lists do not need (twice as fast)
             return marshal.dumps(
-                {"format": _FORMAT, "core": core, "names": marshal.dumps(names), "preds": marshal.dumps(preds)}
+                {
+                    "format": _FORMAT,
+                    "core": core,
+                    "names": marshal.dumps(names, 2),
+                    "preds": marshal.dumps(preds, 2),
+                },
+                2,
             )
         except ValueError:
             return None  # an index key marshal cannot store (a plugin's own type)
@@ -363,6 +386,7 @@ class CatalogGraph:
             g._pred_index = None
             g._raw_of = None
             g._extra = {}
+            g._tables = None
             g._block = None
             g.storable = True
             g._sections = {"names": state["names"], "preds": state["preds"]}
@@ -393,11 +417,6 @@ class CatalogGraph:
     def __getattr__(self, name: str) -> Any:
         # only for graphs read by loads(): their sections are decoded on first use
         sections = self.__dict__.get("_sections")
-        if name == "class_index" and sections is not None:
-            packages = self.packages
-            pairs = zip(self.class_package, self.class_name, strict=True)
-            self.class_index = {(packages[p], n): i for i, (p, n) in enumerate(pairs)}
-            return self.class_index
         section = _SECTION_OF.get(name)
         if section is None or sections is None or section not in sections:
             raise AttributeError(name)
@@ -441,31 +460,112 @@ def _opt_ints(raw: bytes | None) -> array[int] | None:
 
 
 class _Compiler:
-    """Builds a graph's classes and lists from a loaded catalog."""
+    """Builds a graph's entries, classes and lists from a loaded catalog.
+
+    The work is per catalog (every bundle, every distinct requirement), so it is kept to
+    plain lists indexed by class and to caches keyed by what repeats: a requirement
+    property's value (many bundles of many packages require the same API or package),
+    a property object's parsed value, a lookup key's candidates. Bundles whose
+    requirements do not all build go through :meth:`_slow_class`, which follows the
+    definition step by step (which error a class gets depends on the order of its
+    properties).
+    """
 
     def __init__(self, graph: CatalogGraph, catalog: Any, registry: Registry) -> None:
         self.g = graph
         self.catalog = catalog
         self.registry = registry
-        self.views = ViewFactory(registry)
-        self._view_of: dict[int, BundleView] = {}
-        self._class_entries: dict[int, list[int]] | None = None
-        self._requirements: dict[tuple[int, str], Any] = {}
-        self._value_keys: dict[tuple[int, str], int] = {}
-        self._lookups: dict[tuple[str, Hashable], list[int]] = {}
+        self.inline = registry.inline_types
+        #: gathering for a compiled graph: new errors are returned, not added to it
+        self.gathering = False
         self.broken = graph.broken
+        #: per package, bundle name -> class
+        self.names_of: dict[str, dict[str, int]] = {}
+        #: per class, its bundle (``None``: a channel entry without one; empty: read from the catalog)
+        self.bundles: list[Any] = []
+        #: per class, its entries (ascending)
+        self.ents_of: list[list[int]] = []
+        #: class -> error of the first broken channel listing it
+        self.class_err: dict[int, int] = {}
+        self.views: list[BundleView | None] = []
+        #: per class: 1 every property parses, 2 one does not, 0 not known yet
+        self.wellformed = bytearray()
+        #: id(property) -> parsed value or _Failed (the properties stay alive with the catalog)
+        self.parsed: dict[int, Any] = {}
+        self._lookups: dict[tuple[str, Hashable], list[int]] = {}
+        # requirements: by property, and by (type, exact JSON) (or None: does not build, or
+        # _DEPENDENT: built with the bundle's name); the slow path's by property
+        self._rec_of: dict[int, _Requirement] = {}
+        self._by_value: dict[tuple[str, bytes], Any] = {}
+        self._requirements: dict[int, Any] = {}
+        self._templates: dict[str, int] = {}
+        # uniqueness: id(property) -> global key or -1
+        self._ukey_of: dict[int, int] = {}
+        self.preds: dict[Any, int] = {}
+        self._kinds: dict[str, tuple[Any, str | None, bool, bool] | None] = {}
+
+    @classmethod
+    def for_graph(cls, graph: CatalogGraph, catalog: Any, registry: Registry) -> _Compiler:
+        """A compiler that gathers candidates for a graph already compiled (or read from disk)."""
+        c = cls(graph, catalog, registry)
+        tables = graph._tables
+        if tables is None:
+            packages = graph.packages
+            names_of: dict[str, dict[str, int]] = {}
+            for i, (p, n) in enumerate(zip(graph.class_package, graph.class_name, strict=True)):
+                names_of.setdefault(packages[p], {})[n] = i
+            ents_of: list[list[int]] = [[] for _ in range(len(graph.class_name))]
+            for e, k in enumerate(graph.entry_class):
+                ents_of[k].append(e)
+            class_err = _class_errors(graph.broken, catalog, names_of)
+            tables = graph._tables = (names_of, ents_of, class_err)
+        c.names_of, c.ents_of, c.class_err = tables
+        c.views = [None] * len(graph.class_name)
+        c.wellformed = bytearray(len(graph.class_name))
+        c.gathering = True
+        return c
 
     # -- views ----------------------------------------------------------------------
 
     def view(self, cls: int) -> BundleView:
-        view = self._view_of.get(cls)
+        view = self.views[cls]
         if view is None:
-            g = self.g
-            package = g.packages[g.class_package[cls]]
-            b = self.catalog.bundles[package][g.class_name[cls]]
-            view = self.views.view(b.name, b.package, b.version, b.properties)
-            self._view_of[cls] = view
+            b = self.bundles[cls] if self.bundles else None
+            if b is None:
+                g = self.g
+                b = self.catalog.bundles[g.packages[g.class_package[cls]]][g.class_name[cls]]
+            view = BundleView(b.name, b.package, b.version, b.properties, self.registry, self._parse, self.inline)
+            self.views[cls] = view
         return view
+
+    def _parse(self, pt: Any, prop: Property) -> Any:
+        key = id(prop)
+        found = self.parsed.get(key, _MISSING)
+        if found is _MISSING:
+            try:
+                found = pt.parse(prop.value)
+            except ValueError as exc:
+                found = _Failed(exc)
+            self.parsed[key] = found
+        if type(found) is _Failed:
+            raise found.exc
+        return found
+
+    def _kind(self, type_name: str) -> tuple[Any, str | None, bool, bool] | None:
+        """``(property type, prohibition text, has a requirement, has uniqueness)``, ``None``: ignored."""
+        found = self._kinds.get(type_name, _MISSING)
+        if found is _MISSING:
+            pt = self.registry.property_types.get(type_name)
+            if pt is None or type_name in self.registry.inline_types:
+                found = None  # unknown types are ignored, as upstream; inline ones are content
+            else:
+                found = (pt, pt.prohibits, pt.requirement is not None, pt.uniqueness is not None)
+            self._kinds[type_name] = found
+        return found  # type: ignore[return-value]
+
+    def _template(self, text: str) -> int:
+        """The code of a prohibition (templates are numbered as classes first use them)."""
+        return -1 - 2 * self._templates.setdefault(text, len(self._templates))
 
     # -- entries --------------------------------------------------------------------
 
@@ -474,16 +574,26 @@ class _Compiler:
         g = self.g
         catalog = self.catalog
         package_index: dict[str, int] = {}
-        for package, bundles in catalog.bundles.items():
+        names_of = self.names_of
+        bundles = self.bundles
+        class_package: list[int] = []
+        class_name: list[str] = []
+        class_version: list[str | None] = []
+        class_image: list[str | None] = []
+        for package, per in catalog.bundles.items():
             p = package_index.setdefault(package, len(package_index))
-            for name, bundle in bundles.items():
-                g.class_index[(package, name)] = len(g.class_name)
-                g.class_package.append(p)
-                g.class_name.append(name)
-                g.class_version.append(bundle.version)
-                g.class_image.append(bundle.image)
-        g.n_bundles = len(g.class_name)
-        rows: list[tuple[bool, str, str, int, str]] = []
+            names = names_of[package] = {}
+            start = len(class_name)
+            for i, (name, bundle) in enumerate(per.items()):
+                names[name] = start + i
+                class_name.append(name)
+                class_version.append(bundle.version)
+                class_image.append(bundle.image)
+                bundles.append(bundle)
+            class_package += [p] * len(per)
+        g.n_bundles = len(class_name)
+        # a channel's entries are consecutive: sort the channels, not the entries
+        chans: list[tuple[bool, str, str, list[Any]]] = []
         for package, channels in catalog.channels.items():
             pkg = catalog.packages.get(package)
             default = pkg.default_channel if pkg is not None else None
@@ -493,77 +603,76 @@ class _Compiler:
                 except CatalogError as exc:
                     self.broken[(package, ch)] = g.add_error(exc)
                     continue
-                rows += [(ch != default, package, ch, pos, e.name) for pos, e in enumerate(order)]
-        rows.sort()
+                chans.append((ch != default, package, ch, order))
+        chans.sort(key=lambda c: c[:3])
         channel_index: dict[str, int] = {}
-        for i, (_, package, ch, pos, name) in enumerate(rows):
-            if pos == 0:
-                g.channel_first[(package, ch)] = i
-            cls = g.class_index.get((package, name))
-            if cls is None:
-                # a channel entry without a bundle: a class whose only template is the error
-                cls = g.class_index[(package, name)] = len(g.class_name)
-                g.class_package.append(package_index.setdefault(package, len(package_index)))
-                g.class_name.append(name)
-                g.class_version.append(None)
-                g.class_image.append(None)
-            g.entry_class.append(cls)
-            g.entry_channel.append(channel_index.setdefault(ch, len(channel_index)))
+        entry_class: list[int] = []
+        entry_channel: list[int] = []
+        for _, package, ch, order in chans:
+            names = names_of.setdefault(package, {})
+            number = channel_index.setdefault(ch, len(channel_index))
+            g.channel_first[(package, ch)] = len(entry_class)
+            for e in order:
+                cls = names.get(e.name)
+                if cls is None:
+                    # a channel entry without a bundle: a class whose only template is the error
+                    cls = names[e.name] = len(class_name)
+                    class_package.append(package_index.setdefault(package, len(package_index)))
+                    class_name.append(e.name)
+                    class_version.append(None)
+                    class_image.append(None)
+                    bundles.append(None)
+                entry_class.append(cls)
+            entry_channel += [number] * len(order)
         g.packages = list(package_index)
         g.channel_names = list(channel_index)
+        g.class_package = array("i", class_package)
+        g.class_name = class_name
+        g.class_version = class_version
+        g.class_image = class_image
+        g.entry_class = array("i", entry_class)
+        g.entry_channel = array("i", entry_channel)
+        ents_of: list[list[int]] = [[] for _ in range(len(class_name))]
+        for e, cls in enumerate(entry_class):
+            ents_of[cls].append(e)
+        self.ents_of = ents_of
+        self.class_err = _class_errors(self.broken, catalog, names_of)
+        self.views = [None] * len(class_name)
+        self.wellformed = bytearray(len(class_name))
         # entries of different packages may share channel and bundle names, hence an
-        # identifier: they are then one variable (the first one a resolution reaches)
-        first: dict[tuple[int, str], int] = {}
-        names = g.class_name
-        pairs = zip(g.entry_channel, g.entry_class, strict=True)
-        slot = [first.setdefault((ch, names[cls]), e) for e, (ch, cls) in enumerate(pairs)]
-        if len(first) < len(slot):
-            g.slot = array("i", slot)
-
-    def class_entries(self, cls: int) -> list[int]:
-        """Per channel listing the bundle (catalog order): its entry, or ``-1 - error``."""
-        if self._class_entries is None:
-            g = self.g
-            table: dict[int, list[int]] = {}
-            position: dict[tuple[str, str], dict[str, int]] = {}
-            for package, channels in self.catalog.channels.items():
-                for ch, channel in channels.items():
-                    key = (package, ch)
-                    err = self.broken.get(key)
-                    if err is None:
-                        first = g.channel_first.get(key)
-                        names = position.setdefault(key, {})
-                        if first is not None:
-                            for pos, e in enumerate(self.catalog.channel_order(package, ch)):
-                                names[e.name] = first + pos
-                    for e in channel.entries:
-                        c = g.class_index.get((package, e.name))
-                        if c is None:
-                            continue
-                        if err is not None:
-                            table.setdefault(c, []).append(-1 - err)
-                            continue
-                        entry = position[key].get(e.name)
-                        if entry is not None:
-                            table.setdefault(c, []).append(entry)
-            self._class_entries = table
-        return self._class_entries.get(cls, [])
+        # identifier: they are then one variable (the first one a resolution reaches);
+        # that needs two packages with a bundle of the same name
+        if len(set(class_name)) < len(class_name):
+            first: dict[tuple[int, str], int] = {}
+            pairs = zip(entry_channel, entry_class, strict=True)
+            slot = [first.setdefault((ch, class_name[cls]), e) for e, (ch, cls) in enumerate(pairs)]
+            if len(first) < len(slot):
+                g.slot = array("i", slot)
 
     # -- classes --------------------------------------------------------------------
 
     def classes(self) -> None:
         """Templates and uniqueness keys of every bundle, and the predicates they need."""
         g = self.g
-        registry = self.registry
-        property_types = registry.property_types
-        templates: dict[str, int] = {}
-        preds: dict[Any, int] = {}
         g._preds = []
-        self.preds = preds
+        kind_of = self._kind
+        kinds = self._kinds
+        rec_of = self._rec_of
+        requirement = self._requirement
+        unique = self._unique
+        assign = self._assign
+        parse = self._parse
+        wellformed = self.wellformed
+        codes = g.class_codes
+        class_start = g.class_start
+        ukeys = g.ukeys
+        ukey_start = g.ukey_start
         uerr = array("i")
         any_uerr = False
+        bundles = self.bundles
         for cls in range(len(g.class_name)):
-            if cls >= g.n_bundles:
+            b = bundles[cls]
+            if b is None:
                 # an entry without a bundle
                 name = g.class_name[cls]
                 package = g.packages[g.class_package[cls]]
@@ -573,55 +682,160 @@ class _Compiler:
                         f"in catalog {self.catalog.name}"
                     )
                 )
-                g.class_codes.append(-2 - 2 * err)
-                g.class_start.append(len(g.class_codes))
-                g.ukey_start.append(len(g.ukeys))
+                codes.append(-2 - 2 * err)
+                class_start.append(len(codes))
+                ukey_start.append(len(ukeys))
                 uerr.append(-1)
                 continue
-            view = self.view(cls)
-            seen_types: dict[str, int] = {}
-            for prop in view.properties:
-                pt = property_types.get(prop.type)
-                if pt is None:
-                    continue  # unknown property types are ignored, as upstream
-                i = seen_types.get(prop.type, 0)
-                seen_types[prop.type] = i + 1
-                if pt.prohibits is not None:
-                    t = templates.setdefault(pt.prohibits, len(templates))
-                    g.class_codes.append(-1 - 2 * t)
-                if pt.requirement is None:
+            # the templates in property order: prohibition codes and requirements (numbered
+            # once the whole bundle is known to build, as a failing one numbers only some)
+            seq: list[Any] = []
+            uprops: list[Property] | None = None
+            clean = True
+            parses = True
+            for prop in b.properties:
+                kind: Any = kinds.get(prop.type, _MISSING)
+                if kind is _MISSING:
+                    kind = kind_of(prop.type)
+                if kind is None:
                     continue
-                try:
-                    predicate, independent = self.requirement(view, prop, pt, i)
-                except ResolutionError as exc:
-                    g.class_codes.append(-2 - 2 * g.add_error(exc))
-                    break
-                p = preds.get(predicate)
-                if p is None:
-                    p = preds[predicate] = len(g._preds)
-                    g._preds.append(predicate)
-                    g.pred_source.append((prop.type, _json(prop.value), view.name))
-                if independent:
-                    g.pred_raw.setdefault(raw_key(prop.type, prop.value), p)
-                g.class_codes.append(p)
-            g.class_start.append(len(g.class_codes))
-            err = self.uniqueness(view)
+                pt, template, required, has_keys = kind
+                if has_keys:
+                    if uprops is None:
+                        uprops = [prop]
+                    else:
+                        uprops.append(prop)
+                elif not required and parses:
+                    # neither keys nor requirement parse it: see whether it does
+                    try:
+                        parse(pt, prop)
+                    except ValueError:
+                        parses = False
+                if template is not None:
+                    seq.append(template)
+                if required:
+                    rec = rec_of.get(id(prop))
+                    if rec is None:
+                        rec = requirement(prop, pt, b.name)
+                        if rec is None:
+                            clean = False
+                            break
+                    seq.append(rec)
+            if clean:
+                for x in seq:
+                    if type(x) is str:
+                        codes.append(self._template(x))
+                    else:
+                        codes.append(x.p if x.p >= 0 else assign(x, b.name))
+            else:
+                uprops = self._slow_class(b)
+            class_start.append(len(codes))
+            err = unique(b, uprops) if uprops is not None else -1
+            # a plainly built class whose keys parse has only properties that parse
+            wellformed[cls] = 1 if clean and parses and err < 0 else 2
             uerr.append(err)
             any_uerr = any_uerr or err >= 0
-            g.ukey_start.append(len(g.ukeys))
+            ukey_start.append(len(ukeys))
         g.uerr = uerr if any_uerr else None
-        g.templates = list(templates)
+        g.templates = list(self._templates)
 
-    def requirement(self, view: BundleView, prop: Property, pt: Any, i: int) -> tuple[Any, bool]:
+    def _new_pred(self, predicate: Any, type_name: str, value: Any, bundle: str) -> int:
+        p = self.preds.get(predicate)
+        if p is None:
+            g = self.g
+            p = self.preds[predicate] = len(g._preds)
+            g._preds.append(predicate)
+            g.pred_source.append((type_name, _json(value), bundle))
+        return p
+
+    def _assign(self, rec: _Requirement, bundle: str) -> int:
+        """Number a requirement's list on its first use by a bundle that builds."""
+        p = self._new_pred(rec.predicate, rec.type, rec.value, bundle)
+        if rec.independent:
+            rec.p = p
+            self.g.pred_raw.setdefault(raw_key(rec.type, rec.value), p)
+        return p
+
+    def _requirement(self, prop: Property, pt: Any, bundle: str) -> _Requirement | None:
+        """A requirement property's predicate, or ``None`` when it does not plainly build for ``bundle``.
+
+        Plainly: its value parses and its predicate builds. A predicate built without the
+        bundle's name is the same for every equal value, so it is built once per value
+        (equal down to key order, which error texts may depend on).
+        """
+        try:
+            key: tuple[str, bytes] | None = (prop.type, orjson.dumps(prop.value, option=_EXACT))
+        except TypeError:
+            key = None  # not plain JSON: built for this property alone
+        found = self._by_value.get(key, _MISSING) if key is not None else _MISSING
+        if found is _MISSING and key is not None:
+            key = (key[0], bytes(memoryview(key[1])))  # to be kept: copy (see _json)
+        if found is _MISSING or found is _DEPENDENT:
+            try:
+                value = self._parse(pt, prop)
+            except ValueError:
+                found = None
+            else:
+                context = Context(self.registry, bundle)
+                try:
+                    predicate = pt.requirement(value, context)
+                except ValueError:
+                    found = _DEPENDENT if context.used_bundle else None
+                else:
+                    if context.used_bundle:
+                        if key is not None:
+                            self._by_value[key] = _DEPENDENT
+                        return _Requirement(predicate, prop.type, prop.value, False)
+                    found = _Requirement(predicate, prop.type, prop.value, True)
+            if key is not None:
+                self._by_value[key] = found
+        if type(found) is not _Requirement:
+            return None  # does not build, or built with the bundle's name: the slow path
+        self._rec_of[id(prop)] = found
+        return found
+
+    def _slow_class(self, b: Any) -> list[Property] | None:
+        """A bundle's templates, exactly by the definition (one of its requirements fails).
+
+        Returns its properties that have uniqueness keys (``None``: none).
+        """
+        g = self.g
+        codes = g.class_codes
+        view = self.view(self.names_of[b.package][b.name])
+        uprops = [p for p in view.properties if (k := self._kind(p.type)) is not None and k[3]] or None
+        seen_types: dict[str, int] = {}
+        for prop in view.properties:
+            kind = self._kind(prop.type)
+            if kind is None:
+                continue
+            pt, template, required, _ = kind
+            i = seen_types.get(prop.type, 0)
+            seen_types[prop.type] = i + 1
+            if template is not None:
+                codes.append(self._template(template))
+            if not required:
+                continue
+            try:
+                predicate, independent = self._slow_requirement(view, prop, pt, i)
+            except ResolutionError as exc:
+                codes.append(-2 - 2 * g.add_error(exc))
+                break
+            p = self._new_pred(predicate, prop.type, prop.value, view.name)
+            if independent:
+                g.pred_raw.setdefault(raw_key(prop.type, prop.value), p)
+            codes.append(p)
+        return uprops
+
+    def _slow_requirement(self, view: BundleView, prop: Property, pt: Any, i: int) -> tuple[Any, bool]:
         """The predicate of the ``i``-th property of its type, and whether it ignores the bundle's name.
 
-        A predicate built without the bundle's name is built once per property.
+        Every property of that type must parse (the builder is handed them all).
         """
         try:
             value = view.values(prop.type)[i]
         except ValueError as exc:
             raise ResolutionError(f"bundle {view.name}: property {prop.type}: {exc}") from exc
-        key = (id(prop), prop.type)
+        key = id(prop)
         cached = self._requirements.get(key)
         if cached is not None:
             if type(cached) is _Failed:
@@ -638,47 +852,170 @@ class _Compiler:
             self._requirements[key] = predicate
         return predicate, not context.used_bundle
 
-    def uniqueness(self, view: BundleView) -> int:
-        """Append the bundle's keys; return an error number or -1."""
+    def _unique(self, b: Any, uprops: list[Property]) -> int:
+        """Append the bundle's keys, type by type in order of first appearance; an error number or -1.
+
+        A type whose properties do not all parse ends the bundle's keys with an error (the
+        keys of the types before it stay).
+        """
         g = self.g
-        property_types = self.registry.property_types
-        seen: set[int] = set()
-        for type_name in dict.fromkeys(p.type for p in view.properties):
-            pt = property_types.get(type_name)
-            if pt is None or pt.uniqueness is None:
-                continue
-            try:
-                values = view.values(type_name)
-            except ValueError as exc:
-                return g.add_error(ResolutionError(f"bundle {view.name}: property {type_name}: {exc}"))
-            for value in values:
-                # parsed values are shared by equal properties: one key lookup for them all
-                k = self._value_keys.get((id(value), type_name), -2)
-                if k == -2:
-                    u = pt.uniqueness(value)
-                    k = -1
-                    if u is not None:
-                        k = g.key_index.get(u.key, -1)
-                        if k < 0:
-                            k = g.key_index[u.key] = len(g.keys)
-                            g.keys.append(u.key)
-                    self._value_keys[(id(value), type_name)] = k
-                if k < 0 or k in seen:
-                    continue
-                seen.add(k)
+        ukey_of = self._ukey_of
+        if len(uprops) == 1:
+            prop = uprops[0]
+            k = ukey_of.get(id(prop))
+            if k is None:
+                k = self._ukey(prop)
+                if k is None:
+                    return self._key_error(b, prop)
+            if k >= 0:
                 g.ukeys.append(k)
+            return -1
+        if len(uprops) == 2 or _contiguous(uprops):
+            # the usual shape (each type's properties together): property order is type order
+            keys = [ukey_of.get(id(p), -2) for p in uprops]
+            if -2 in keys and self._keys_of(uprops, keys):
+                keys[0] = -2  # a type does not parse: the general way below says which
+            if -2 not in keys:
+                ukeys = g.ukeys
+                if len(keys) == 2 and keys[0] != keys[1]:
+                    for k in keys:
+                        if k >= 0:
+                            ukeys.append(k)
+                else:
+                    for k in dict.fromkeys(keys):
+                        if k >= 0:
+                            ukeys.append(k)
+                return -1
+        groups: dict[str, list[Property]] = {}
+        for prop in uprops:
+            group = groups.get(prop.type)
+            if group is None:
+                groups[prop.type] = [prop]
+            else:
+                group.append(prop)
+        seen: set[int] = set()
+        for type_name, group in groups.items():
+            pt = self.registry.property_types[type_name]
+            for prop in group:
+                if id(prop) not in ukey_of:
+                    try:
+                        self._parse(pt, prop)
+                    except ValueError:
+                        return self._key_error(b, prop)
+            for prop in group:
+                k = ukey_of.get(id(prop))
+                if k is None:
+                    k = self._ukey(prop)
+                    assert k is not None
+                if k >= 0 and k not in seen:
+                    seen.add(k)
+                    g.ukeys.append(k)
         return -1
+
+    def _keys_of(self, uprops: list[Property], keys: list[int]) -> bool:
+        """Fill in the missing (-2) keys of type-ordered properties; ``True`` if one does not parse.
+
+        A type's properties must all parse before any of its keys is registered.
+        """
+        pts = self.registry.property_types
+        parse = self._parse
+        # one property per type: each type's properties parse when its one property does
+        single = len(uprops) == 1 or (len(uprops) == 2 and uprops[0].type != uprops[1].type)
+        if not single:
+            try:
+                for p, k in zip(uprops, keys, strict=True):
+                    if k == -2:
+                        parse(pts[p.type], p)
+            except ValueError:
+                return True
+        for i, k in enumerate(keys):
+            if k == -2:
+                found = self._ukey(uprops[i])
+                if found is None:
+                    return True  # (single: no key of its type was registered)
+                keys[i] = found
+        return False
+
+    def _ukey(self, prop: Property) -> int | None:
+        """The key number of a property (-1: it has none), ``None`` if it does not parse."""
+        pt = self.registry.property_types[prop.type]
+        try:
+            value = self._parse(pt, prop)
+        except ValueError:
+            return None
+        assert pt.uniqueness is not None
+        u = pt.uniqueness(value)
+        k = -1
+        if u is not None:
+            g = self.g
+            k = g.key_index.get(u.key, -1)
+            if k < 0:
+                k = g.key_index[u.key] = len(g.keys)
+                g.keys.append(u.key)
+        self._ukey_of[id(prop)] = k
+        return k
+
+    def _key_error(self, b: Any, prop: Property) -> int:
+        """The error of a bundle whose properties of ``prop``'s type do not all parse (the first failure's)."""
+        pt = self.registry.property_types[prop.type]
+        for p in b.properties:
+            if p.type == prop.type:
+                try:
+                    self._parse(pt, p)
+                except ValueError as exc:
+                    return self.g.add_error(ResolutionError(f"bundle {b.name}: property {prop.type}: {exc}"))
+        raise AssertionError(f"{prop.type} of {b.name} parses")
+
+    def release_requirements(self) -> None:
+        """Drop what only numbering the classes needed."""
+        self._rec_of = {}
+        self._by_value = {}
+        self._requirements = {}
+        self._ukey_of = {}
+
+    def release(self) -> None:
+        """Drop everything (views refer back to the compiler, and resolution runs without the cyclic GC)."""
+        self.release_requirements()
+        self.views = []
+        self.parsed = {}
+        self.bundles = []
+        self.ents_of = []
+        self.names_of = {}
+        self._lookups = {}
+        self.preds = {}
 
     # -- lists ----------------------------------------------------------------------
 
     def lists(self) -> None:
+        """Every predicate's list.
+
+        Gathered in the order of their candidates in the catalog (all lists over one
+        package together, whose views then stay in the processor's caches: a quarter
+        less time at P=10000), laid out and their errors numbered in predicate order.
+        """
         g = self.g
+        preds = g._preds
+        first = []
+        for predicate in preds:
+            lookups = predicate_lookups(predicate)
+            found = self._candidates(lookups[0]) if lookups else None
+            first.append(found[0] if found else -1)
+        found_lists: list[Any] = [None] * len(preds)
+        self.gathering = True
+        for p in sorted(range(len(preds)), key=first.__getitem__):
+            found_lists[p] = self.gather(preds[p])
+        self.gathering = False
         pred_err = array("i")
         any_err = False
-        for p, predicate in enumerate(g._preds):
-            items, err = self.gather(predicate)
-            g.pred_items.extend(items)
-            g.pred_start.append(len(g.pred_items))
+        pred_items = g.pred_items
+        pred_start = g.pred_start
+        for p, predicate in enumerate(preds):
+            items, err = found_lists[p]
+            found_lists[p] = None
+            if not isinstance(err, int):
+                err = g.add_error(err)
+            pred_items.extend(items)
+            pred_start.append(len(pred_items))
             pred_err.append(err)
             any_err = any_err or err >= 0
             lookups = predicate_lookups(predicate)
@@ -690,37 +1027,121 @@ class _Compiler:
         g.pred_err = pred_err if any_err else None
         g._pred_index = dict(self.preds)
 
-    def gather(self, predicate: Any) -> tuple[array[int], int]:
-        """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1."""
+    def gather(self, predicate: Any) -> tuple[array[int], Any]:
+        """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1.
+
+        The error is the graph's number, or when gathering for a graph already compiled
+        (:meth:`for_graph`) and the predicate fails on a candidate, the new error itself.
+        """
         g = self.g
         lookups = predicate_lookups(predicate)
         names: Iterable[int]
         if lookups is None:
             names = range(g.n_bundles)
+        elif len(lookups) == 1:
+            names = self._candidates(lookups[0])
         else:
             found: list[int] = []
             for lookup in lookups:
-                classes = self._lookups.get(lookup)
-                if classes is None:
-                    index = g.class_index
-                    classes = [index[(b.package, b.name)] for b in self.catalog.lookup(*lookup)]
-                    self._lookups[lookup] = classes
-                found += classes
-            names = found if len(lookups) == 1 else dict.fromkeys(found)
-        out = array("i")
-        for cls in names:
-            view = self.view(cls)
-            try:
-                hit = predicate.matches(view)
-            except ValueError as exc:
-                return array("i"), g.add_error(ResolutionError(f"bundle {view.name}: {exc}"))
-            if not hit:
-                continue
-            for entry in self.class_entries(cls):
-                if entry < 0:
-                    return array("i"), -1 - entry
-                out.append(entry)
-        return array("i", sorted(out)), -1
+                found += self._candidates(lookup)
+            names = dict.fromkeys(found)
+        views = self.views
+        ents_of = self.ents_of
+        class_err = self.class_err
+        match = predicate.matches
+        out: list[int] = []
+        cls = -1
+        try:
+            if lookups is not None and getattr(predicate, "exact", False) is True:
+                # the index answers; only a candidate with a malformed property is asked
+                wellformed = self.wellformed
+                for cls in names:
+                    state = wellformed[cls] or self._check(cls)
+                    if state == 1 or match(views[cls] or self.view(cls)):
+                        if class_err and cls in class_err:
+                            return array("i"), class_err[cls]
+                        out += ents_of[cls]
+            else:
+                for cls in names:
+                    view = views[cls]
+                    if view is None:
+                        view = self.view(cls)
+                    if match(view):
+                        if class_err and cls in class_err:
+                            return array("i"), class_err[cls]
+                        out += ents_of[cls]
+        except ValueError as exc:
+            error = ResolutionError(f"bundle {self.view(cls).name}: {exc}")
+            return array("i"), error if self.gathering else g.add_error(error)
+        out.sort()
+        return array("i", out), -1
+
+    def _check(self, cls: int) -> int:
+        """1 if every property of the class's bundle parses (or is of an ignored type), else 2."""
+        state = 1
+        for prop in self.view(cls).properties:
+            kind = self._kind(prop.type)
+            if kind is not None:
+                try:
+                    self._parse(kind[0], prop)
+                except ValueError:
+                    state = 2
+                    break
+        self.wellformed[cls] = state
+        return state
+
+    def _candidates(self, lookup: tuple[str, Hashable]) -> list[int]:
+        found = self._lookups.get(lookup)
+        if found is None:
+            names_of = self.names_of
+            found = self._lookups[lookup] = [names_of[b.package][b.name] for b in self.catalog.lookup(*lookup)]
+        return found
+
+
+#: orjson options for requirement values compared exactly (datetimes are not their text)
+_EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _contiguous(props: list[Property]) -> bool:
+    """Whether the properties of each type come together."""
+    seen: set[str] = set()
+    previous = None
+    for p in props:
+        if p.type != previous:
+            if p.type in seen:
+                return False
+            seen.add(p.type)
+            previous = p.type
+    return True
+
+
+#: a requirement value whose predicate is built with the bundle's name
+_DEPENDENT: Final = object()
+
+
+class _Requirement:
+    """A requirement's predicate and, once a bundle using it built, its list (-1 before)."""
+
+    __slots__ = ("independent", "p", "predicate", "type", "value")
+
+    def __init__(self, predicate: Any, type_name: str, value: Any, independent: bool) -> None:
+        self.predicate = predicate
+        self.type = type_name
+        self.value = value
+        self.independent = independent
+        self.p = -1
+
+
+def _class_errors(broken: Mapping[tuple[str, str], int], catalog: Any, names_of: Mapping[str, Any]) -> dict[int, int]:
+    """Class -> error of the first broken channel (in catalog order) that lists it."""
+    out: dict[int, int] = {}
+    for (package, ch), err in broken.items():
+        names = names_of.get(package, {})
+        for e in catalog.channels[package][ch].entries:
+            cls = names.get(e.name)
+            if cls is not None:
+                out.setdefault(cls, err)
+    return out
 
 
 def raw_key(type_name: str, value: Any) -> tuple[str, bytes]:
@@ -728,9 +1149,9 @@ def raw_key(type_name: str, value: Any) -> tuple[str, bytes]:
     return type_name, _json(value, orjson.OPT_SORT_KEYS)
 
 
-def _json(value: Any, option: int = 0) -> bytes:
+def _json(value: Any, option: int = 0, default: Any = str) -> bytes:
     # orjson's result keeps a 4 KiB buffer whatever its length: copy what is kept
-    return bytes(memoryview(orjson.dumps(value, option=option, default=str)))
+    return bytes(memoryview(orjson.dumps(value, option=option, default=default)))
 
 
 def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
@@ -739,7 +1160,9 @@ def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
     c = _Compiler(g, catalog, registry)
     c.entries()
     c.classes()
+    c.release_requirements()
     c.lists()
+    c.release()
     return g
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from olmkit.model import Property
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from olmkit.resolver._graph import CatalogGraph
 
 __all__ = ["BundleView", "clear_graphs", "graph_for"]
+
+
+_TYPE = attrgetter("type")
 
 
 class BundleView:
@@ -35,12 +39,16 @@ class BundleView:
         properties: tuple[Property, ...],
         registry: Registry,
         parse: Callable[[Any, Property], Any] | None = None,
+        inline: frozenset[str] | None = None,
     ) -> None:
         self.name = name
         self.package = package
         self.version = version
-        inline = registry.inline_types
-        self.properties = tuple(p for p in properties if p.type not in inline) if inline else properties
+        if inline is None:
+            inline = registry.inline_types  # computed per call: callers making many views pass it
+        if inline and not inline.isdisjoint(map(_TYPE, properties)):
+            properties = tuple(p for p in properties if p.type not in inline)
+        self.properties = properties
         self._registry = registry
         self._parse = parse
         self._parsed: dict[str, tuple[Any, ...]] = {}

@@ -13,9 +13,10 @@ from olmkit import hookimpl
 from olmkit.resolver import resolve
 from olmkit.resolver._graph import CatalogGraph, compile_graph, graph_path
 from olmkit.resolver._index import _GRAPHS, _GRAPHS_KEPT, clear_graphs, graph_for
-from olmkit.types import ConstraintEvaluator
+from olmkit.types import ConstraintEvaluator, PropertyType
 from resolver import reference
 from resolver.casefile import case_request, step_text
+from resolver.test_graph import outcome
 
 CASE: dict[str, Any] = {
     "catalogs": {
@@ -173,3 +174,91 @@ def test_graph_depends_on_the_plugins(olmkit_pm, olmkit_register, tmp_path, cach
     assert before != after
     assert "compiled" == origin
     assert graph.n_entries == 4
+
+
+# --------------------------------------------------------------------------- exact lookups
+
+
+class TierIs:
+    """Matches bundles carrying the tier ``tier``; exact: the index under it answers."""
+
+    exact = True
+    asked: list[str] = []
+
+    def __init__(self, tier: str) -> None:
+        self.tier = tier
+        self.lookup = ("example.io/tier", tier)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TierIs) and other.tier == self.tier
+
+    def __hash__(self) -> int:
+        return hash(self.tier)
+
+    def matches(self, candidate: Any) -> bool:
+        TierIs.asked.append(candidate.name)
+        return self.tier in candidate.values("example.io/tier")
+
+    def __str__(self) -> str:
+        return f"with tier {self.tier}"
+
+
+class TierPlugin:
+    @hookimpl
+    def olmkit_property_types(self):
+        def parse(value: Any) -> str:
+            if not isinstance(value, str):
+                raise ValueError("a tier is a string")
+            return value
+
+        yield PropertyType(name="example.io/tier", parse=parse, index_keys=lambda v: (v,))
+        yield PropertyType(name="example.io/tier.required", parse=parse, requirement=lambda v, ctx: TierIs(v))
+
+
+def tier_case(db_tiers: list[Any]) -> dict[str, Any]:
+    tier = [{"type": "example.io/tier", "value": t} for t in db_tiers]
+    return {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "app": {
+                        "channels": {"stable": ["app.v1.0.0"]},
+                        "bundles": {"app.v1.0.0": [{"type": "example.io/tier.required", "value": "gold"}]},
+                    },
+                    "db": {"channels": {"stable": ["db.v1.0.0"]}, "bundles": {"db.v1.0.0": tier}},
+                    "kv": {
+                        "channels": {"stable": ["kv.v1.0.0"]},
+                        "bundles": {"kv.v1.0.0": [{"type": "example.io/tier", "value": "gold"}]},
+                    },
+                }
+            }
+        },
+        "subscriptions": [{"package": "app"}],
+    }
+
+
+def test_exact_predicate_is_answered_from_the_index(olmkit_pm, olmkit_register, tmp_path, cache_dir):
+    """A predicate declaring ``exact`` gets the bundles filed under its lookup without being asked."""
+    olmkit_register(TierPlugin())
+    TierIs.asked.clear()
+    request = case_request(tier_case(["gold"]), tmp_path, olmkit_pm, cache=True)
+
+    resolution = resolve(request)
+
+    assert [] == TierIs.asked
+    assert ["cat/operators/stable/app.v1.0.0", "cat/operators/stable/db.v1.0.0"] == steps(resolution)
+    assert outcome(reference.resolve(request)) == outcome(resolution)
+
+
+def test_exact_predicate_is_asked_about_a_malformed_candidate(olmkit_pm, olmkit_register, tmp_path, cache_dir):
+    """A candidate with a property that does not parse is asked, and the failure is the reference's."""
+    olmkit_register(TierPlugin())
+    TierIs.asked.clear()
+    request = case_request(tier_case(["gold", 5]), tmp_path, olmkit_pm, cache=True)
+
+    resolution = resolve(request)
+
+    assert ["db.v1.0.0"] == TierIs.asked
+    assert "error" == resolution.status
+    assert "bundle db.v1.0.0: a tier is a string" == resolution.message
+    assert outcome(reference.resolve(request)) == outcome(resolution)

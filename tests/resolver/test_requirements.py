@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from olmkit import hookimpl
 from olmkit.model import Property
@@ -178,3 +180,63 @@ def test_hook_olmkit_resolve_is_wrappable(olmkit_pm, olmkit_register, tmp_path):
 
     assert [("operators", "ok")] == seen
     assert "ok" == resolution.status
+
+
+API = st.sampled_from(["A", "B", "C"]).map(lambda k: {"group": "g", "version": "v1", "kind": k})
+LABEL = st.sampled_from(["x", "y"])
+EXACT_CONSTRAINT = st.recursive(
+    st.one_of(API.map(lambda gvk: {"gvk": gvk})),
+    lambda inner: st.lists(inner, min_size=1, max_size=3).map(lambda cs: {"any": {"constraints": cs}}),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    provided=st.lists(API, max_size=3),
+    labels=st.lists(LABEL, max_size=2),
+    constraint=EXACT_CONSTRAINT,
+    label=LABEL,
+)
+def test_exact_predicates_match_what_the_index_files_under_their_lookups(
+    olmkit_pm, provided, labels, constraint, label
+):
+    """gvk, label and any-of-exact predicates declare exact: matches() is membership under their lookups."""
+    from olmkit.resolver._graph import Context, predicate_lookups
+
+    registry = olmkit_pm.registry
+    props = [{"type": "olm.gvk", "value": v} for v in provided] + [
+        {"type": "olm.label", "value": {"label": x}} for x in labels
+    ]
+    candidate = view(registry, props)
+    filed = {
+        (t, key)
+        for t in ("olm.gvk", "olm.label")
+        for value in candidate.values(t)
+        for key in registry.property_types[t].index_keys(value)
+    }
+    context = Context(registry, "a.v1")
+    predicates = [context.build_constraint(constraint), requirements.build_label({"label": label})]
+
+    for predicate in predicates:
+        assert predicate.exact is True
+        lookups = predicate_lookups(predicate)
+        assert lookups is not None
+        assert predicate.matches(candidate) == any(lk in filed for lk in lookups)
+
+
+def test_inexact_predicates_do_not_claim_exactness(olmkit_pm):
+    """package ranges, all, not and CEL rules are not answered by the index alone."""
+    from olmkit.resolver._graph import Context
+
+    context = Context(olmkit_pm.registry, "a.v1")
+    gvk = {"gvk": {"group": "g", "version": "v1", "kind": "A"}}
+    constraints = [
+        {"package": {"packageName": "p", "versionRange": ">=1.0.0"}},
+        {"all": {"constraints": [gvk]}},
+        {"not": {"constraints": [gvk]}},
+        {"any": {"constraints": [gvk, {"package": {"packageName": "p", "versionRange": ">=1.0.0"}}]}},
+        {"cel": {"rule": 'properties.exists(p, p.type == "x")'}},
+    ]
+
+    assert [False] * len(constraints) == [getattr(context.build_constraint(c), "exact", False) for c in constraints]
