@@ -86,6 +86,9 @@ class BundleView:
 
 _GRAPHS: OrderedDict[Hashable, tuple[Any, Registry, CatalogGraph]] = OrderedDict()
 _GRAPHS_KEPT = 8
+#: graphs (and the catalogs they keep alive) are also bounded by their total entries: a
+#: long-running controller that sees a large catalog change often must not keep every version
+_ENTRIES_KEPT = 1_000_000
 
 
 def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str, Any]:
@@ -119,8 +122,10 @@ def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str, Any]
         if digest:
             write_graph(path, graph)
     _GRAPHS[key] = (catalog, registry, graph)
-    while len(_GRAPHS) > _GRAPHS_KEPT:
-        _GRAPHS.popitem(last=False)
+    total = sum(len(g.entry_class) for _, _, g in _GRAPHS.values())
+    while len(_GRAPHS) > 1 and (len(_GRAPHS) > _GRAPHS_KEPT or total > _ENTRIES_KEPT):
+        _, (_, _, dropped) = _GRAPHS.popitem(last=False)
+        total -= len(dropped.entry_class)
     return graph, origin, catalog
 
 

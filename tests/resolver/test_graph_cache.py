@@ -157,6 +157,21 @@ def test_graphs_kept_in_memory_are_bounded(olmkit_pm, tmp_path, cache_dir):
     assert _GRAPHS_KEPT == len(_GRAPHS)
 
 
+def test_graphs_kept_in_memory_are_bounded_by_their_size(olmkit_pm, tmp_path, cache_dir, monkeypatch):
+    """Graphs are dropped, oldest first, once their entries exceed the bound; the newest one always stays."""
+    monkeypatch.setattr("olmkit.resolver._index._ENTRIES_KEPT", 1)
+    clear_graphs()
+    for i in range(3):
+        case = copy.deepcopy(CASE)
+        case["catalogs"]["cat"]["packages"]["a"]["bundles"]["a.v1.0.0"].append(f"label n{i}")
+        resolve_case(case, tmp_path / str(i), olmkit_pm)
+
+    assert 1 == len(_GRAPHS)
+    (catalog, _, graph) = next(iter(_GRAPHS.values()))
+    assert len(graph.entry_class) > 1  # bigger than the bound, kept because it is the newest
+    assert {"label": "n2"} in [p.value for p in catalog.bundle("a", "a.v1.0.0").properties]
+
+
 def test_graph_depends_on_the_plugins(olmkit_pm, olmkit_register, tmp_path, cache_dir):
     """Another set of constraint keys is another graph (a plugin can change what matches)."""
     catalog = case_request(CASE, tmp_path, olmkit_pm, cache=True).sources[0].source.load()
