@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from olmkit.catalog.sources import CONNECTING, CatalogSource, SourceHealth, open_source
+from olmkit.catalog.sources import CatalogSource, SourceHealth, open_source
 from olmkit.errors import OlmkitError
 from olmkit.lifecycle.kinds import CATALOG_SOURCE
 from olmkit.store import NotFound
@@ -214,7 +214,3 @@ class CatalogCache:
         """Drop a deleted CatalogSource's opened source."""
         with self._lock:
             self._opened.pop((namespace, name), None)
-
-    @staticmethod
-    def connecting() -> SourceHealth:
-        return SourceHealth(CONNECTING)

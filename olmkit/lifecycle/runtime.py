@@ -28,7 +28,7 @@ import itertools
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -469,12 +469,6 @@ class ControllerManager:
     def _outcome(self, stable: bool, start_count: int) -> RunOutcome:
         pending = tuple(f"{key}: {self._waiting.get(key, 'queued')}" for key in self.queue.pending_keys())
         return RunOutcome(stable=stable and not pending, reconciles=self.reconciles - start_count, pending=pending)
-
-
-def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    """``(namespace, name)`` of an object."""
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 def owners_of(obj: Object, kind: str) -> list[tuple[str, str]]:
