@@ -24,7 +24,20 @@ from olmkit.errors import UsageError
 
 __all__ = ["add_commands"]
 
-DEFAULT_GENERATOR = "/work/shared/bench/gen_catalog.py"
+_GENERATOR = Path("shared") / "bench" / "gen_catalog.py"
+
+
+def find_generator() -> Path | None:
+    """The shared workload generator: ``$OLMKIT_GEN_CATALOG``, else ``../shared/bench/gen_catalog.py``
+    next to the current directory or to the source tree olmkit runs from (the layout of the team's
+    checkouts); ``None`` when there is none."""
+    env = os.environ.get("OLMKIT_GEN_CATALOG")
+    if env:
+        return Path(env)
+    for base in (Path.cwd(), *Path.cwd().parents, *Path(__file__).resolve().parents):
+        if (base / _GENERATOR).is_file():
+            return base / _GENERATOR
+    return None
 
 
 def _add_resolve_options(p: argparse.ArgumentParser) -> None:
@@ -76,7 +89,11 @@ def add_commands(subparsers: Any) -> None:
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--repeat", type=int, default=3)
     b.add_argument("--workload", default=None, help="an existing gen_catalog output directory")
-    b.add_argument("--generator", default=DEFAULT_GENERATOR, help="path of gen_catalog.py")
+    b.add_argument(
+        "--generator",
+        default=None,
+        help="path of gen_catalog.py (default: $OLMKIT_GEN_CATALOG, else ../shared/bench/gen_catalog.py)",
+    )
     b.add_argument("--cold", action="store_true", help="forget the catalog's stored graph before the first run")
     b.add_argument("--manifests", default=None, metavar="FILE", help="also write the workload as manifests")
     b.add_argument("-o", "--output", choices=["text", "json"], default="text")
@@ -255,11 +272,17 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     if args.workload:
         workload = Path(args.workload)
     else:
+        generator = Path(args.generator) if args.generator else find_generator()
+        if generator is None or not generator.is_file():
+            raise UsageError(
+                f"workload generator not found: {generator or '../shared/bench/gen_catalog.py'}"
+                " (pass --generator PATH or --workload DIR)"
+            )
         workload = Path(tempfile.mkdtemp(prefix="olmkit-bench-"))
-        subprocess.run(
+        done = subprocess.run(
             [
                 sys.executable,
-                args.generator,
+                str(generator),
                 "--packages",
                 str(args.packages),
                 "--bundles",
@@ -270,9 +293,13 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
                 str(args.seed),
                 str(workload),
             ],
-            check=True,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        if done.returncode:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UsageError(f"{generator} failed (exit {done.returncode}): {last}")
     start = time.perf_counter()
     request = problem_request(workload, pm)
     catalog = request.sources[0].source.load()

@@ -124,3 +124,47 @@ def test_missing_file_exit_2(tmp_path, capsys):
 
     assert 2 == code
     assert "none.yaml: cannot read" in err
+
+
+FAKE_GENERATOR = """\
+import json, shutil, sys
+out = sys.argv[-1]
+shutil.copytree({catalog!r}, out + "/catalog")
+problem = {{"namespace": "bench", "catalog": "examples", "installed": [],
+           "subscriptions": [{{"package": "backup-operator", "channel": "stable", "source": "examples"}}]}}
+open(out + "/problem.json", "w").write(json.dumps(problem))
+"""
+
+
+def test_bench_resolve_runs_a_generated_workload(tmp_path, capsys):
+    """bench resolve calls the generator given, resolves its problem and reports first and warm runs."""
+    gen = tmp_path / "gen.py"
+    gen.write_text(FAKE_GENERATOR.format(catalog=str(EXAMPLES)))
+    manifests = tmp_path / "m.yaml"
+
+    code, out, _ = run(
+        capsys, "bench", "resolve", "--generator", str(gen), "--repeat", "2", "--manifests", str(manifests), "-o", "json"
+    )
+
+    data = json.loads(out)
+    assert (0, "ok", 3) == (code, data["status"], data["steps"])
+    assert data["first"]["timings"]["total"] >= data["first"]["timings"]["resolution"] > 0
+    assert 1 == data["warm"]["counters"]["graphs_memory"]
+    code, out, _ = run(capsys, "resolve", "-f", str(manifests), "-o", "json")
+    assert (0, 3) == (code, len(json.loads(out)["steps"]))
+
+
+@pytest.mark.parametrize("script", [None, "import sys; sys.exit('no space left')"])
+def test_bench_resolve_generator_problems_are_one_line(tmp_path, capsys, script):
+    """A missing or failing generator is a usage error (exit 2) naming it, not a traceback."""
+    gen = tmp_path / "gen.py"
+    if script is not None:
+        gen.write_text(script)
+
+    code, _, err = run(capsys, "bench", "resolve", "--generator", str(gen))
+
+    assert 2 == code
+    assert str(gen) in err
+    assert "Traceback" not in err
+    if script is not None:
+        assert "no space left" in err
