@@ -142,9 +142,8 @@ def test_bench_resolve_runs_a_generated_workload(tmp_path, capsys):
     gen.write_text(FAKE_GENERATOR.format(catalog=str(EXAMPLES)))
     manifests = tmp_path / "m.yaml"
 
-    code, out, _ = run(
-        capsys, "bench", "resolve", "--generator", str(gen), "--repeat", "2", "--manifests", str(manifests), "-o", "json"
-    )
+    argv = ["bench", "resolve", "--generator", str(gen), "--repeat", "2", "--manifests", str(manifests)]
+    code, out, _ = run(capsys, *argv, "-o", "json")
 
     data = json.loads(out)
     assert (0, "ok", 3) == (code, data["status"], data["steps"])
