@@ -51,6 +51,7 @@ from olmkit.lifecycle.kinds import (
     kind_of,
     resolve_kind,
 )
+from olmkit.resolver.manifests import STDIN
 from olmkit.store import (
     STORE_ENV,
     AlreadyExists,
@@ -135,8 +136,8 @@ def _files_in(path: Path) -> list[Path]:
 def load_manifest_files(paths: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]]:
     """Every object of the given manifest files, as ``(file, object)`` pairs in file order.
 
-    A path may be a file or a directory (its ``.yaml``, ``.yml`` and ``.json`` files, by
-    name, not recursively). Files hold YAML or JSON, several documents each; ``kind: List``
+    A path may be a file, a directory (its ``.yaml``, ``.yml`` and ``.json`` files, by
+    name, not recursively) or ``-`` for standard input. Files hold YAML or JSON, several documents each; ``kind: List``
     objects are flattened. Objects are returned as read (plain dicts), not validated
     beyond having a kind and a ``metadata.name``.
 
@@ -146,8 +147,11 @@ def load_manifest_files(paths: Iterable[str | Path]) -> list[tuple[str, dict[str
     """
     from olmkit.resolver.manifests import load_manifests
 
-    files: list[Path] = []
+    files: list[Path | str] = []
     for raw in paths:
+        if str(raw) == "-":  # standard input
+            files.append("-")
+            continue
         path = Path(raw)
         if not path.exists():
             raise InputError("no such file or directory", path=str(raw))
@@ -367,11 +371,10 @@ def prepare_manifests(
                 meta["namespace"] = own or namespace or DEFAULT_NAMESPACE
             else:
                 meta.pop("namespace", None)
-            if kind_of(obj) == CATALOG_SOURCE and path and not path.startswith("<"):
-                meta["annotations"] = {
-                    **(meta.get("annotations") or {}),
-                    MANIFEST_DIR_ANNOTATION: str(Path(path).resolve().parent),
-                }
+            if kind_of(obj) == CATALOG_SOURCE and path and (path == STDIN or not path.startswith("<")):
+                # relative spec.path: from the manifest's directory (standard input: the working one)
+                base = Path.cwd() if path == STDIN else Path(path).resolve().parent
+                meta["annotations"] = {**(meta.get("annotations") or {}), MANIFEST_DIR_ANNOTATION: str(base)}
         if not problems:
             old = _get_or_none(store, kind_of(obj), obj["metadata"]["name"], obj["metadata"].get("namespace"))
             problems += admit(registry, obj, store=store, old=old)
@@ -562,9 +565,19 @@ def _as_list(items: list[Object]) -> dict[str, Any]:
 
 
 def print_objects(
-    store: Store, kind: Kind, objects: list[Object], fmt: str, *, all_namespaces: bool = False, single: bool = False
+    store: Store,
+    kind: Kind,
+    objects: list[Object],
+    fmt: str,
+    *,
+    all_namespaces: bool = False,
+    single: bool = False,
+    qualified: bool = False,
 ) -> None:
-    """Print objects of one kind as ``get`` does (``table``, ``wide``, ``json``, ``yaml``, ``name``)."""
+    """Print objects of one kind as ``get`` does (``table``, ``wide``, ``json``, ``yaml``, ``name``).
+
+    ``qualified`` names objects ``kind/name`` in tables, as kubectl does when several kinds are listed.
+    """
     if fmt in ("json", "yaml"):
         data: Any = objects[0] if single and len(objects) == 1 else _as_list(objects)
         sys.stdout.write(dump_json(data) + "\n" if fmt == "json" else dump_yaml(data))
@@ -576,39 +589,72 @@ def print_objects(
     columns, wide = _columns_for(kind, datetime.now(UTC))
     if fmt == "wide":
         columns = columns + wide
+    if qualified:
+        ref = resource_ref(kind)
+        columns = [("name", lambda obj: f"{ref}/{_name(obj)}"), *columns[1:]]
     if all_namespaces and store.is_namespaced(kind.api_version, kind.kind):
         columns = [("namespace", _ns), *columns]
     if objects:
         print(render_table(objects, columns))
 
 
+def _kinds_and_names(store: Store, kind_arg: str, names: Sequence[str]) -> tuple[list[Kind], list[str]]:
+    """``KIND[,KIND...] [NAME...]`` or ``KIND/NAME``: the kinds asked for, in order, and the names."""
+    if "," not in kind_arg or "/" in kind_arg:
+        kind, found = _kind_and_names(store, kind_arg, names)
+        return [kind], found
+    parts = [part.strip() for part in kind_arg.split(",")]
+    if not all(parts):
+        raise UsageError(f"an empty kind in {kind_arg!r}")
+    kinds = list(dict.fromkeys(resolve_kind(part, store) for part in parts))
+    return kinds, list(names)
+
+
 def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
-    """List objects of a kind, or get some by name."""
+    """List objects of one or more kinds (``csv,deploy``), or get some by name."""
     with store_from_args(args) as store:
-        kind, names = _kind_and_names(store, args.kind, args.names)
+        kinds, names = _kinds_and_names(store, args.kind, args.names)
         if names and args.all_namespaces:
             raise UsageError("a resource cannot be retrieved by name across all namespaces (drop -A)")
         if names and args.selector:
             raise UsageError("name resources or select them with -l, not both")
         namespace = None if args.all_namespaces else _namespace(args)
         missing = False
-        if names:
-            objects = []
-            for name in names:
-                found = _get_or_none(store, kind, name, namespace)
-                if found is None:
-                    _not_found(kind, name)
-                    missing = True
-                else:
-                    objects.append(found)
+        groups: list[tuple[Kind, list[Object]]] = []
+        for kind in kinds:
+            if names:
+                objects = []
+                for name in names:
+                    found = _get_or_none(store, kind, name, namespace)
+                    if found is None:
+                        _not_found(kind, name)
+                        missing = True
+                    else:
+                        objects.append(found)
+            else:
+                objects = list(store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector))
+            groups.append((kind, objects))
+        found_any = any(objects for _, objects in groups)
+        if not names and not found_any and args.output in ("table", "wide", "name"):
+            namespaced = any(kind.namespaced for kind in kinds)
+            where = "" if namespace is None or not namespaced else f" in {namespace} namespace"
+            sys.stderr.write(f"No resources found{where}.\n")
+            return 0
+        if len(groups) == 1:
+            kind, objects = groups[0]
+            if objects or not missing:
+                single = len(names) == 1
+                print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, single=single)
+        elif args.output in ("json", "yaml"):
+            if found_any or not missing:
+                every = [obj for _, objects in groups for obj in objects]
+                print_objects(store, kinds[0], every, args.output)
         else:
-            objects = list(store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector))
-            if not objects and args.output in ("table", "wide", "name"):
-                where = "" if namespace is None or not kind.namespaced else f" in {namespace} namespace"
-                sys.stderr.write(f"No resources found{where}.\n")
-                return 0
-        if objects or not missing:
-            print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, single=len(names) == 1)
+            shown = [(kind, objects) for kind, objects in groups if objects]
+            for index, (kind, objects) in enumerate(shown):
+                if index and args.output != "name":
+                    print()
+                print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, qualified=True)
     return EXIT_NOT_FOUND if missing else 0
 
 
@@ -1348,7 +1394,7 @@ def add_commands(subparsers: Any) -> None:
             action="append",
             default=[],
             metavar="FILE",
-            help=f"manifest file or directory (YAML or JSON) {what}; repeatable",
+            help=f"manifest file or directory (YAML or JSON; - for standard input) {what}; repeatable",
         )
 
     p = subparsers.add_parser("apply", help="create or update objects from manifest files")

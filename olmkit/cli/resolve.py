@@ -48,7 +48,7 @@ def _add_resolve_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="manifest file (CatalogSource, OperatorGroup, Subscription, CSV); repeatable",
+        help="manifest file (CatalogSource, OperatorGroup, Subscription, CSV; - for standard input); repeatable",
     )
     p.add_argument("-n", "--namespace", default=None, help="namespace to resolve (default: the subscriptions')")
     p.add_argument("--global-namespace", default="olm", help="global catalog namespace (default olm)")

@@ -16,6 +16,7 @@ required APIs), with the package inferred from the subscriptions whose
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +33,7 @@ __all__ = ["EXCLUDE_GLOBAL_ANNOTATION", "PROPERTIES_ANNOTATION", "Manifest", "bu
 
 PROPERTIES_ANNOTATION: Final = "operatorframework.io/properties"
 EXCLUDE_GLOBAL_ANNOTATION: Final = "olm.operatorframework.io/exclude-global-namespace-resolution"
+STDIN: Final = "<stdin>"  # the file name of objects read from standard input (``-f -``)
 KINDS: Final = ("CatalogSource", "OperatorGroup", "Subscription", "ClusterServiceVersion", "ConfigMap")
 
 # libyaml's loader when PyYAML has it (several times faster), else the pure-Python one
@@ -77,7 +79,7 @@ def _flatten(doc: Any, path: str) -> Iterable[Mapping[str, Any]]:
 
 
 def load_manifests(paths: Sequence[str | Path]) -> list[Manifest]:
-    """Read every object of the given files.
+    """Read every object of the given files; ``-`` reads standard input (named ``<stdin>``).
 
     Raises:
         InputError: a file is missing or malformed, or an object lacks kind or metadata.name.
@@ -86,9 +88,13 @@ def load_manifests(paths: Sequence[str | Path]) -> list[Manifest]:
     for raw_path in paths:
         path = str(raw_path)
         try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+            if path == "-":
+                path = STDIN
+                text = sys.stdin.read()
+            else:
+                text = Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path) from None
         try:
             docs = list(yaml.load_all(text, Loader=_LOADER))
         except yaml.YAMLError:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 
 from olmkit import hookimpl
 from olmkit.cli import build_parser
@@ -127,6 +129,31 @@ def test_apply_records_the_manifest_directory_of_a_catalog_source(olmkit, write,
     stored = store.get(V1A1, "CatalogSource", "c", "olm")
 
     assert str((tmp_path / "cat").resolve()) == stored["metadata"]["annotations"][MANIFEST_DIR_ANNOTATION]
+
+
+def test_apply_reads_standard_input(olmkit, store, tmp_path, monkeypatch):
+    """-f - reads the objects from standard input; a CatalogSource's relative path is from the working directory."""
+    monkeypatch.chdir(tmp_path)
+    text = yaml.safe_dump_all([subscription("etcd", channel="stable"), catalog_source("c", "olm", "catalog")])
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+
+    result = olmkit("apply", "-f", "-")
+
+    assert 0 == result.code
+    assert "stable" == store.get(V1A1, "Subscription", "etcd", "default")["spec"]["channel"]
+    source = store.get(V1A1, "CatalogSource", "c", "olm")
+    assert str(tmp_path) == source["metadata"]["annotations"][MANIFEST_DIR_ANNOTATION]
+
+
+def test_apply_names_standard_input_in_errors(olmkit, store, monkeypatch):
+    """A bad object read from standard input is refused, naming <stdin>; nothing is written."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: [Subscription\n"))
+
+    result = olmkit("apply", "-f", "-")
+
+    assert 2 == result.code
+    assert result.err.startswith("olmkit: error: <stdin>:2: invalid YAML")
+    assert [] == list(store.list(V1A1, "Subscription"))
 
 
 BAD = [
@@ -363,6 +390,46 @@ def test_get_json_one_object_or_a_list(olmkit, seeded):
 
     assert ("Subscription", "etcd") == (one["kind"], one["metadata"]["name"])
     assert ("List", ["etcd", "prometheus"]) == (many["kind"], [i["metadata"]["name"] for i in many["items"]])
+
+
+def test_get_several_kinds_at_once(olmkit, seeded):
+    """csv,ip: one table per kind that has objects, names as kind/name, a blank line between (kubectl's way)."""
+    result = olmkit("get", "csv,ip,og")
+
+    assert 0 == result.code
+    assert [
+        ["NAME", "DISPLAY", "VERSION", "REPLACES", "PHASE"],
+        ["clusterserviceversion.operators.coreos.com/etcd.v0.9.4", "etcd", "0.9.4", "etcd.v0.9.2", "Succeeded"],
+        [],
+        ["NAME", "CSV", "APPROVAL", "APPROVED"],
+        ["installplan.operators.coreos.com/install-x7k2p", "etcd.v0.9.4", "Manual", "false"],
+    ] == [line.split() for line in result.out.splitlines()]
+
+
+def test_get_several_kinds_as_one_list_or_names(olmkit, seeded):
+    """-o json gives one List over the kinds in the order asked; -o name one line per object; a name is looked
+    up in each kind and reported missing where it is not."""
+    data = orjson.loads(olmkit("get", "ip,csv", "-o", "json").out)
+    names = olmkit("get", "sub,csv", "-o", "name").out.splitlines()
+    one = olmkit("get", "sub,csv", "etcd", "-o", "name")
+
+    assert ["InstallPlan", "ClusterServiceVersion"] == [item["kind"] for item in data["items"]]
+    assert [
+        "subscription.operators.coreos.com/etcd",
+        "subscription.operators.coreos.com/prometheus",
+        "clusterserviceversion.operators.coreos.com/etcd.v0.9.4",
+    ] == names
+    assert (1, "subscription.operators.coreos.com/etcd\n") == (one.code, one.out)
+    assert 'clusterserviceversions.operators.coreos.com "etcd" not found' in one.err
+
+
+@pytest.mark.parametrize("kinds", ["csv,", "csv,widgets"])
+def test_get_several_kinds_bad_spelling_is_a_usage_error(olmkit, seeded, kinds):
+    """An empty or unknown kind in a list: exit 2, one line, nothing printed."""
+    result = olmkit("get", kinds)
+
+    assert (2, "") == (result.code, result.out)
+    assert 1 == len(result.err.splitlines())
 
 
 def test_get_by_label_selector(olmkit, write, seeded):
