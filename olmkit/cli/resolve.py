@@ -271,6 +271,8 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
 
     if args.workload:
         workload = Path(args.workload)
+        if not (workload / "problem.json").is_file() or not (workload / "catalog").is_dir():
+            raise UsageError(f"{workload}: not a gen_catalog output (a catalog/ directory and problem.json)")
     else:
         generator = Path(args.generator) if args.generator else find_generator()
         if generator is None or not generator.is_file():

@@ -167,3 +167,11 @@ def test_bench_resolve_generator_problems_are_one_line(tmp_path, capsys, script)
     assert "Traceback" not in err
     if script is not None:
         assert "no space left" in err
+
+
+def test_bench_resolve_workload_must_be_a_generator_output(tmp_path, capsys):
+    """--workload naming something else is a usage error naming it."""
+    code, _, err = run(capsys, "bench", "resolve", "--workload", str(tmp_path))
+
+    assert 2 == code
+    assert f"{tmp_path}: not a gen_catalog output" in err
