@@ -303,7 +303,10 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise UsageError(f"{generator} failed (exit {done.returncode}): {last}")
     start = time.perf_counter()
-    request = problem_request(workload, pm)
+    try:
+        request = problem_request(workload, pm)
+    except (ValueError, KeyError, TypeError) as exc:  # JSON errors are ValueErrors
+        raise UsageError(f"{workload / 'problem.json'}: not a gen_catalog problem: {exc!r}") from None
     catalog = request.sources[0].source.load()
     load_seconds = time.perf_counter() - start
     if args.manifests:

@@ -175,3 +175,15 @@ def test_bench_resolve_workload_must_be_a_generator_output(tmp_path, capsys):
 
     assert 2 == code
     assert f"{tmp_path}: not a gen_catalog output" in err
+
+
+@pytest.mark.parametrize("text", ["{", '{"namespace": "x"}'])
+def test_bench_resolve_malformed_problem_is_a_usage_error(tmp_path, capsys, text):
+    """A problem.json that is not JSON, or lacks its fields, is reported naming the file."""
+    (tmp_path / "catalog").mkdir()
+    (tmp_path / "problem.json").write_text(text)
+
+    code, _, err = run(capsys, "bench", "resolve", "--workload", str(tmp_path))
+
+    assert 2 == code
+    assert f"{tmp_path / 'problem.json'}: not a gen_catalog problem" in err
