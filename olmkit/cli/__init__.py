@@ -59,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         pm = get_plugin_manager()
         parser = build_parser(pm)
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # a usage error (printed already), --help or --version: return its code
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
         func = getattr(args, "func", None)
         if func is None:
             parser.print_help(sys.stderr)

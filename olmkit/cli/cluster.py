@@ -93,6 +93,22 @@ MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
 # metadata.name and metadata.namespace: what the store accepts (RFC 1123 subdomain).
 _NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+#: a namespace name is a DNS-1123 label (no dots, at most 63 characters)
+_NAMESPACE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def namespace_name(text: str) -> str:
+    """``-n``'s value, checked as Kubernetes checks namespace names.
+
+    Raises:
+        argparse.ArgumentTypeError: not a DNS-1123 label.
+    """
+    if not _NAMESPACE.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a valid namespace name: at most 63 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return text
 
 
 # =========================================================================== shared helpers
@@ -118,7 +134,9 @@ def store_from_args(args: argparse.Namespace) -> Store:
 
 
 def _add_namespace_option(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
-    parser.add_argument("-n", "--namespace", default=None, help=f"namespace (default {DEFAULT_NAMESPACE})")
+    parser.add_argument(
+        "-n", "--namespace", type=namespace_name, default=None, help=f"namespace (default {DEFAULT_NAMESPACE})"
+    )
     if all_namespaces:
         parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
 
@@ -302,7 +320,7 @@ def _shape_problems(obj: Mapping[str, Any]) -> list[str]:
             "starting and ending with a letter or digit"
         )
     namespace = meta.get("namespace")
-    if namespace is not None and (not isinstance(namespace, str) or not _NAME.match(namespace)):
+    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.match(namespace)):
         problems.append(f"metadata.namespace {namespace!r} is not a valid namespace name")
     for field in ("labels", "annotations"):
         if meta.get(field) is not None and not _string_map(meta[field]):
@@ -1447,7 +1465,9 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--channel", "-c", default=None, help="channel (default: the package's default channel)")
     p.add_argument("--approval", choices=("Automatic", "Manual"), default="Automatic", help="install plan approval")
     p.add_argument("--catalog", default=None, metavar="NAME", help="CatalogSource (default: the best that has PKG)")
-    p.add_argument("--catalog-namespace", default=None, metavar="NS", help="namespace of --catalog")
+    p.add_argument(
+        "--catalog-namespace", type=namespace_name, default=None, metavar="NS", help="namespace of --catalog"
+    )
     p.add_argument("--starting-csv", default=None, metavar="CSV", help="install this version first")
     p.add_argument(
         "--watch",

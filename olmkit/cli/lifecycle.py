@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from olmkit.cli.cluster import namespace_name
 from olmkit.errors import UsageError
 from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
 from olmkit.lifecycle.runtime import Key, Result
@@ -58,7 +59,9 @@ class ProgressReporter(Reporter):
 def add_lifecycle_options(parser: argparse.ArgumentParser) -> None:
     """The options every command that runs controllers takes."""
     parser.add_argument("--store", metavar="PATH", help="cluster store (default $OLMKIT_STORE or .olmkit/cluster.db)")
-    parser.add_argument("--global-namespace", default="olm", help="global catalog namespace (default olm)")
+    parser.add_argument(
+        "--global-namespace", type=namespace_name, default="olm", help="global catalog namespace (default olm)"
+    )
     parser.add_argument(
         "--install-timeout", type=float, default=300.0, metavar="SECONDS", help="how long a CSV may stay Installing"
     )

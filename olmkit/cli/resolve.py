@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from olmkit.cli.cluster import namespace_name
 from olmkit.cli.output import dump_json, dump_yaml
 from olmkit.errors import UsageError
 
@@ -50,8 +51,16 @@ def _add_resolve_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="manifest file (CatalogSource, OperatorGroup, Subscription, CSV; - for standard input); repeatable",
     )
-    p.add_argument("-n", "--namespace", default=None, help="namespace to resolve (default: the subscriptions')")
-    p.add_argument("--global-namespace", default="olm", help="global catalog namespace (default olm)")
+    p.add_argument(
+        "-n",
+        "--namespace",
+        type=namespace_name,
+        default=None,
+        help="namespace to resolve (default: the subscriptions')",
+    )
+    p.add_argument(
+        "--global-namespace", type=namespace_name, default="olm", help="global catalog namespace (default olm)"
+    )
     p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text", help="output format")
     p.add_argument("--catalog", default=None, metavar="DIR", help="short form: a file-based catalog directory")
     p.add_argument(

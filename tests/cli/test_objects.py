@@ -131,6 +131,36 @@ def test_apply_records_the_manifest_directory_of_a_catalog_source(olmkit, write,
     assert str((tmp_path / "cat").resolve()) == stored["metadata"]["annotations"][MANIFEST_DIR_ANNOTATION]
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("apply", "-f", "x.yaml", "-n", "BAD NS"),
+        ("get", "sub", "-n", "Ops"),
+        ("install", "etcd", "-n", "a.b"),
+        ("install", "etcd", "--catalog", "c", "--catalog-namespace", "x-"),
+        ("resolve", "--catalog", "x", "--subscribe", "p", "-n", "a" * 64),
+        ("reconcile", "--global-namespace", "OLM"),
+    ],
+    ids=["apply", "get", "install", "catalog-namespace", "resolve", "global"],
+)
+def test_invalid_namespace_options_are_refused(olmkit, store, argv):
+    """A namespace given on the command line must be a DNS-1123 label: exit 2 naming the option, nothing written."""
+    result = olmkit(*argv)
+
+    assert 2 == result.code
+    assert "is not a valid namespace name" in result.err
+    assert f"argument {argv[-2]}" in result.err or f"/{argv[-2]}" in result.err
+    assert [] == list(store.list(V1A1, "Subscription", None))
+
+
+def test_apply_refuses_a_dotted_namespace(olmkit, write, store):
+    """Object names may hold dots, namespace names may not."""
+    result = olmkit("apply", "-f", write("s.yaml", subscription("etcd", namespace="a.b", channel="stable")))
+
+    assert 2 == result.code
+    assert "metadata.namespace 'a.b' is not a valid namespace name" in result.err
+
+
 def test_apply_reads_standard_input(olmkit, store, tmp_path, monkeypatch):
     """-f - reads the objects from standard input; a CatalogSource's relative path is from the working directory."""
     monkeypatch.chdir(tmp_path)
