@@ -28,8 +28,12 @@ ClusterServiceVersion that carries no properties annotation (owned APIs become
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
+import sys
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import attrs
@@ -241,11 +245,60 @@ _CEL_RESULTS: dict[tuple[str, bytes], bool] = {}
 _CEL_STATS = {"compiled": 0, "evaluated": 0}
 
 
+def _prepare_cel_parser() -> None:
+    """Give cel-python its parser from lark's grammar cache, kept next to the catalog cache.
+
+    cel-python builds one LALR parser per process on its first compile (0.3-0.7 s, more
+    than most resolutions); lark can store the analysed grammar and load it in about
+    20 ms. cel-python documents its parser as a class-level singleton (``CEL_PARSER``), so
+    setting it first is enough. Lark checks a digest of the grammar, the options and its
+    own version before using the file, and rebuilds (and rewrites) it when the file is
+    damaged or half-written by a concurrent process: its report of that is silenced, as
+    the result is the same parser. Anything unexpected leaves cel-python to build the
+    parser itself, as before.
+    """
+    try:
+        import celpy
+        import lark
+        from celpy import celparser
+
+        if celparser.CELParser.CEL_PARSER is not None:
+            return
+        from olmkit.catalog import cache_dir
+
+        grammar = (Path(celparser.__file__).parent / "cel.lark").read_text()
+        tag = f"{grammar}\0{lark.__version__}\0{sys.version_info[:2]}".encode()
+        directory = cache_dir() / "cel"
+        directory.mkdir(parents=True, exist_ok=True)
+        stored = directory / f"parser-{hashlib.sha256(tag).hexdigest()[:20]}.lark"
+        quiet = logging.getLogger("lark")
+        was_disabled, quiet.disabled = quiet.disabled, True
+        try:
+            celparser.CELParser.CEL_PARSER = lark.Lark(
+                grammar,
+                parser="lalr",
+                start="expr",
+                debug=True,
+                g_regex_flags=re.M,
+                lexer_callbacks={"IDENT": celparser.CELParser.ambiguous_literals},
+                propagate_positions=True,
+                maybe_placeholders=False,
+                priority="invert",
+                tree_class=celpy.InterpretedRunner.tree_node_class,
+                cache=str(stored),  # part of lark's digest: always the same path
+            )
+        finally:
+            quiet.disabled = was_disabled
+    except Exception:  # an optimisation only: cel-python builds its own parser
+        return
+
+
 def _compile(rule: str) -> Any:
     program = _PROGRAMS.get(rule)
     if program is None:
         import celpy
 
+        _prepare_cel_parser()
         env = celpy.Environment()
         try:
             ast = env.compile(rule)

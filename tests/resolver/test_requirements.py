@@ -92,6 +92,55 @@ def test_cel_semver_compare(olmkit_pm):
     assert rule.matches(view(olmkit_pm.registry, []))
 
 
+def _fresh_cel(monkeypatch, cache):
+    """Forget cel-python's parser and compiled programs, with the olmkit cache at ``cache``."""
+    from celpy import celparser
+
+    monkeypatch.setenv("OLMKIT_CACHE_DIR", str(cache))
+    monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
+    monkeypatch.setattr(requirements, "_PROGRAMS", {})
+    monkeypatch.setattr(requirements, "_CEL_RESULTS", {})
+    return celparser.CELParser
+
+
+def test_cel_parser_is_stored_and_read_back(olmkit_pm, monkeypatch, tmp_path, capfd):
+    """The first CEL compile stores cel-python's analysed grammar; a new process (here: a forgotten
+    parser) loads it instead of rebuilding, and the rules give the same answers."""
+    rule = 'properties.exists(p, p.type == "tier" && p.value == "gold") && semver_compare("1.2.0", "1.10.0") < 0'
+    gold, silver = ([{"type": "tier", "value": v}] for v in ("gold", "silver"))
+    parser_class = _fresh_cel(monkeypatch, tmp_path)
+
+    first = [requirements.CelRule(rule).matches(view(olmkit_pm.registry, p)) for p in (gold, silver)]
+    stored = list((tmp_path / "cel").iterdir())
+    built = parser_class.CEL_PARSER
+    mtime = stored[0].stat().st_mtime_ns
+    _fresh_cel(monkeypatch, tmp_path)
+    again = [requirements.CelRule(rule).matches(view(olmkit_pm.registry, p)) for p in (gold, silver)]
+
+    assert [True, False] == first == again
+    assert 1 == len(stored) and stored[0].name.startswith("parser-") and stored[0].suffix == ".lark"
+    assert parser_class.CEL_PARSER is not None and parser_class.CEL_PARSER is not built
+    assert mtime == stored[0].stat().st_mtime_ns  # read, not written again
+    assert ("", "") == capfd.readouterr()
+
+
+def test_cel_parser_file_damaged_is_rebuilt_quietly(olmkit_pm, monkeypatch, tmp_path, capfd):
+    """A damaged stored parser is replaced without a word, and compile errors still name the problem."""
+    _fresh_cel(monkeypatch, tmp_path)
+    requirements._compile("1 == 1")
+    stored = next((tmp_path / "cel").iterdir())
+    stored.write_bytes(b"not a parser")
+    _fresh_cel(monkeypatch, tmp_path)
+
+    ok = requirements.CelRule("properties.exists(p, p.value == 1)").matches(view(olmkit_pm.registry, []))
+    with pytest.raises(ValueError, match="cel: "):
+        requirements._compile("properties.exists(p,")
+
+    assert ok is False
+    assert stored.read_bytes() != b"not a parser"
+    assert ("", "") == capfd.readouterr()
+
+
 def test_hook_olmkit_constraint_evaluators_custom_key(olmkit_pm, olmkit_register, tmp_path):
     """A constraint key registered by a plugin works inside olm.constraint exactly like a built-in one."""
 
