@@ -1108,6 +1108,12 @@ def _choose_catalog(
     if not having:
         catalogs = _listing(_source_ref(o) for o, _ in visible.loaded)
         packages = {p for _, c in visible.loaded for p in c.packages}
+        if not visible.loaded and visible.failed:
+            unreadable = ", ".join(_source_ref(o) for o, _ in visible.failed)
+            raise UsageError(
+                f'package "{package}": no catalog visible from namespace {namespace} can be read ({unreadable}); '
+                "fix the CatalogSource (see the warning above) or apply another"
+            )
         if not visible.loaded:
             raise UsageError(
                 f'package "{package}": no catalog is visible from namespace {namespace} '

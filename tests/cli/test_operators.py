@@ -155,6 +155,22 @@ def test_install_without_catalogs(olmkit, store):
     assert {} == specs(store, V1, "OperatorGroup")
 
 
+def test_install_when_every_visible_catalog_is_unreadable(olmkit, store, write, tmp_path):
+    """Catalogs exist but none can be read: the error says so and names them, instead of "no catalog"."""
+    olmkit("apply", "-f", write("broken.yaml", catalog_source("broken", "olm", str(tmp_path / "missing"))))
+
+    result = olmkit("install", "etcd")
+
+    assert 2 == result.code
+    warning, error = result.err.splitlines()
+    assert warning.startswith("warning: catalog olm/broken cannot be read and is skipped: ")
+    assert (
+        'olmkit: error: package "etcd": no catalog visible from namespace default can be read (olm/broken); '
+        "fix the CatalogSource (see the warning above) or apply another"
+    ) == error
+    assert {} == specs(store, V1A1, "Subscription")
+
+
 def test_install_twice_is_refused(olmkit, examples):
     """A package already subscribed in the namespace is not subscribed again."""
     olmkit("install", "storage-operator")
