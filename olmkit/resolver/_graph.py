@@ -34,6 +34,7 @@ import os
 import tempfile
 from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from itertools import compress
 from pathlib import Path
 from typing import Any, Final
 
@@ -493,6 +494,8 @@ class _Compiler:
         #: id(property) -> parsed value or _Failed (the properties stay alive with the catalog)
         self.parsed: dict[int, Any] = {}
         self._lookups: dict[tuple[str, Hashable], list[int]] = {}
+        #: lookup -> its candidates for predicates that select (and what they read of them)
+        self._batches: dict[tuple[str, Hashable], _Batch] = {}
         # requirements: by property, and by (type, exact JSON) (or None: does not build, or
         # _DEPENDENT: built with the bundle's name); the slow path's by property
         self._rec_of: dict[int, _Requirement] = {}
@@ -982,6 +985,7 @@ class _Compiler:
         self.ents_of = []
         self.names_of = {}
         self._lookups = {}
+        self._batches = {}
         self.preds = {}
 
     # -- lists ----------------------------------------------------------------------
@@ -1061,6 +1065,11 @@ class _Compiler:
                         if class_err and cls in class_err:
                             return array("i"), class_err[cls]
                         out += ents_of[cls]
+            elif lookups is not None and len(lookups) == 1 and (selected := self._select(predicate, lookups[0])):
+                for cls in compress(names, selected):
+                    if class_err and cls in class_err:
+                        return array("i"), class_err[cls]
+                    out += ents_of[cls]
             else:
                 for cls in names:
                     view = views[cls]
@@ -1075,6 +1084,29 @@ class _Compiler:
             return array("i"), error if self.gathering else g.add_error(error)
         out.sort()
         return array("i", out), -1
+
+    def _select(self, predicate: Any, lookup: tuple[str, Hashable]) -> Sequence[Any] | None:
+        """What ``matches`` says of each candidate under ``lookup``, from the predicate's ``select``.
+
+        ``None`` when the predicate has no ``select`` or it raises (a candidate does not
+        parse): the candidates are then asked one by one, which says which one fails. The
+        batch is kept per lookup, with what its predicates read of the candidates.
+        """
+        select = getattr(predicate, "select", None)
+        if select is None:
+            return None
+        batch = self._batches.get(lookup)
+        if batch is None:
+            views = self.views
+            candidates = [views[cls] or self.view(cls) for cls in self._candidates(lookup)]
+            batch = self._batches[lookup] = _Batch(candidates)
+        try:
+            selected: Sequence[Any] = select(batch)
+        except ValueError:
+            return None
+        if len(selected) != len(batch.candidates):
+            return None  # not an answer for these candidates: ask each (the definition)
+        return selected
 
     def _check(self, cls: int) -> int:
         """1 if every property of the class's bundle parses (or is of an ignored type), else 2."""
@@ -1095,6 +1127,29 @@ class _Compiler:
         if found is None:
             names_of = self.names_of
             found = self._lookups[lookup] = [names_of[b.package][b.name] for b in self.catalog.lookup(*lookup)]
+        return found
+
+
+class _Batch:
+    """The candidates under one lookup, as predicates' ``select`` sees them (a ``CandidateBatch``)."""
+
+    __slots__ = ("_read", "candidates")
+
+    def __init__(self, candidates: Sequence[BundleView]) -> None:
+        self.candidates = candidates
+        self._read: dict[Any, Any] = {}
+
+    def shared(self, read: Any) -> Any:
+        """``read(candidates)``, once per batch (a failure is raised again to every caller)."""
+        found = self._read.get(read, _MISSING)
+        if found is _MISSING:
+            try:
+                found = read(self.candidates)
+            except ValueError as exc:
+                found = _Failed(exc)
+            self._read[read] = found
+        if type(found) is _Failed:
+            raise found.exc
         return found
 
 
