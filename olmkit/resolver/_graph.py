@@ -663,6 +663,8 @@ class _Compiler:
         rec_of = self._rec_of
         requirement = self._requirement
         unique = self._unique
+        keys_of = self._keys_of
+        ukey_get = self._ukey_of.get
         assign = self._assign
         parse = self._parse
         wellformed = self.wellformed
@@ -694,6 +696,9 @@ class _Compiler:
             # once the whole bundle is known to build, as a failing one numbers only some)
             seq: list[Any] = []
             uprops: list[Property] | None = None
+            keys: list[int] = []  # each of uprops' key, -2: not known yet
+            utypes: list[str] = []  # their types in order of first appearance
+            together = True  # each type's properties come together: property order is type order
             clean = True
             parses = True
             for prop in b.properties:
@@ -704,10 +709,18 @@ class _Compiler:
                     continue
                 pt, template, required, has_keys = kind
                 if has_keys:
+                    k = ukey_get(id(prop), -2)
                     if uprops is None:
                         uprops = [prop]
+                        keys = [k]
+                        utypes = [prop.type]
                     else:
                         uprops.append(prop)
+                        keys.append(k)
+                        if prop.type != utypes[-1]:
+                            if prop.type in utypes:
+                                together = False
+                            utypes.append(prop.type)
                 elif not required and parses:
                     # neither keys nor requirement parse it: see whether it does
                     try:
@@ -733,7 +746,21 @@ class _Compiler:
             else:
                 uprops = self._slow_class(b)
             class_start.append(len(codes))
-            err = unique(b, uprops) if uprops is not None else -1
+            if uprops is None:
+                err = -1
+            elif clean and together and (-2 not in keys or not keys_of(uprops, keys)):
+                # the usual bundle: its keys in property order (see _unique)
+                if len(keys) == 1 or (len(keys) == 2 and keys[0] != keys[1]):
+                    for k in keys:
+                        if k >= 0:
+                            ukeys.append(k)
+                else:
+                    for k in dict.fromkeys(keys):
+                        if k >= 0:
+                            ukeys.append(k)
+                err = -1
+            else:
+                err = unique(b, uprops)
             # a plainly built class whose keys parse has only properties that parse
             wellformed[cls] = 1 if clean and parses and err < 0 else 2
             uerr.append(err)
@@ -918,25 +945,40 @@ class _Compiler:
     def _keys_of(self, uprops: list[Property], keys: list[int]) -> bool:
         """Fill in the missing (-2) keys of type-ordered properties; ``True`` if one does not parse.
 
-        A type's properties must all parse before any of its keys is registered.
+        Every missing one is parsed before any key is registered (a type's properties must
+        all parse before any of its keys is; if one does not, the general way in
+        :meth:`_unique` registers the types before it). Inlined: it runs for nearly every
+        bundle (identity properties are distinct per bundle).
         """
-        pts = self.registry.property_types
-        parse = self._parse
-        # one property per type: each type's properties parse when its one property does
-        single = len(uprops) == 1 or (len(uprops) == 2 and uprops[0].type != uprops[1].type)
-        if not single:
-            try:
-                for p, k in zip(uprops, keys, strict=True):
-                    if k == -2:
-                        parse(pts[p.type], p)
-            except ValueError:
-                return True
+        kinds = self._kinds
+        parsed = self.parsed
+        found: list[tuple[int, Any, Any]] = []
         for i, k in enumerate(keys):
             if k == -2:
-                found = self._ukey(uprops[i])
-                if found is None:
-                    return True  # (single: no key of its type was registered)
-                keys[i] = found
+                p = uprops[i]
+                pt = kinds[p.type][0]  # type: ignore[index]
+                value = parsed.get(id(p), _MISSING)
+                if value is _MISSING:
+                    try:
+                        value = pt.parse(p.value)
+                    except ValueError as exc:
+                        value = _Failed(exc)
+                    parsed[id(p)] = value
+                if type(value) is _Failed:
+                    return True
+                found.append((i, pt, value))
+        g = self.g
+        key_index = g.key_index
+        ukey_of = self._ukey_of
+        for i, pt, value in found:
+            u = pt.uniqueness(value)
+            k = -1
+            if u is not None:
+                k = key_index.get(u.key, -1)
+                if k < 0:
+                    k = key_index[u.key] = len(g.keys)
+                    g.keys.append(u.key)
+            ukey_of[id(uprops[i])] = keys[i] = k
         return False
 
     def _ukey(self, prop: Property) -> int | None:
