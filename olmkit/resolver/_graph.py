@@ -1042,20 +1042,20 @@ class _Compiler:
         g = self.g
         preds = g._preds
         first = []
-        for predicate in preds:
-            lookups = predicate_lookups(predicate)
+        lookups_of = [predicate_lookups(predicate) for predicate in preds]
+        for lookups in lookups_of:
             found = self._candidates(lookups[0]) if lookups else None
             first.append(found[0] if found else -1)
         found_lists: list[Any] = [None] * len(preds)
         self.gathering = True
         for p in sorted(range(len(preds)), key=first.__getitem__):
-            found_lists[p] = self.gather(preds[p])
+            found_lists[p] = self.gather(preds[p], lookups_of[p])
         self.gathering = False
         pred_err = array("i")
         any_err = False
         pred_items = g.pred_items
         pred_start = g.pred_start
-        for p, predicate in enumerate(preds):
+        for p, lookups in enumerate(lookups_of):
             items, err = found_lists[p]
             found_lists[p] = None
             if not isinstance(err, int):
@@ -1064,7 +1064,6 @@ class _Compiler:
             pred_start.append(len(pred_items))
             pred_err.append(err)
             any_err = any_err or err >= 0
-            lookups = predicate_lookups(predicate)
             if lookups is None:
                 g.scan_preds.append(p)
             else:
@@ -1073,14 +1072,16 @@ class _Compiler:
         g.pred_err = pred_err if any_err else None
         g._pred_index = dict(self.preds)
 
-    def gather(self, predicate: Any) -> tuple[array[int], Any]:
+    def gather(self, predicate: Any, lookups: Any = _MISSING) -> tuple[array[int], Any]:
         """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1.
 
         The error is the graph's number, or when gathering for a graph already compiled
         (:meth:`for_graph`) and the predicate fails on a candidate, the new error itself.
+        ``lookups`` is :func:`predicate_lookups` of the predicate when the caller has it.
         """
         g = self.g
-        lookups = predicate_lookups(predicate)
+        if lookups is _MISSING:
+            lookups = predicate_lookups(predicate)
         names: Iterable[int]
         if lookups is None:
             names = range(g.n_bundles)
@@ -1168,7 +1169,7 @@ class _Compiler:
         found = self._lookups.get(lookup)
         if found is None:
             names_of = self.names_of
-            found = self._lookups[lookup] = [names_of[b.package][b.name] for b in self.catalog.lookup(*lookup)]
+            found = self._lookups[lookup] = [names_of[p][n] for p, n in self.catalog.lookup_names(*lookup)]
         return found
 
 
