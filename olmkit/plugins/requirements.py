@@ -239,17 +239,23 @@ class AllOf:
         the same batch: what it reads is shared with the other predicates of the batch).
 
         Raises:
-            ValueError: a child's ``matches`` or ``select`` raised (the resolver then asks
-                :meth:`matches`, which says about which candidate).
+            ValueError: a child's ``matches`` raised (the resolver then asks :meth:`matches`,
+                which says about which candidate). A child's ``select`` that raises is not
+                an answer: that child is asked candidate by candidate.
         """
         candidates = batch.candidates
         result = [True] * len(candidates)
         for child in self.children:
             child_select = getattr(child, "select", None)
+            selected = None
             if child_select is not None:
-                selected = child_select(batch)
-                if len(selected) != len(candidates):
-                    raise ValueError("a child's select does not answer for every candidate")
+                try:
+                    selected = child_select(batch)
+                except ValueError:
+                    selected = None  # asked candidate by candidate: matches says whether one fails
+                if selected is not None and len(selected) != len(candidates):
+                    selected = None
+            if selected is not None:
                 result = [r and bool(s) for r, s in zip(result, selected, strict=True)]
             else:
                 match = child.matches
@@ -423,6 +429,11 @@ def _certainly_valid(fast: re.Match[str]) -> bool:
     return bool(_CEL_IDENT.fullmatch(var)) and var not in _CEL_RESERVED and "\n" not in text and "\r" not in text
 
 
+def _property_types(candidates: Sequence[PropertyView]) -> list[frozenset[Any]]:
+    """The types of each candidate's properties (what a has-type rule asks), read once per batch."""
+    return [frozenset([getattr(p, "type", None) for p in c.properties]) for c in candidates]
+
+
 @attrs.frozen
 class CelRule:
     """Matches bundles whose properties satisfy a CEL ``rule``."""
@@ -453,6 +464,17 @@ class CelRule:
         result = self._evaluate(candidate.properties)
         _CEL_RESULTS[(self.rule, key)] = result
         return result
+
+    def select(self, batch: CandidateBatch) -> list[bool]:
+        """A has-type rule's answer for each candidate, from their property types read once per batch.
+
+        Raises:
+            ValueError: for any other rule (evaluated candidate by candidate, where asked).
+        """
+        if self.has_type is None:
+            raise ValueError("only a has-type rule answers for a batch")
+        has_type = self.has_type
+        return [has_type in types for types in batch.shared(_property_types)]
 
     def _evaluate(self, properties: Sequence[Any]) -> bool:
         import celpy
