@@ -155,7 +155,7 @@ class _Versions:
     count: int
     #: package -> each candidate's only version, when every candidate has exactly one
     single: dict[str, list[Version]]
-    #: package -> each candidate's versions
+    #: package -> each candidate's versions, for the other packages
     rows: dict[str, list[list[Version]]]
 
 
@@ -183,9 +183,10 @@ def _versions(candidates: Sequence[PropertyView]) -> _Versions:
                 row = rows[identity.package] = [[] for _ in range(n)]
             row[i].append(version)
     single = {}
-    for package, row in rows.items():
+    for package, row in list(rows.items()):
         if all(len(found) == 1 for found in row):
             single[package] = [found[0] for found in row]
+            del rows[package]
     return _Versions(n, single, rows)
 
 
@@ -429,9 +430,9 @@ def _certainly_valid(fast: re.Match[str]) -> bool:
     return bool(_CEL_IDENT.fullmatch(var)) and var not in _CEL_RESERVED and "\n" not in text and "\r" not in text
 
 
-def _property_types(candidates: Sequence[PropertyView]) -> list[frozenset[Any]]:
+def _property_types(candidates: Sequence[PropertyView]) -> list[tuple[Any, ...]]:
     """The types of each candidate's properties (what a has-type rule asks), read once per batch."""
-    return [frozenset([getattr(p, "type", None) for p in c.properties]) for c in candidates]
+    return [tuple([getattr(p, "type", None) for p in c.properties]) for c in candidates]
 
 
 @attrs.frozen

@@ -1048,7 +1048,12 @@ class _Compiler:
             first.append(found[0] if found else -1)
         found_lists: list[Any] = [None] * len(preds)
         self.gathering = True
+        previous = -1
         for p in sorted(range(len(preds)), key=first.__getitem__):
+            if first[p] != previous:
+                # the predicates of a lookup come together: what its batch read is done with
+                self._batches.clear()
+                previous = first[p]
             found_lists[p] = self.gather(preds[p], lookups_of[p])
         self.gathering = False
         pred_err = array("i")
