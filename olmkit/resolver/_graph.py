@@ -663,8 +663,12 @@ class _Compiler:
         rec_of = self._rec_of
         requirement = self._requirement
         unique = self._unique
-        keys_of = self._keys_of
-        ukey_get = self._ukey_of.get
+        ukey_of = self._ukey_of
+        ukey_get = ukey_of.get
+        key_index = g.key_index
+        all_keys = g.keys
+        parsed = self.parsed
+        parsed_get = parsed.get
         assign = self._assign
         parse = self._parse
         wellformed = self.wellformed
@@ -699,6 +703,8 @@ class _Compiler:
             keys: list[int] = []  # each of uprops' key, -2: not known yet
             utypes: list[str] = []  # their types in order of first appearance
             together = True  # each type's properties come together: property order is type order
+            pending: list[tuple[int, Any, Any]] = []  # (index in keys, property type, parsed value)
+            unparsed = False  # a missing key's property does not parse
             clean = True
             parses = True
             for prop in b.properties:
@@ -710,6 +716,20 @@ class _Compiler:
                 pt, template, required, has_keys = kind
                 if has_keys:
                     k = ukey_get(id(prop), -2)
+                    if k == -2:
+                        # a key not known yet (an identity is one per bundle): parsed now,
+                        # registered once every missing one of the bundle parses
+                        value = parsed_get(id(prop), _MISSING)
+                        if value is _MISSING:
+                            try:
+                                value = pt.parse(prop.value)
+                            except ValueError as exc:
+                                value = _Failed(exc)
+                            parsed[id(prop)] = value
+                        if type(value) is _Failed:
+                            unparsed = True
+                        else:
+                            pending.append((len(keys), pt, value))
                     if uprops is None:
                         uprops = [prop]
                         keys = [k]
@@ -748,8 +768,17 @@ class _Compiler:
             class_start.append(len(codes))
             if uprops is None:
                 err = -1
-            elif clean and together and (-2 not in keys or not keys_of(uprops, keys)):
+            elif clean and together and not unparsed:
                 # the usual bundle: its keys in property order (see _unique)
+                for i, pt, value in pending:
+                    u = pt.uniqueness(value)
+                    k = -1
+                    if u is not None:
+                        k = key_index.get(u.key, -1)
+                        if k < 0:
+                            k = key_index[u.key] = len(all_keys)
+                            all_keys.append(u.key)
+                    ukey_of[id(uprops[i])] = keys[i] = k
                 if len(keys) == 1 or (len(keys) == 2 and keys[0] != keys[1]):
                     for k in keys:
                         if k >= 0:
