@@ -118,8 +118,10 @@ def test_cel_parser_is_stored_and_read_back(olmkit_pm, monkeypatch, tmp_path, ca
     again = [requirements.CelRule(rule).matches(view(olmkit_pm.registry, p)) for p in (gold, silver)]
 
     assert [True, False] == first == again
-    assert 1 == len(stored) and stored[0].name.startswith("parser-") and stored[0].suffix == ".lark"
-    assert parser_class.CEL_PARSER is not None and parser_class.CEL_PARSER is not built
+    assert [stored[0].name.startswith("parser-"), ".lark"] == [True, stored[0].suffix]
+    assert 1 == len(stored)
+    assert parser_class.CEL_PARSER is not None
+    assert parser_class.CEL_PARSER is not built
     assert mtime == stored[0].stat().st_mtime_ns  # read, not written again
     assert ("", "") == capfd.readouterr()
 
