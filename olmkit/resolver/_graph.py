@@ -34,6 +34,7 @@ import os
 import tempfile
 from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from itertools import compress
 from pathlib import Path
 from typing import Any, Final
 
@@ -493,6 +494,8 @@ class _Compiler:
         #: id(property) -> parsed value or _Failed (the properties stay alive with the catalog)
         self.parsed: dict[int, Any] = {}
         self._lookups: dict[tuple[str, Hashable], list[int]] = {}
+        #: lookup -> its candidates for predicates that select (and what they read of them)
+        self._batches: dict[tuple[str, Hashable], _Batch] = {}
         # requirements: by property, and by (type, exact JSON) (or None: does not build, or
         # _DEPENDENT: built with the bundle's name); the slow path's by property
         self._rec_of: dict[int, _Requirement] = {}
@@ -660,6 +663,12 @@ class _Compiler:
         rec_of = self._rec_of
         requirement = self._requirement
         unique = self._unique
+        ukey_of = self._ukey_of
+        ukey_get = ukey_of.get
+        key_index = g.key_index
+        all_keys = g.keys
+        parsed = self.parsed
+        parsed_get = parsed.get
         assign = self._assign
         parse = self._parse
         wellformed = self.wellformed
@@ -691,6 +700,11 @@ class _Compiler:
             # once the whole bundle is known to build, as a failing one numbers only some)
             seq: list[Any] = []
             uprops: list[Property] | None = None
+            keys: list[int] = []  # each of uprops' key, -2: not known yet
+            utypes: list[str] = []  # their types in order of first appearance
+            together = True  # each type's properties come together: property order is type order
+            pending: list[tuple[int, Any, Any]] = []  # (index in keys, property type, parsed value)
+            unparsed = False  # a missing key's property does not parse
             clean = True
             parses = True
             for prop in b.properties:
@@ -701,10 +715,32 @@ class _Compiler:
                     continue
                 pt, template, required, has_keys = kind
                 if has_keys:
+                    k = ukey_get(id(prop), -2)
+                    if k == -2:
+                        # a key not known yet (an identity is one per bundle): parsed now,
+                        # registered once every missing one of the bundle parses
+                        value = parsed_get(id(prop), _MISSING)
+                        if value is _MISSING:
+                            try:
+                                value = pt.parse(prop.value)
+                            except ValueError as exc:
+                                value = _Failed(exc)
+                            parsed[id(prop)] = value
+                        if type(value) is _Failed:
+                            unparsed = True
+                        else:
+                            pending.append((len(keys), pt, value))
                     if uprops is None:
                         uprops = [prop]
+                        keys = [k]
+                        utypes = [prop.type]
                     else:
                         uprops.append(prop)
+                        keys.append(k)
+                        if prop.type != utypes[-1]:
+                            if prop.type in utypes:
+                                together = False
+                            utypes.append(prop.type)
                 elif not required and parses:
                     # neither keys nor requirement parse it: see whether it does
                     try:
@@ -730,7 +766,30 @@ class _Compiler:
             else:
                 uprops = self._slow_class(b)
             class_start.append(len(codes))
-            err = unique(b, uprops) if uprops is not None else -1
+            if uprops is None:
+                err = -1
+            elif clean and together and not unparsed:
+                # the usual bundle: its keys in property order (see _unique)
+                for i, pt, value in pending:
+                    u = pt.uniqueness(value)
+                    k = -1
+                    if u is not None:
+                        k = key_index.get(u.key, -1)
+                        if k < 0:
+                            k = key_index[u.key] = len(all_keys)
+                            all_keys.append(u.key)
+                    ukey_of[id(uprops[i])] = keys[i] = k
+                if len(keys) == 1 or (len(keys) == 2 and keys[0] != keys[1]):
+                    for k in keys:
+                        if k >= 0:
+                            ukeys.append(k)
+                else:
+                    for k in dict.fromkeys(keys):
+                        if k >= 0:
+                            ukeys.append(k)
+                err = -1
+            else:
+                err = unique(b, uprops)
             # a plainly built class whose keys parse has only properties that parse
             wellformed[cls] = 1 if clean and parses and err < 0 else 2
             uerr.append(err)
@@ -915,25 +974,40 @@ class _Compiler:
     def _keys_of(self, uprops: list[Property], keys: list[int]) -> bool:
         """Fill in the missing (-2) keys of type-ordered properties; ``True`` if one does not parse.
 
-        A type's properties must all parse before any of its keys is registered.
+        Every missing one is parsed before any key is registered (a type's properties must
+        all parse before any of its keys is; if one does not, the general way in
+        :meth:`_unique` registers the types before it). Inlined: it runs for nearly every
+        bundle (identity properties are distinct per bundle).
         """
-        pts = self.registry.property_types
-        parse = self._parse
-        # one property per type: each type's properties parse when its one property does
-        single = len(uprops) == 1 or (len(uprops) == 2 and uprops[0].type != uprops[1].type)
-        if not single:
-            try:
-                for p, k in zip(uprops, keys, strict=True):
-                    if k == -2:
-                        parse(pts[p.type], p)
-            except ValueError:
-                return True
+        kinds = self._kinds
+        parsed = self.parsed
+        found: list[tuple[int, Any, Any]] = []
         for i, k in enumerate(keys):
             if k == -2:
-                found = self._ukey(uprops[i])
-                if found is None:
-                    return True  # (single: no key of its type was registered)
-                keys[i] = found
+                p = uprops[i]
+                pt = kinds[p.type][0]  # type: ignore[index]
+                value = parsed.get(id(p), _MISSING)
+                if value is _MISSING:
+                    try:
+                        value = pt.parse(p.value)
+                    except ValueError as exc:
+                        value = _Failed(exc)
+                    parsed[id(p)] = value
+                if type(value) is _Failed:
+                    return True
+                found.append((i, pt, value))
+        g = self.g
+        key_index = g.key_index
+        ukey_of = self._ukey_of
+        for i, pt, value in found:
+            u = pt.uniqueness(value)
+            k = -1
+            if u is not None:
+                k = key_index.get(u.key, -1)
+                if k < 0:
+                    k = key_index[u.key] = len(g.keys)
+                    g.keys.append(u.key)
+            ukey_of[id(uprops[i])] = keys[i] = k
         return False
 
     def _ukey(self, prop: Property) -> int | None:
@@ -982,6 +1056,7 @@ class _Compiler:
         self.ents_of = []
         self.names_of = {}
         self._lookups = {}
+        self._batches = {}
         self.preds = {}
 
     # -- lists ----------------------------------------------------------------------
@@ -996,20 +1071,25 @@ class _Compiler:
         g = self.g
         preds = g._preds
         first = []
-        for predicate in preds:
-            lookups = predicate_lookups(predicate)
+        lookups_of = [predicate_lookups(predicate) for predicate in preds]
+        for lookups in lookups_of:
             found = self._candidates(lookups[0]) if lookups else None
             first.append(found[0] if found else -1)
         found_lists: list[Any] = [None] * len(preds)
         self.gathering = True
+        previous = -1
         for p in sorted(range(len(preds)), key=first.__getitem__):
-            found_lists[p] = self.gather(preds[p])
+            if first[p] != previous:
+                # the predicates of a lookup come together: what its batch read is done with
+                self._batches.clear()
+                previous = first[p]
+            found_lists[p] = self.gather(preds[p], lookups_of[p])
         self.gathering = False
         pred_err = array("i")
         any_err = False
         pred_items = g.pred_items
         pred_start = g.pred_start
-        for p, predicate in enumerate(preds):
+        for p, lookups in enumerate(lookups_of):
             items, err = found_lists[p]
             found_lists[p] = None
             if not isinstance(err, int):
@@ -1018,7 +1098,6 @@ class _Compiler:
             pred_start.append(len(pred_items))
             pred_err.append(err)
             any_err = any_err or err >= 0
-            lookups = predicate_lookups(predicate)
             if lookups is None:
                 g.scan_preds.append(p)
             else:
@@ -1027,14 +1106,16 @@ class _Compiler:
         g.pred_err = pred_err if any_err else None
         g._pred_index = dict(self.preds)
 
-    def gather(self, predicate: Any) -> tuple[array[int], Any]:
+    def gather(self, predicate: Any, lookups: Any = _MISSING) -> tuple[array[int], Any]:
         """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1.
 
         The error is the graph's number, or when gathering for a graph already compiled
         (:meth:`for_graph`) and the predicate fails on a candidate, the new error itself.
+        ``lookups`` is :func:`predicate_lookups` of the predicate when the caller has it.
         """
         g = self.g
-        lookups = predicate_lookups(predicate)
+        if lookups is _MISSING:
+            lookups = predicate_lookups(predicate)
         names: Iterable[int]
         if lookups is None:
             names = range(g.n_bundles)
@@ -1061,6 +1142,11 @@ class _Compiler:
                         if class_err and cls in class_err:
                             return array("i"), class_err[cls]
                         out += ents_of[cls]
+            elif lookups is not None and len(lookups) == 1 and (selected := self._select(predicate, lookups[0])):
+                for cls in compress(names, selected):
+                    if class_err and cls in class_err:
+                        return array("i"), class_err[cls]
+                    out += ents_of[cls]
             else:
                 for cls in names:
                     view = views[cls]
@@ -1075,6 +1161,29 @@ class _Compiler:
             return array("i"), error if self.gathering else g.add_error(error)
         out.sort()
         return array("i", out), -1
+
+    def _select(self, predicate: Any, lookup: tuple[str, Hashable]) -> Sequence[Any] | None:
+        """What ``matches`` says of each candidate under ``lookup``, from the predicate's ``select``.
+
+        ``None`` when the predicate has no ``select`` or it raises (a candidate does not
+        parse): the candidates are then asked one by one, which says which one fails. The
+        batch is kept per lookup, with what its predicates read of the candidates.
+        """
+        select = getattr(predicate, "select", None)
+        if select is None:
+            return None
+        batch = self._batches.get(lookup)
+        if batch is None:
+            views = self.views
+            candidates = [views[cls] or self.view(cls) for cls in self._candidates(lookup)]
+            batch = self._batches[lookup] = _Batch(candidates)
+        try:
+            selected: Sequence[Any] = select(batch)
+        except ValueError:
+            return None
+        if len(selected) != len(batch.candidates):
+            return None  # not an answer for these candidates: ask each (the definition)
+        return selected
 
     def _check(self, cls: int) -> int:
         """1 if every property of the class's bundle parses (or is of an ignored type), else 2."""
@@ -1094,7 +1203,30 @@ class _Compiler:
         found = self._lookups.get(lookup)
         if found is None:
             names_of = self.names_of
-            found = self._lookups[lookup] = [names_of[b.package][b.name] for b in self.catalog.lookup(*lookup)]
+            found = self._lookups[lookup] = [names_of[p][n] for p, n in self.catalog.lookup_names(*lookup)]
+        return found
+
+
+class _Batch:
+    """The candidates under one lookup, as predicates' ``select`` sees them (a ``CandidateBatch``)."""
+
+    __slots__ = ("_read", "candidates")
+
+    def __init__(self, candidates: Sequence[BundleView]) -> None:
+        self.candidates = candidates
+        self._read: dict[Any, Any] = {}
+
+    def shared(self, read: Any) -> Any:
+        """``read(candidates)``, once per batch (a failure is raised again to every caller)."""
+        found = self._read.get(read, _MISSING)
+        if found is _MISSING:
+            try:
+                found = read(self.candidates)
+            except ValueError as exc:
+                found = _Failed(exc)
+            self._read[read] = found
+        if type(found) is _Failed:
+            raise found.exc
         return found
 
 

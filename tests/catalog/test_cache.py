@@ -293,3 +293,25 @@ def test_validation_child_writes_the_cache_of_a_large_catalog(tmp_path, olmkit_p
     assert 1 == helpers
     assert (False, True) == (first_cached, second_cached)
     assert [str(p) for p in first] == [str(p) for p in second]
+
+
+def test_lookup_names_are_lookups_bundles_without_building_them(tmp_path, olmkit_pm):
+    """lookup_names gives lookup's (package, name) pairs in its order, cold and cached (building nothing)."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    cold = load_catalog_result(root, olmkit_pm.registry).catalog
+    warm = load_catalog_result(root, olmkit_pm.registry).catalog
+    keys = [("olm.gvk", ("g.io", "v1", "K")), ("olm.package", "a"), ("olm.package", "b"), ("olm.package", "zz")]
+
+    named = [list(warm.lookup_names(*k)) for k in keys]
+
+    assert {} == warm.bundles._done
+    assert [
+        [("a", "a.v1.0.0"), ("a", "a.v1.1.0")],
+        [("a", "a.v1.0.0"), ("a", "a.v1.1.0")],
+        [("b", "b.v2.0.0")],
+        [],
+    ] == named
+    for catalog in (cold, warm):
+        assert [[(b.package, b.name) for b in catalog.lookup(*k)] for k in keys] == named
+        assert named == [list(catalog.lookup_names(*k)) for k in keys]  # again, from the filled index

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from olmkit.catalog.semver import parse_range, parse_version
 
@@ -57,3 +59,26 @@ def test_bad_ranges_fail_with_the_text(rng):
     """Ranges blang cannot parse raise ValueError quoting the range."""
     with pytest.raises(ValueError, match="invalid range"):
         parse_range(rng)
+
+
+VERSIONS = st.builds(
+    lambda m, n, p, pre: f"{m}.{n}.{p}" + (f"-{pre}" if pre else ""),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from(["", "alpha", "alpha.1", "1", "rc.2"]),
+)
+COMPARATORS = st.tuples(st.sampled_from(["", "=", "==", ">", ">=", "<", "<=", "!", "!="]), VERSIONS).map("".join)
+RANGES = st.lists(st.lists(COMPARATORS, min_size=1, max_size=3).map(" ".join), min_size=1, max_size=3).map(" || ".join)
+
+
+ODD_RANGES = st.sampled_from(["1.x", ">=1.2.x <3.x", "1.0.0 || || 2.0.0"])
+
+
+@given(text=st.one_of(RANGES, ODD_RANGES), versions=st.lists(VERSIONS))
+def test_matches_each_is_matches_for_each_version(text, versions):
+    """matches_each gives matches() of every version, in order (every operator, OR, AND, wildcards)."""
+    parsed = parse_range(text)
+    vs = [parse_version(v) for v in versions]
+
+    assert [parsed.matches(v) for v in vs] == parsed.matches_each(vs)

@@ -159,6 +159,10 @@ def cases(draw):
                     p.append("deprecated")
                 if rare(draw, 60):
                     p.append({"type": "olm.gvk", "value": {"group": "g"}})  # malformed
+                if rare(draw, 12):
+                    # a second identity: an odd version, another package's, or malformed
+                    odd = [{"packageName": pkg, "version": "v9"}, {"packageName": "b", "version": "2.0.0"}, "x"]
+                    p.append({"type": "olm.package", "value": draw(st.sampled_from(odd))})
                 props[name] = p
                 bundles_of.setdefault(pkg, []).append((cat, name))
             packages[pkg] = {

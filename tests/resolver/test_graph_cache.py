@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import marshal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -277,3 +277,136 @@ def test_exact_predicate_is_asked_about_a_malformed_candidate(olmkit_pm, olmkit_
     assert "error" == resolution.status
     assert "bundle db.v1.0.0: a tier is a string" == resolution.message
     assert outcome(reference.resolve(request)) == outcome(resolution)
+
+
+# --------------------------------------------------------------------------- batched candidates
+
+
+class TierAtLeast:
+    """Matches bundles with a tier of at least ``rank`` (not exact); counts what it is asked.
+
+    ``select`` is set per test: absent (a third-party predicate without it), answering, or
+    failing in one of the ways the resolver must survive.
+    """
+
+    asked: ClassVar[list[str]] = []
+    selected: ClassVar[int] = 0
+    reads: ClassVar[int] = 0
+    mode: ClassVar[str] = "none"
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self.lookup = ("example.io/tier", "ranked")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TierAtLeast) and other.rank == self.rank
+
+    def __hash__(self) -> int:
+        return hash(self.rank)
+
+    def matches(self, candidate: Any) -> bool:
+        TierAtLeast.asked.append(candidate.name)
+        return any(t >= self.rank for t in candidate.values("example.io/tier"))
+
+    def __getattr__(self, name: str) -> Any:
+        # ``select`` exists only in the modes that have one
+        if name == "select" and TierAtLeast.mode != "none":
+            return self._select
+        raise AttributeError(name)
+
+    def _select(self, batch: Any) -> list[bool]:
+        TierAtLeast.selected += 1
+        tiers = batch.shared(_read_tiers)
+        if TierAtLeast.mode == "raises":
+            raise ValueError("cannot tell")
+        if TierAtLeast.mode == "short":
+            return []
+        return [any(t >= self.rank for t in found) for found in tiers]
+
+    def __str__(self) -> str:
+        return f"with a tier of at least {self.rank}"
+
+
+def _read_tiers(candidates: Any) -> list[tuple[int, ...]]:
+    TierAtLeast.reads += 1
+    return [c.values("example.io/tier") for c in candidates]
+
+
+class RankPlugin:
+    @hookimpl
+    def olmkit_property_types(self):
+        def parse(value: Any) -> int:
+            if not isinstance(value, int):
+                raise ValueError("a tier is a number")
+            return value
+
+        yield PropertyType(name="example.io/tier", parse=parse, index_keys=lambda v: ("ranked",))
+        yield PropertyType(name="example.io/tier.atleast", parse=parse, requirement=lambda v, ctx: TierAtLeast(v))
+
+
+def rank_case(db_tiers: list[Any]) -> dict[str, Any]:
+    def needs(rank: int) -> list[Any]:
+        return [{"type": "example.io/tier.atleast", "value": rank}]
+
+    def tier(t: Any) -> list[Any]:
+        return [{"type": "example.io/tier", "value": t}]
+
+    return {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "app": {"channels": {"stable": ["app.v1.0.0"]}, "bundles": {"app.v1.0.0": needs(2)}},
+                    "web": {"channels": {"stable": ["web.v1.0.0"]}, "bundles": {"web.v1.0.0": needs(3)}},
+                    "db": {
+                        "channels": {"stable": ["db.v2.0.0 replaces db.v1.0.0", "db.v1.0.0"]},
+                        "bundles": {"db.v1.0.0": tier(1), "db.v2.0.0": [t for x in db_tiers for t in tier(x)]},
+                    },
+                    "kv": {"channels": {"stable": ["kv.v1.0.0"]}, "bundles": {"kv.v1.0.0": tier(3)}},
+                }
+            }
+        },
+        "subscriptions": [{"package": "app"}, {"package": "web"}],
+    }
+
+
+@pytest.fixture
+def ranked(olmkit_pm, olmkit_register):
+    olmkit_register(RankPlugin())
+    TierAtLeast.asked.clear()
+    TierAtLeast.selected = TierAtLeast.reads = 0
+    yield
+    TierAtLeast.mode = "none"
+
+
+@pytest.mark.parametrize("mode", ["none", "answers", "raises", "short"])
+def test_predicate_select_answers_for_its_lookup_or_matches_is_asked(olmkit_pm, ranked, tmp_path, cache_dir, mode):
+    """A predicate's ``select`` answers for all its candidates (what it reads shared by every
+    predicate of the lookup); without one, or when it fails, each candidate is asked, with
+    the same graph and answer."""
+    TierAtLeast.mode = mode
+    request = case_request(rank_case([3]), tmp_path, olmkit_pm, cache=True)
+
+    resolution = resolve(request)
+    seen = (len(TierAtLeast.asked), TierAtLeast.selected, TierAtLeast.reads)
+
+    assert outcome(reference.resolve(request)) == outcome(resolution)
+    assert "ok" == resolution.status
+    # two predicates, three candidates each; asked one by one unless select answers
+    expected = {"none": (6, 0, 0), "answers": (0, 2, 1), "raises": (6, 2, 1), "short": (6, 2, 1)}[mode]
+    assert expected == seen
+
+
+@pytest.mark.parametrize("mode", ["none", "answers"])
+def test_predicate_select_failing_on_a_candidate_gives_the_reference_error(
+    olmkit_pm, ranked, tmp_path, cache_dir, mode
+):
+    """A candidate whose properties do not parse fails select's shared read: matches says which, as before."""
+    TierAtLeast.mode = mode
+    request = case_request(rank_case([3, "gold"]), tmp_path, olmkit_pm, cache=True)
+
+    resolution = resolve(request)
+    reads = TierAtLeast.reads
+
+    assert outcome(reference.resolve(request)) == outcome(resolution)
+    assert ("error", "bundle db.v2.0.0: a tier is a number") == (resolution.status, resolution.message)
+    assert (1 if mode == "answers" else 0) == reads

@@ -291,3 +291,80 @@ def test_inexact_predicates_do_not_claim_exactness(olmkit_pm):
     ]
 
     assert [False] * len(constraints) == [getattr(context.build_constraint(c), "exact", False) for c in constraints]
+
+
+IDENTITY = st.one_of(
+    st.fixed_dictionaries(
+        {"packageName": st.sampled_from(["p", "q"])},
+        optional={"version": st.sampled_from(["1.0.0", "2.1.0", "v1.5", "0.9.0-rc.1", "banana", ""])},
+    ),
+    st.just("malformed"),  # does not parse: matches raises, so must select
+)
+CANDIDATE = st.tuples(st.lists(IDENTITY, max_size=2), st.booleans(), st.lists(API, max_size=1)).map(
+    lambda t: (
+        [{"type": "olm.package", "value": v} for v in t[0]]
+        + ([{"type": "certified", "value": True}] if t[1] else [])
+        + [{"type": "olm.gvk", "value": v} for v in t[2]]
+    )
+)
+RANGED = st.builds(
+    lambda pkg, rng: {"package": {"packageName": pkg, "versionRange": rng}},
+    st.sampled_from(["p", "q"]),
+    st.sampled_from([">=1.0.0", "<2.0.0", "1.0.0 || >=2.0.0", ">=0.0.0", "!=1.5.0"]),
+)
+HAS_TYPE = {"cel": {"rule": 'properties.exists(p, p.type == "certified")'}}
+KIND_A = 'properties.exists(p, p.type == "olm.gvk" && p.value.kind == "A")'
+SELECTING = st.one_of(
+    RANGED,
+    st.just(HAS_TYPE),
+    st.lists(
+        st.one_of(
+            RANGED,
+            API.map(lambda gvk: {"gvk": gvk}),
+            st.just(HAS_TYPE),
+            # not a has-type rule: its select gives up, all-of asks it candidate by candidate
+            st.just({"cel": {"rule": KIND_A}}),
+        ),
+        min_size=1,
+        max_size=3,
+    ).map(lambda cs: {"all": {"constraints": cs}}),
+)
+
+
+@pytest.fixture
+def kind_a_compiled():
+    """The CEL rule compiled before hypothesis runs (building cel-python's parser raises the recursion limit)."""
+    requirements._compile(KIND_A)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(candidates=st.lists(CANDIDATE, max_size=4), constraints=st.lists(SELECTING, min_size=1, max_size=3))
+def test_select_is_matches_for_each_candidate(olmkit_pm, kind_a_compiled, candidates, constraints):
+    """Package ranges, has-type rules and all-of answer a batch as matches() answers each candidate, or raise.
+
+    The predicates share the batch (as a lookup's predicates do), so what one read the next reuses.
+    """
+    from olmkit.resolver._graph import Context, _Batch
+
+    registry = olmkit_pm.registry
+    views = [view(registry, props, name=f"b.v{i}") for i, props in enumerate(candidates)]
+    batch = _Batch(views)
+    context = Context(registry, "a.v1")
+
+    for constraint in constraints:
+        predicate = context.build_constraint(constraint)
+        try:
+            expected: object = [bool(predicate.matches(v)) for v in views]
+        except ValueError:
+            expected = ValueError
+        try:
+            got: object = [bool(x) for x in predicate.select(batch)]
+        except ValueError:
+            got = ValueError
+        if expected is ValueError:
+            assert got is ValueError
+        else:
+            # select may also give up (raise) where matches would not: the resolver then asks matches
+            assert got in (expected, ValueError)
+            if not any("malformed" == p["value"] for props in candidates for p in props):
+                assert expected == got
