@@ -665,8 +665,7 @@ class _Compiler:
         unique = self._unique
         ukey_of = self._ukey_of
         ukey_get = ukey_of.get
-        key_index = g.key_index
-        all_keys = g.keys
+        register_key = self._register_key
         parsed = self.parsed
         parsed_get = parsed.get
         assign = self._assign
@@ -771,14 +770,7 @@ class _Compiler:
             elif clean and together and not unparsed:
                 # the usual bundle: its keys in property order (see _unique)
                 for i, pt, value in pending:
-                    u = pt.uniqueness(value)
-                    k = -1
-                    if u is not None:
-                        k = key_index.get(u.key, -1)
-                        if k < 0:
-                            k = key_index[u.key] = len(all_keys)
-                            all_keys.append(u.key)
-                    ukey_of[id(uprops[i])] = keys[i] = k
+                    ukey_of[id(uprops[i])] = keys[i] = register_key(pt, value)
                 if len(keys) == 1 or (len(keys) == 2 and keys[0] != keys[1]):
                     for k in keys:
                         if k >= 0:
@@ -980,35 +972,32 @@ class _Compiler:
         bundle (identity properties are distinct per bundle).
         """
         kinds = self._kinds
-        parsed = self.parsed
+        parse = self._parse
         found: list[tuple[int, Any, Any]] = []
         for i, k in enumerate(keys):
             if k == -2:
                 p = uprops[i]
                 pt = kinds[p.type][0]  # type: ignore[index]
-                value = parsed.get(id(p), _MISSING)
-                if value is _MISSING:
-                    try:
-                        value = pt.parse(p.value)
-                    except ValueError as exc:
-                        value = _Failed(exc)
-                    parsed[id(p)] = value
-                if type(value) is _Failed:
+                try:
+                    found.append((i, pt, parse(pt, p)))
+                except ValueError:
                     return True
-                found.append((i, pt, value))
-        g = self.g
-        key_index = g.key_index
         ukey_of = self._ukey_of
         for i, pt, value in found:
-            u = pt.uniqueness(value)
-            k = -1
-            if u is not None:
-                k = key_index.get(u.key, -1)
-                if k < 0:
-                    k = key_index[u.key] = len(g.keys)
-                    g.keys.append(u.key)
-            ukey_of[id(uprops[i])] = keys[i] = k
+            ukey_of[id(uprops[i])] = keys[i] = self._register_key(pt, value)
         return False
+
+    def _register_key(self, pt: Any, value: Any) -> int:
+        """The number of a parsed property's uniqueness key, numbered on first sight (-1: it has none)."""
+        u = pt.uniqueness(value)
+        if u is None:
+            return -1
+        g = self.g
+        k = g.key_index.get(u.key, -1)
+        if k < 0:
+            k = g.key_index[u.key] = len(g.keys)
+            g.keys.append(u.key)
+        return k
 
     def _ukey(self, prop: Property) -> int | None:
         """The key number of a property (-1: it has none), ``None`` if it does not parse."""
@@ -1018,15 +1007,7 @@ class _Compiler:
         except ValueError:
             return None
         assert pt.uniqueness is not None
-        u = pt.uniqueness(value)
-        k = -1
-        if u is not None:
-            g = self.g
-            k = g.key_index.get(u.key, -1)
-            if k < 0:
-                k = g.key_index[u.key] = len(g.keys)
-                g.keys.append(u.key)
-        self._ukey_of[id(prop)] = k
+        k = self._ukey_of[id(prop)] = self._register_key(pt, value)
         return k
 
     def _key_error(self, b: Any, prop: Property) -> int:
