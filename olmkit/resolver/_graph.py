@@ -771,14 +771,7 @@ class _Compiler:
                 # the usual bundle: its keys in property order (see _unique)
                 for i, pt, value in pending:
                     ukey_of[id(uprops[i])] = keys[i] = register_key(pt, value)
-                if len(keys) == 1 or (len(keys) == 2 and keys[0] != keys[1]):
-                    for k in keys:
-                        if k >= 0:
-                            ukeys.append(k)
-                else:
-                    for k in dict.fromkeys(keys):
-                        if k >= 0:
-                            ukeys.append(k)
+                _append_keys(ukeys, keys)
                 err = -1
             else:
                 err = unique(b, uprops)
@@ -927,15 +920,7 @@ class _Compiler:
             if -2 in keys and self._keys_of(uprops, keys):
                 keys[0] = -2  # a type does not parse: the general way below says which
             if -2 not in keys:
-                ukeys = g.ukeys
-                if len(keys) == 2 and keys[0] != keys[1]:
-                    for k in keys:
-                        if k >= 0:
-                            ukeys.append(k)
-                else:
-                    for k in dict.fromkeys(keys):
-                        if k >= 0:
-                            ukeys.append(k)
+                _append_keys(g.ukeys, keys)
                 return -1
         groups: dict[str, list[Property]] = {}
         for prop in uprops:
@@ -1213,6 +1198,18 @@ class _Batch:
 
 #: orjson options for requirement values compared exactly (datetimes are not their text)
 _EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _append_keys(out: array[int], keys: list[int]) -> None:
+    """Append a bundle's key numbers in order, each once, without the -1s (properties without a key)."""
+    if len(keys) == 1 or (len(keys) == 2 and keys[0] != keys[1]):
+        for k in keys:
+            if k >= 0:
+                out.append(k)
+    else:
+        for k in dict.fromkeys(keys):
+            if k >= 0:
+                out.append(k)
 
 
 def _contiguous(props: list[Property]) -> bool:
