@@ -187,3 +187,16 @@ def test_bench_resolve_malformed_problem_is_a_usage_error(tmp_path, capsys, text
 
     assert 2 == code
     assert f"{tmp_path / 'problem.json'}: not a gen_catalog problem" in err
+
+
+def test_resolve_reads_standard_input(monkeypatch, capsys):
+    """-f - reads the manifests from standard input (relative catalog paths from the working directory)."""
+    import io
+
+    monkeypatch.chdir(EXAMPLES.parent)
+    monkeypatch.setattr("sys.stdin", io.StringIO(MANIFESTS.replace(str(EXAMPLES), "catalog")))
+
+    code, out, _ = run(capsys, "resolve", "-f", "-", "-o", "json")
+
+    assert 0 == code
+    assert "backup-operator.v1.0.0" == json.loads(out)["steps"][0]["bundle"]
