@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -191,8 +192,6 @@ def test_bench_resolve_malformed_problem_is_a_usage_error(tmp_path, capsys, text
 
 def test_resolve_reads_standard_input(monkeypatch, capsys):
     """-f - reads the manifests from standard input (relative catalog paths from the working directory)."""
-    import io
-
     monkeypatch.chdir(EXAMPLES.parent)
     monkeypatch.setattr("sys.stdin", io.StringIO(MANIFESTS.replace(str(EXAMPLES), "catalog")))
 
