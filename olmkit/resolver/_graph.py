@@ -129,18 +129,9 @@ class ViewFactory:
         return BundleView(name, package, version, properties, self.registry, self._parse)
 
     def _parse(self, pt: Any, prop: Property) -> Any:
-        key = id(prop)
-        found = self._parsed.get(key, _MISSING)
-        if found is _MISSING:
-            try:
-                found = pt.parse(prop.value)
-            except ValueError as exc:
-                found = _Failed(exc)
-            self._parsed[key] = found
+        if id(prop) not in self._parsed:
             self._keep.append(prop)  # ids stay valid while the factory lives
-        if type(found) is _Failed:
-            raise found.exc
-        return found
+        return _parse_once(self._parsed, pt, prop)
 
 
 _MISSING: Final = object()
@@ -151,6 +142,23 @@ class _Failed:
 
     def __init__(self, exc: Exception) -> None:
         self.exc = exc
+
+
+def _parse_once(parsed: dict[int, Any], pt: Any, prop: Property) -> Any:
+    """``pt.parse(prop.value)``, kept in ``parsed`` by the property's id (a failure is kept and raised again).
+
+    The properties must stay alive as long as ``parsed`` is used (their ids are its keys).
+    """
+    found = parsed.get(id(prop), _MISSING)
+    if found is _MISSING:
+        try:
+            found = pt.parse(prop.value)
+        except ValueError as exc:
+            found = _Failed(exc)
+        parsed[id(prop)] = found
+    if type(found) is _Failed:
+        raise found.exc
+    return found
 
 
 class CatalogGraph:
@@ -542,17 +550,7 @@ class _Compiler:
         return view
 
     def _parse(self, pt: Any, prop: Property) -> Any:
-        key = id(prop)
-        found = self.parsed.get(key, _MISSING)
-        if found is _MISSING:
-            try:
-                found = pt.parse(prop.value)
-            except ValueError as exc:
-                found = _Failed(exc)
-            self.parsed[key] = found
-        if type(found) is _Failed:
-            raise found.exc
-        return found
+        return _parse_once(self.parsed, pt, prop)
 
     def _kind(self, type_name: str) -> tuple[Any, str | None, bool, bool] | None:
         """``(property type, prohibition text, has a requirement, has uniqueness)``, ``None``: ignored."""
