@@ -1,4 +1,4 @@
-/* Declarations of encode.c; the cffi cdef in _speedups_build.py mirrors them. */
+/* Declarations of encode.c; _speedups_build.py hands them to cffi (preprocessor lines removed). */
 #ifndef OLMKIT_ENCODE_H
 #define OLMKIT_ENCODE_H
 #include <stddef.h>

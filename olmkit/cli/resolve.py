@@ -29,9 +29,9 @@ _GENERATOR = Path("shared") / "bench" / "gen_catalog.py"
 
 
 def find_generator() -> Path | None:
-    """The shared workload generator: ``$OLMKIT_GEN_CATALOG``, else ``../shared/bench/gen_catalog.py``
-    next to the current directory or to the source tree olmkit runs from (the layout of the team's
-    checkouts); ``None`` when there is none."""
+    """The shared workload generator: ``$OLMKIT_GEN_CATALOG``, else the first ``shared/bench/gen_catalog.py``
+    found in the working directory or a directory above it, then above the source tree olmkit runs
+    from (the team's checkouts sit next to ``shared/``); ``None`` when there is none."""
     env = os.environ.get("OLMKIT_GEN_CATALOG")
     if env:
         return Path(env)
