@@ -26,7 +26,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.plugins",
     "olmkit.cli.catalog",
     "olmkit.cli.resolve",
-    "olmkit.cli.cluster",
+    "olmkit.cli.apply",
+    "olmkit.cli.get",
+    "olmkit.cli.describe",
+    "olmkit.cli.delete",
+    "olmkit.cli.operators",
     "olmkit.cli.lifecycle",
 )
 

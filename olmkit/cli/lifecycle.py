@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from olmkit.cli.cluster import namespace_name
+from olmkit.cli.options import namespace_name
 from olmkit.errors import UsageError
 from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
 from olmkit.lifecycle.runtime import Key, Result

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from olmkit.cli.cluster import namespace_name
+from olmkit.cli.options import namespace_name
 from olmkit.cli.output import dump_json, dump_yaml
 from olmkit.errors import UsageError
 

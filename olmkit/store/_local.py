@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import re
 import secrets
 import time
 import uuid
@@ -33,13 +32,13 @@ from olmkit.store._api import (
     group_of,
 )
 from olmkit.store.errors import AlreadyExists, Conflict, Invalid, NotFound
+from olmkit.store.names import is_object_name
 from olmkit.store.patches import json_patch, merge_patch
 from olmkit.store.selectors import LabelSelector, parse_selector
 
 Key = tuple[str, str, str, str]
 """(API group, kind, namespace or "" when cluster-scoped, name)."""
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # as the API server's name generator
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "generation", "deletionTimestamp")
 CRD_GROUP, CRD_KIND = "apiextensions.k8s.io", "CustomResourceDefinition"
@@ -210,7 +209,7 @@ class LocalStore(Store):
         return obj
 
     def _check_name(self, name: str, kind: str, namespace: str | None) -> None:
-        if len(name) > 253 or not _NAME.match(name):
+        if not is_object_name(name):
             raise Invalid(
                 f"invalid name {name!r}: lower-case letters, digits, '-' and '.', starting and ending "
                 "with a letter or digit, at most 253 characters",

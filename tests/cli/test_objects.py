@@ -13,8 +13,9 @@ import yaml
 
 from olmkit import hookimpl
 from olmkit.cli import build_parser
-from olmkit.cli.cluster import age, load_manifest_files
+from olmkit.cli.fields import age
 from olmkit.errors import InputError, PluginError
+from olmkit.lifecycle.apply import load_manifest_files
 from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
 from olmkit.types import AdmissionCheck
 

@@ -1,0 +1,250 @@
+"""``olmkit get``: list objects of one or more kinds, or get some by name, as kubectl does.
+
+.. versionadded:: 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from olmkit.cli.fields import age, at, obj_name, obj_namespace
+from olmkit.cli.options import (
+    EXIT_NOT_FOUND,
+    add_namespace_option,
+    add_store_option,
+    namespace_arg,
+    store_from_args,
+)
+from olmkit.cli.output import Column, add_output_option, dump_json, dump_yaml, render_table
+from olmkit.cli.refs import get_or_none, kind_and_names, not_found, resource_ref
+from olmkit.errors import UsageError
+from olmkit.lifecycle.kinds import (
+    CATALOG_SOURCE,
+    CSV,
+    DEPLOYMENT,
+    INSTALL_PLAN,
+    OPERATOR_GROUP,
+    SUBSCRIPTION,
+    Kind,
+    resolve_kind,
+)
+from olmkit.store import Object, Store
+
+if TYPE_CHECKING:
+    from olmkit.manager import PluginManager
+
+__all__ = ["add_commands", "print_objects", "run_get"]
+
+
+def _bool(value: Any) -> str:
+    return "true" if value is True else "false" if value is False else ""
+
+
+def _deployment_ready(obj: Mapping[str, Any]) -> str:
+    replicas = at(obj, "spec.replicas", 1)
+    return f"{at(obj, 'status.readyReplicas', 0)}/{replicas}"
+
+
+def _target_namespaces(obj: Mapping[str, Any]) -> str:
+    targets = at(obj, "spec.targetNamespaces")
+    if targets:
+        return ",".join(str(t) for t in targets)
+    if at(obj, "spec.selector"):
+        return "<selector>"
+    return "<all>"
+
+
+def _containers(obj: Mapping[str, Any], field: str) -> str:
+    containers = at(obj, "spec.template.spec.containers", [])
+    return ",".join(str(c.get(field, "")) for c in containers if isinstance(c, Mapping))
+
+
+def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]:
+    """The table columns of a kind and the extra ones of ``-o wide``."""
+
+    def since(obj: Mapping[str, Any]) -> str:
+        return age(at(obj, "metadata.creationTimestamp"), now)
+
+    name: Column = ("name", obj_name)
+    age_col: Column = ("age", since)
+    if kind.group == CSV.group:
+        if kind.kind == CSV.kind:
+            return (
+                [
+                    name,
+                    ("display", lambda o: at(o, "spec.displayName")),
+                    ("version", lambda o: at(o, "spec.version")),
+                    ("replaces", lambda o: at(o, "spec.replaces")),
+                    ("phase", lambda o: at(o, "status.phase")),
+                ],
+                [("reason", lambda o: at(o, "status.reason")), age_col],
+            )
+        if kind.kind == SUBSCRIPTION.kind:
+            return (
+                [
+                    name,
+                    ("package", lambda o: at(o, "spec.name")),
+                    ("source", lambda o: at(o, "spec.source")),
+                    ("channel", lambda o: at(o, "spec.channel")),
+                ],
+                [
+                    ("approval", lambda o: at(o, "spec.installPlanApproval")),
+                    ("state", lambda o: at(o, "status.state")),
+                    ("installed-csv", lambda o: at(o, "status.installedCSV")),
+                    age_col,
+                ],
+            )
+        if kind.kind == INSTALL_PLAN.kind:
+            return (
+                [
+                    name,
+                    ("csv", lambda o: at(o, "spec.clusterServiceVersionNames")),
+                    ("approval", lambda o: at(o, "spec.approval")),
+                    ("approved", lambda o: _bool(at(o, "spec.approved", False))),
+                ],
+                [("phase", lambda o: at(o, "status.phase")), age_col],
+            )
+        if kind.kind == CATALOG_SOURCE.kind:
+            return (
+                [
+                    name,
+                    ("display", lambda o: at(o, "spec.displayName")),
+                    ("type", lambda o: at(o, "spec.sourceType")),
+                    ("publisher", lambda o: at(o, "spec.publisher")),
+                    age_col,
+                ],
+                [
+                    ("priority", lambda o: at(o, "spec.priority", 0)),
+                    ("state", lambda o: at(o, "status.connectionState.lastObservedState")),
+                ],
+            )
+    if kind.group == OPERATOR_GROUP.group and kind.kind == OPERATOR_GROUP.kind:
+        return [name, age_col], [("target-namespaces", _target_namespaces)]
+    if kind.group == DEPLOYMENT.group and kind.kind == DEPLOYMENT.kind:
+        return (
+            [
+                name,
+                ("ready", _deployment_ready),
+                ("up-to-date", lambda o: at(o, "status.updatedReplicas", 0)),
+                ("available", lambda o: at(o, "status.availableReplicas", 0)),
+                age_col,
+            ],
+            [("containers", lambda o: _containers(o, "name")), ("images", lambda o: _containers(o, "image"))],
+        )
+    return [name, age_col], []
+
+
+def _as_list(items: list[Object]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+def print_objects(
+    store: Store,
+    kind: Kind,
+    objects: list[Object],
+    fmt: str,
+    *,
+    all_namespaces: bool = False,
+    single: bool = False,
+    qualified: bool = False,
+) -> None:
+    """Print objects of one kind as ``get`` does (``table``, ``wide``, ``json``, ``yaml``, ``name``).
+
+    ``qualified`` names objects ``kind/name`` in tables, as kubectl does when several kinds are listed.
+    """
+    if fmt in ("json", "yaml"):
+        data: Any = objects[0] if single and len(objects) == 1 else _as_list(objects)
+        sys.stdout.write(dump_json(data) + "\n" if fmt == "json" else dump_yaml(data))
+        return
+    if fmt == "name":
+        for obj in objects:
+            print(f"{resource_ref(kind)}/{obj_name(obj)}")
+        return
+    columns, wide = _columns_for(kind, datetime.now(UTC))
+    if fmt == "wide":
+        columns = columns + wide
+    if qualified:
+        ref = resource_ref(kind)
+        columns = [("name", lambda obj: f"{ref}/{obj_name(obj)}"), *columns[1:]]
+    if all_namespaces and store.is_namespaced(kind.api_version, kind.kind):
+        columns = [("namespace", obj_namespace), *columns]
+    if objects:
+        print(render_table(objects, columns))
+
+
+def _kinds_and_names(store: Store, kind_arg: str, names: Sequence[str]) -> tuple[list[Kind], list[str]]:
+    """``KIND[,KIND...] [NAME...]`` or ``KIND/NAME``: the kinds asked for, in order, and the names."""
+    if "," not in kind_arg or "/" in kind_arg:
+        kind, found = kind_and_names(store, kind_arg, names)
+        return [kind], found
+    parts = [part.strip() for part in kind_arg.split(",")]
+    if not all(parts):
+        raise UsageError(f"an empty kind in {kind_arg!r}")
+    kinds = list(dict.fromkeys(resolve_kind(part, store) for part in parts))
+    return kinds, list(names)
+
+
+def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
+    """List objects of one or more kinds (``csv,deploy``), or get some by name."""
+    with store_from_args(args) as store:
+        kinds, names = _kinds_and_names(store, args.kind, args.names)
+        if names and args.all_namespaces:
+            raise UsageError("a resource cannot be retrieved by name across all namespaces (drop -A)")
+        if names and args.selector:
+            raise UsageError("name resources or select them with -l, not both")
+        namespace = None if args.all_namespaces else namespace_arg(args)
+        missing = False
+        groups: list[tuple[Kind, list[Object]]] = []
+        for kind in kinds:
+            if names:
+                objects = []
+                for name in names:
+                    found = get_or_none(store, kind, name, namespace)
+                    if found is None:
+                        not_found(kind, name)
+                        missing = True
+                    else:
+                        objects.append(found)
+            else:
+                objects = list(store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector))
+            groups.append((kind, objects))
+        found_any = any(objects for _, objects in groups)
+        if not names and not found_any and args.output in ("table", "wide", "name"):
+            namespaced = any(kind.namespaced for kind in kinds)
+            where = "" if namespace is None or not namespaced else f" in {namespace} namespace"
+            sys.stderr.write(f"No resources found{where}.\n")
+            return 0
+        if len(groups) == 1:
+            kind, objects = groups[0]
+            if objects or not missing:
+                single = len(names) == 1
+                print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, single=single)
+        elif args.output in ("json", "yaml"):
+            if found_any or not missing:
+                every = [obj for _, objects in groups for obj in objects]
+                print_objects(store, kinds[0], every, args.output)
+        else:
+            shown = [(kind, objects) for kind, objects in groups if objects]
+            for index, (kind, objects) in enumerate(shown):
+                if index and args.output != "name":
+                    print()
+                print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, qualified=True)
+    return EXIT_NOT_FOUND if missing else 0
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``get``."""
+    p = subparsers.add_parser("get", help="list objects of a kind, or get some by name")
+    p.add_argument(
+        "kind", metavar="KIND", help="kind, plural or short name (csv, sub, ip, catsrc, og, crd, deploy ...)"
+    )
+    p.add_argument("names", nargs="*", metavar="NAME")
+    add_namespace_option(p, all_namespaces=True)
+    p.add_argument("-l", "--selector", default=None, help="label selector (app=x,tier in (a,b))")
+    add_output_option(p, formats=("table", "wide", "yaml", "json", "name"))
+    add_store_option(p)
+    p.set_defaults(func=run_get)

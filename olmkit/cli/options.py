@@ -1,0 +1,90 @@
+"""Options the cluster commands share: ``--store``, ``-n``/``-A`` and namespace names.
+
+.. versionadded:: 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from olmkit.store import STORE_ENV, Store, default_store_path, open_store
+from olmkit.store.names import DEFAULT_NAMESPACE, is_namespace_name
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "EXIT_NOT_FOUND",
+    "GLOBAL_NAMESPACE",
+    "add_files_option",
+    "add_namespace_option",
+    "add_store_option",
+    "namespace_arg",
+    "namespace_name",
+    "store_from_args",
+]
+
+
+#: Exit code when an object asked for by name is not in the store.
+EXIT_NOT_FOUND: Final = 1
+#: The global catalog namespace: CatalogSources there are visible from every namespace.
+GLOBAL_NAMESPACE: Final = "olm"
+
+
+def namespace_name(text: str) -> str:
+    """``-n``'s value, checked as Kubernetes checks namespace names.
+
+    Raises:
+        argparse.ArgumentTypeError: not a DNS-1123 label.
+    """
+    if not is_namespace_name(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a valid namespace name: at most 63 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return text
+
+
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--store PATH`` to a command (read back with :func:`store_from_args`)."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=None,
+        help=f"cluster store: an SQLite file or :memory: (default ${STORE_ENV}, else {default_store_path(env={})})",
+    )
+
+
+def store_from_args(args: argparse.Namespace) -> Store:
+    """Open the store ``--store`` names (``$OLMKIT_STORE``, else ``.olmkit/cluster.db``).
+
+    Raises:
+        StoreError: the file cannot be opened as a store.
+    """
+    return open_store(getattr(args, "store", None))
+
+
+def add_namespace_option(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:
+    """Add ``-n NAMESPACE`` (and ``-A``) to a command (read back with :func:`namespace_arg`)."""
+    parser.add_argument(
+        "-n", "--namespace", type=namespace_name, default=None, help=f"namespace (default {DEFAULT_NAMESPACE})"
+    )
+    if all_namespaces:
+        parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+
+
+def namespace_arg(args: argparse.Namespace) -> str:
+    """The namespace ``-n`` names, else ``default``."""
+    return str(getattr(args, "namespace", None) or DEFAULT_NAMESPACE)
+
+
+def add_files_option(p: argparse.ArgumentParser, what: str) -> None:
+    """Add ``-f FILE`` (repeatable; a file, a directory or ``-``) to a command, into ``args.files``."""
+    p.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=f"manifest file or directory (YAML or JSON; - for standard input) {what}; repeatable",
+    )

@@ -1,0 +1,277 @@
+"""Validate objects and write them to the store as ``kubectl apply`` does.
+
+One code path for every writer that takes objects from people: ``olmkit apply``, ``delete -f``,
+``install`` and the API server all check objects with :func:`prepare_manifests` (shape, then
+the registered admission checks, see :mod:`olmkit.lifecycle.admission`) and write them with
+:func:`apply_object`, so they never disagree about what is a valid object.
+
+:func:`load_manifest_files` reads manifests (YAML or JSON, several documents, ``kind: List``)
+from files, directories or standard input.
+
+.. versionadded:: 0.2
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import orjson
+
+from olmkit.errors import InputError
+from olmkit.lifecycle.admission import admit
+from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
+from olmkit.lifecycle.kinds import CATALOG_SOURCE, kind_of
+from olmkit.resolver.manifests import STDIN
+from olmkit.store import AlreadyExists, Conflict, NotFound, Object, Store, retry_on_conflict
+from olmkit.store.names import DEFAULT_NAMESPACE, is_namespace_name, is_object_name
+
+if TYPE_CHECKING:
+    from olmkit.registry import Registry
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "MANIFEST_SUFFIXES",
+    "PreparedObject",
+    "apply_object",
+    "load_manifest_files",
+    "object_label",
+    "prepare_manifests",
+    "shape_problems",
+]
+
+#: The files of a directory that ``-f DIR`` reads.
+MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
+
+
+def object_label(obj: Mapping[str, Any]) -> str:
+    """``Kind/name`` of an object, for messages (``?`` for what is missing)."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return f"{obj.get('kind') or '?'}/{name if name is not None else '?'}"
+
+
+def _files_in(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+    return [path]
+
+
+def load_manifest_files(paths: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]]:
+    """Every object of the given manifest files, as ``(file, object)`` pairs in file order.
+
+    A path may be a file, a directory (its ``.yaml``, ``.yml`` and ``.json`` files, by
+    name, not recursively) or ``-`` for standard input. Files hold YAML or JSON, several documents each; ``kind: List``
+    objects are flattened. Objects are returned as read (plain dicts), not validated
+    beyond having a kind and a ``metadata.name``.
+
+    Raises:
+        InputError: a file is missing or unreadable, not YAML, or holds an object without
+            kind or ``metadata.name`` (the message names the file).
+    """
+    from olmkit.resolver.manifests import load_manifests
+
+    files: list[Path | str] = []
+    for raw in paths:
+        if str(raw) == "-":  # standard input
+            files.append("-")
+            continue
+        path = Path(raw)
+        if not path.exists():
+            raise InputError("no such file or directory", path=str(raw))
+        files.extend(_files_in(path))
+    out: list[tuple[str, dict[str, Any]]] = []
+    for file in files:
+        try:
+            manifests = load_manifests([file])
+        except (AttributeError, TypeError):
+            # load_manifests trips over a null or non-string kind (kind.endswith); say what is wrong
+            raise InputError("an object's kind must be a non-empty string", path=str(file)) from None
+        out.extend((m.path, dict(m.obj)) for m in manifests)
+    return out
+
+
+@attrs.frozen
+class PreparedObject:
+    """One validated object of ``apply``: the file it came from and the object to write."""
+
+    path: str
+    obj: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """``Kind/name``."""
+        return object_label(self.obj)
+
+
+def _string_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def shape_problems(obj: Mapping[str, Any]) -> list[str]:
+    """What every object needs before the store (and the admission checks) can judge it."""
+    problems = []
+    if not isinstance(obj.get("apiVersion"), str) or not obj.get("apiVersion"):
+        problems.append("apiVersion is required")
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return [*problems, "metadata must be an object"]
+    name = meta.get("name")
+    if not is_object_name(name):
+        problems.append(
+            f"metadata.name {name!r} is not a valid name: lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    namespace = meta.get("namespace")
+    if namespace is not None and not is_namespace_name(namespace):
+        problems.append(f"metadata.namespace {namespace!r} is not a valid namespace name")
+    for field in ("labels", "annotations"):
+        if meta.get(field) is not None and not _string_map(meta[field]):
+            problems.append(f"metadata.{field} must map strings to strings")
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) and f for f in finalizers)
+    ):
+        problems.append("metadata.finalizers must be a list of names")
+    refs = meta.get("ownerReferences")
+    if refs is not None and (
+        not isinstance(refs, list)
+        or not all(
+            isinstance(r, Mapping)
+            and all(isinstance(r.get(f), str) and r.get(f) for f in ("apiVersion", "kind", "name", "uid"))
+            for r in refs
+        )
+    ):
+        problems.append("metadata.ownerReferences must be a list of {apiVersion, kind, name, uid}")
+    if meta.get("resourceVersion") is not None and not isinstance(meta.get("resourceVersion"), str):
+        problems.append("metadata.resourceVersion must be a string")
+    try:
+        orjson.dumps(obj)
+    except TypeError as exc:
+        problems.append(f"not representable as JSON: {exc}")
+    return problems
+
+
+def prepare_manifests(
+    store: Store,
+    registry: Registry,
+    manifests: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    namespace: str | None = None,
+) -> list[PreparedObject]:
+    """Validate every object and make it ready to write; nothing is written.
+
+    Each object gets its namespace (its own, else ``namespace``, else ``default``; none for
+    cluster-scoped kinds) and, for a CatalogSource, the :data:`MANIFEST_DIR_ANNOTATION` with
+    the absolute directory of its file. Then the object's shape and the registered admission
+    checks are run on it.
+
+    Args:
+        store: the store the objects are for (scope of kinds, the stored objects the checks see).
+        registry: the registry with the admission checks.
+        manifests: ``(file, object)`` pairs, as :func:`load_manifest_files` returns them.
+        namespace: the namespace asked for with ``-n``; an object naming another one is refused.
+
+    Raises:
+        InputError: an object is refused; names the file, ``Kind/name`` and every problem, and
+            how many other objects were refused too.
+    """
+    prepared: list[PreparedObject] = []
+    refused: list[InputError] = []
+    for path, raw in manifests:
+        obj = copy.deepcopy(dict(raw))
+        problems = shape_problems(obj)
+        if not problems:
+            meta = obj["metadata"] = dict(obj["metadata"])
+            if store.is_namespaced(obj["apiVersion"], obj["kind"]):
+                own = meta.get("namespace")
+                if namespace and own and own != namespace:
+                    problems.append(
+                        f"the object's namespace {own!r} does not match the namespace {namespace!r} given with -n"
+                    )
+                meta["namespace"] = own or namespace or DEFAULT_NAMESPACE
+            else:
+                meta.pop("namespace", None)
+            if kind_of(obj) == CATALOG_SOURCE and path and (path == STDIN or not path.startswith("<")):
+                # relative spec.path: from the manifest's directory (standard input: the working one)
+                base = Path.cwd() if path == STDIN else Path(path).resolve().parent
+                meta["annotations"] = {**(meta.get("annotations") or {}), MANIFEST_DIR_ANNOTATION: str(base)}
+        if not problems:
+            old = _stored(store, obj)
+            problems += admit(registry, obj, store=store, old=old)
+        if problems:
+            refused.append(InputError("; ".join(problems), path=path, obj=object_label(obj)))
+        else:
+            prepared.append(PreparedObject(path, obj))
+    if refused:
+        first = refused[0]
+        if len(refused) > 1:
+            first.message += f" (and {len(refused) - 1} more object(s) refused)"
+        raise first
+    return prepared
+
+
+_KEPT: Final = ("apiVersion", "kind", "metadata", "status")
+
+
+def _applied(existing: Mapping[str, Any], obj: Mapping[str, Any]) -> Object:
+    """``existing`` updated by ``obj``: its content replaced, labels and annotations merged, status kept."""
+    new: Object = copy.deepcopy(dict(existing))
+    for key in list(new):
+        if key not in _KEPT and key not in obj:
+            del new[key]
+    for key, value in obj.items():
+        if key not in ("metadata", "status"):
+            new[key] = copy.deepcopy(value)
+    meta, given = new["metadata"], obj["metadata"]
+    for field in ("labels", "annotations"):
+        if given.get(field):
+            meta[field] = {**(meta.get(field) or {}), **given[field]}
+    for field in ("finalizers", "ownerReferences"):
+        if field in given:
+            meta[field] = copy.deepcopy(given[field])
+    return new
+
+
+def apply_object(store: Store, obj: Mapping[str, Any], *, dry_run: bool = False) -> str:
+    """Create or update one (prepared) object as ``kubectl apply`` does; returns what happened.
+
+    An existing object keeps its status and metadata; its content (``spec``, ``data`` ...)
+    is replaced by the object's and the labels and annotations given are merged in.
+    Writes through :func:`~olmkit.store.retry_on_conflict`.
+
+    Returns:
+        ``"created"``, ``"configured"`` or ``"unchanged"``.
+    """
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+
+    def attempt() -> str:
+        try:
+            existing = store.get(api_version, kind, name, namespace)
+        except NotFound:
+            if not dry_run:
+                try:
+                    store.create({k: v for k, v in obj.items() if k != "status"})
+                except AlreadyExists:  # created in between: read it again and update
+                    raise Conflict("created concurrently", kind=kind, namespace=namespace, name=name) from None
+            return "created"
+        new = _applied(existing, obj)
+        if new == existing:
+            return "unchanged"
+        if not dry_run:
+            store.update(new)  # carries the resourceVersion read: a concurrent write is a Conflict
+        return "configured"
+
+    return retry_on_conflict(attempt)
+
+
+def _stored(store: Store, obj: Mapping[str, Any]) -> Object | None:
+    """The stored version of ``obj``, or ``None``."""
+    try:
+        return store.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+    except NotFound:
+        return None
