@@ -31,8 +31,7 @@ from olmkit.cli.output import dump_yaml
 from olmkit.cli.resolve import problem_objects, problem_request
 from olmkit.manager import get_plugin_manager
 from olmkit.resolver import resolve
-from olmkit.resolver._graph import graph_path
-from olmkit.resolver._index import clear_graphs
+from olmkit.resolver._graph_cache import clear_graphs, graph_path
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"  # ../shared from the repository
 WORKLOADS = {"P500": (500, 10, 20), "P2000": (2000, 20, 50), "P10000": (10000, 20, 200)}

@@ -275,8 +275,7 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     the workload as manifests, for ``olmkit resolve -f FILE``.
     """
     from olmkit.resolver import resolve
-    from olmkit.resolver._graph import graph_path
-    from olmkit.resolver._index import clear_graphs
+    from olmkit.resolver._graph_cache import clear_graphs, graph_path
 
     if args.workload:
         workload = Path(args.workload)

@@ -42,8 +42,10 @@ from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import OlmkitError, ResolutionError
 from olmkit.registry import Registry
-from olmkit.resolver._graph import CatalogGraph, Context, ViewFactory, predicate_lookups, raw_key
-from olmkit.resolver._index import BundleView, graph_for
+from olmkit.resolver._compile import graph_candidates, raw_key
+from olmkit.resolver._graph import CatalogGraph
+from olmkit.resolver._graph_cache import graph_for
+from olmkit.resolver._views import BundleView, Context, ViewFactory, predicate_lookups
 from olmkit.resolver.request import Deferred, InstalledCSV, ResolutionRequest, SourceRef, SubscriptionRef
 
 __all__ = ["DependencyInfo", "Entry", "Problem", "join_ids"]
@@ -436,7 +438,7 @@ class Problem:
                 lst = g.pred_items[g.pred_start[own_pred] : g.pred_start[own_pred + 1]]
                 err = g.pred_err[own_pred] if g.pred_err is not None else -1
             else:
-                lst, failure = g.candidates(predicate, self.registry, cat.catalog, raw)
+                lst, failure = graph_candidates(g, predicate, self.registry, cat.catalog, raw)
                 if not isinstance(failure, int):
                     return [], self._error(failure)
                 err = failure

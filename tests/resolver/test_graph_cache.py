@@ -11,8 +11,9 @@ import pytest
 
 from olmkit import hookimpl
 from olmkit.resolver import resolve
-from olmkit.resolver._graph import CatalogGraph, compile_graph, graph_path
-from olmkit.resolver._index import _GRAPHS, _GRAPHS_KEPT, clear_graphs, graph_for
+from olmkit.resolver._compile import compile_graph
+from olmkit.resolver._graph import CatalogGraph
+from olmkit.resolver._graph_cache import _GRAPHS, _GRAPHS_KEPT, clear_graphs, graph_for, graph_path
 from olmkit.types import ConstraintEvaluator, PropertyType
 from resolver import reference
 from resolver.casefile import case_request, step_text
@@ -159,7 +160,7 @@ def test_graphs_kept_in_memory_are_bounded(olmkit_pm, tmp_path, cache_dir):
 
 def test_graphs_kept_in_memory_are_bounded_by_their_size(olmkit_pm, tmp_path, cache_dir, monkeypatch):
     """Graphs are dropped, oldest first, once their entries exceed the bound; the newest one always stays."""
-    monkeypatch.setattr("olmkit.resolver._index._ENTRIES_KEPT", 1)
+    monkeypatch.setattr("olmkit.resolver._graph_cache._ENTRIES_KEPT", 1)
     clear_graphs()
     for i in range(3):
         case = copy.deepcopy(CASE)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from olmkit import hookimpl
 from olmkit.model import Property
 from olmkit.plugins import requirements
-from olmkit.resolver._index import BundleView
+from olmkit.resolver._views import BundleView
 from olmkit.types import ConstraintEvaluator
 from resolver.casefile import run_case, step_text
 
@@ -253,7 +253,7 @@ def test_exact_predicates_match_what_the_index_files_under_their_lookups(
     olmkit_pm, provided, labels, constraint, label
 ):
     """gvk, label and any-of-exact predicates declare exact: matches() is membership under their lookups."""
-    from olmkit.resolver._graph import Context, predicate_lookups
+    from olmkit.resolver._views import Context, predicate_lookups
 
     registry = olmkit_pm.registry
     props = [{"type": "olm.gvk", "value": v} for v in provided] + [
@@ -278,7 +278,7 @@ def test_exact_predicates_match_what_the_index_files_under_their_lookups(
 
 def test_inexact_predicates_do_not_claim_exactness(olmkit_pm):
     """package ranges, all, not and CEL rules are not answered by the index alone."""
-    from olmkit.resolver._graph import Context
+    from olmkit.resolver._views import Context
 
     context = Context(olmkit_pm.registry, "a.v1")
     gvk = {"gvk": {"group": "g", "version": "v1", "kind": "A"}}
@@ -344,11 +344,11 @@ def test_select_is_matches_for_each_candidate(olmkit_pm, kind_a_compiled, candid
 
     The predicates share the batch (as a lookup's predicates do), so what one read the next reuses.
     """
-    from olmkit.resolver._graph import Context, _Batch
+    from olmkit.resolver._views import CandidateBatch, Context
 
     registry = olmkit_pm.registry
     views = [view(registry, props, name=f"b.v{i}") for i, props in enumerate(candidates)]
-    batch = _Batch(views)
+    batch = CandidateBatch(views)
     context = Context(registry, "a.v1")
 
     for constraint in constraints:

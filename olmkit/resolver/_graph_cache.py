@@ -1,0 +1,115 @@
+"""The resolution graphs kept per catalog content: in memory, on disk, else compiled.
+
+:func:`graph_for` gives the :class:`~olmkit.resolver._graph.CatalogGraph` of a loaded
+catalog: from memory while the same content is resolved again (a few catalogs are kept),
+else from disk, else compiled (and stored when the catalog has a content digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+from olmkit.registry import Registry
+from olmkit.resolver._compile import compile_graph
+from olmkit.resolver._graph import FORMAT, CatalogGraph
+
+__all__ = ["clear_graphs", "graph_for", "graph_path", "read_graph", "registry_key", "write_graph"]
+
+
+_GRAPHS: OrderedDict[Hashable, tuple[Any, Registry, CatalogGraph]] = OrderedDict()
+_GRAPHS_KEPT = 8
+#: graphs (and the catalogs they keep alive) are also bounded by their total entries: a
+#: long-running controller that sees a large catalog change often must not keep every version
+_ENTRIES_KEPT = 1_000_000
+
+
+def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str, Any]:
+    """The graph of ``catalog``, where it came from (``memory``, ``disk`` or ``compiled``), and its catalog.
+
+    A catalog with a content digest is known by it (a source that re-reads an unchanged
+    catalog gives a new object with the same digest); one without, by identity. The
+    catalog returned is the first object seen with that content: resolutions read bundles
+    from it, so that what one read the next need not read again, and steps read later
+    keep one snapshot per content alive, not one per resolution. At most a few graphs
+    (and their catalogs) are kept in memory, the least recently used are dropped.
+    """
+    digest = getattr(catalog, "digest", "")
+    name = getattr(catalog, "name", "")
+    key: Hashable = ("digest", digest, name) if digest else ("id", id(catalog))
+    hit = _GRAPHS.get(key)
+    if hit is not None and hit[1] is registry and (digest or hit[0] is catalog):
+        _GRAPHS.move_to_end(key)
+        return hit[2], "memory", hit[0]
+    graph = None
+    origin = "compiled"
+    if digest:
+        path = graph_path(digest, registry, name)
+        graph = read_graph(path)
+        origin = "disk"
+    if graph is None:
+        graph = compile_graph(catalog, registry)
+        origin = "compiled"
+        if digest:
+            write_graph(path, graph)
+    _GRAPHS[key] = (catalog, registry, graph)
+    total = sum(len(g.entry_class) for _, _, g in _GRAPHS.values())
+    while len(_GRAPHS) > 1 and (len(_GRAPHS) > _GRAPHS_KEPT or total > _ENTRIES_KEPT):
+        _, (_, _, dropped) = _GRAPHS.popitem(last=False)
+        total -= len(dropped.entry_class)
+    return graph, origin, catalog
+
+
+def clear_graphs() -> None:
+    """Forget the graphs kept in memory (tests, and callers that need the memory back)."""
+    _GRAPHS.clear()
+
+
+def registry_key(registry: Registry) -> str:
+    """What a graph depends on besides the catalog: the plugins that parse and match."""
+    from olmkit import __version__
+
+    kinds = ("property type", "constraint key")
+    owned = sorted(f"{kind}:{name}={owner}" for (kind, name), owner in registry.owners.items() if kind in kinds)
+    return f"{FORMAT}:{__version__}:" + ",".join(owned)
+
+
+def graph_path(digest: str, registry: Registry, name: str = "") -> Path:
+    """Where the graph of the catalog ``name`` with ``digest`` is kept (next to the catalog cache)."""
+    from olmkit.catalog import cache_dir
+
+    text = f"{digest}\0{name}\0{registry_key(registry)}"
+    key = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+    return cache_dir() / "resolver" / f"{key}.graph"
+
+
+def read_graph(path: Path) -> CatalogGraph | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return CatalogGraph.loads(data)
+
+
+def write_graph(path: Path, graph: CatalogGraph) -> None:
+    """Write atomically; failures are ignored (the stored graph only saves time)."""
+    data = graph.dumps()
+    if data is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".graph")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return
