@@ -14,6 +14,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
+import types
 import warnings
 from collections.abc import Iterable
 from typing import Any, Final
@@ -193,6 +194,37 @@ class PluginManager(pluggy.PluginManager):
                 )
             )
         return infos
+
+    def culprit(self, exc: BaseException) -> str | None:
+        """The plugin whose code raised ``exc``: the innermost traceback frame in a plugin module.
+
+        A plugin's hooks and the callables of its registration records (parsers, predicates,
+        checks, controllers) run inside olmkit's own code; when one of them raises something
+        that is not an :class:`~olmkit.errors.OlmkitError`, this names the plugin to blame, so
+        the failure is reported as the plugin's, not as olmkit's. ``None`` when no plugin
+        module is on the traceback (the kernel's own hook implementations do not count).
+
+        .. versionadded:: 0.2
+        """
+        modules: dict[str, str] = {}
+        for name, plugin in self.list_name_plugin():
+            if plugin is None or self._origins.get(name, _Origin("registered")).origin == "kernel":
+                continue  # the kernel's own hook implementations are olmkit, not a plugin
+            module = getattr(plugin, "__name__", None) if isinstance(plugin, types.ModuleType) else None
+            module = module or getattr(type(plugin), "__module__", None)
+            if module and module != "builtins":
+                modules.setdefault(module, name)
+        found = None
+        tb = exc.__traceback__
+        while tb is not None:
+            module = tb.tb_frame.f_globals.get("__name__", "")
+            while module:
+                if module in modules:
+                    found = modules[module]
+                    break
+                module = module.rpartition(".")[0]
+            tb = tb.tb_next
+        return found
 
 
 def get_plugin_manager(*, builtins: bool = True, entrypoints: bool = True) -> PluginManager:

@@ -188,6 +188,12 @@ class PropertyType:
             carry this property, or ``None``.
         validate: deeper checks than ``parse`` (compiling expressions, size limits);
             yields one message per problem.
+        settings: what the record's answers depend on besides the catalog (a configured
+            cluster version, a policy file's digest), as a hashable value. Called once per
+            resolution; when it changes, the resolution graph is compiled again instead of
+            reused from one compiled under other settings. ``None``: only on the catalog.
+
+            .. versionadded:: 0.2
 
     Example:
         PropertyType(name="example.io/tier", parse=str, index_keys=lambda v: (v,))
@@ -203,6 +209,7 @@ class PropertyType:
     requirement: Callable[[Any, RequirementContext], Predicate] | None = None
     prohibits: str | None = None
     validate: Callable[[Any], Iterable[str]] | None = None
+    settings: Callable[[], Hashable] | None = None
 
 
 @attrs.frozen
@@ -215,6 +222,12 @@ class ConstraintEvaluator:
             ``ValueError`` when it is malformed. Nested constraints are built through
             ``context.build_constraint``.
         description: one line for docs.
+        settings: what the record's answers depend on besides the catalog (a configured
+            cluster version, a policy file's digest), as a hashable value. Called once per
+            resolution; when it changes, the resolution graph is compiled again instead of
+            reused from one compiled under other settings. ``None``: only on the catalog.
+
+            .. versionadded:: 0.2
 
     Example:
         ConstraintEvaluator(key="tier", build=lambda value, ctx: TierPredicate(value))
@@ -223,6 +236,7 @@ class ConstraintEvaluator:
     key: str = attrs.field(converter=_name)
     build: Callable[[Any, RequirementContext], Predicate]
     description: str = ""
+    settings: Callable[[], Hashable] | None = None
 
 
 @attrs.frozen

@@ -58,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("OLMKIT_DEBUG"))
+    pm = None
     try:
         from olmkit.manager import get_plugin_manager
 
@@ -85,5 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug in olmkit or a plugin: still no traceback unless --debug
         if debug:
             raise
-        sys.stderr.write(f"olmkit: internal error: {exc!r} (run with --debug for the traceback)\n")
+        plugin = pm.culprit(exc) if pm is not None else None
+        if plugin is not None:
+            sys.stderr.write(f"olmkit: error: plugin {plugin!r} failed: {exc!r} (run with --debug for the traceback)\n")
+        else:
+            sys.stderr.write(f"olmkit: internal error: {exc!r} (run with --debug for the traceback)\n")
         return 70

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from olmkit.errors import OlmkitError
+from olmkit.errors import OlmkitError, PluginError
 from olmkit.store import Conflict, Expired, Object, Store, StoreError, WatchEvent
 
 __all__ = [
@@ -397,7 +397,7 @@ class ControllerManager:
             return True
         except Exception as exc:  # a bug in a controller must not stop the others
             exc.__notes__ = [*getattr(exc, "__notes__", []), traceback.format_exc()]
-            self._retry(key, exc)
+            self._retry(key, self._blamed(key, exc))
             return True
         self.queue.forget(key)
         self._waiting.pop(key, None)
@@ -407,6 +407,16 @@ class ControllerManager:
                 self._waiting[key] = result.waiting
         self.reporter.on_reconcile(key, time.perf_counter() - start, result)
         return True
+
+    def _blamed(self, key: Key, exc: Exception) -> Exception:
+        """``exc`` as a :class:`PluginError` naming the plugin whose code raised it, when one did."""
+        pm = getattr(self.context, "pm", None)
+        plugin = pm.culprit(exc) if pm is not None and hasattr(pm, "culprit") else None
+        if plugin is None:
+            return exc
+        error = PluginError(f"raised {exc!r} in controller {key.controller}", plugin=plugin)
+        error.__cause__ = exc
+        return error
 
     def _retry(self, key: Key, error: BaseException) -> None:
         attempt = self.queue.failures(key) + 1

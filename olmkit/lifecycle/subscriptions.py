@@ -34,7 +34,8 @@ import orjson
 
 from olmkit.catalog.graph import upgrades_from
 from olmkit.catalog.sources import READY
-from olmkit.errors import OlmkitError
+from olmkit.errors import OlmkitError, PluginError
+from olmkit.lifecycle.admission import AdmissionRefused, admit
 from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
 from olmkit.lifecycle.catalogs import source_label
 from olmkit.lifecycle.context import LifecycleContext
@@ -211,7 +212,16 @@ class SubscriptionController(Controller):
         except (OlmkitError, ValueError) as exc:
             self._fail_all(subs, RESOLUTION_FAILED, "ErrorPreventedResolution", str(exc))
             return Result(requeue_after=ERROR_RETRY, resync=True)
-        resolution: Resolution = self.ctx.pm.hook.olmkit_resolve(request=request)
+        try:
+            resolution: Resolution = self.ctx.pm.hook.olmkit_resolve(request=request)
+        except Exception as exc:  # a plugin's bug fails this namespace's resolution, not the controller
+            plugin = self.ctx.pm.culprit(exc)
+            if plugin is None:
+                raise
+            message = str(PluginError(f"failed during resolution: {exc!r}", plugin=plugin))
+            self._fail_all(subs, RESOLUTION_FAILED, "ErrorPreventedResolution", message)
+            self.ctx.event(f"namespace {ns}: resolution failed: {message}")
+            return Result(requeue_after=ERROR_RETRY, resync=True)
         if not resolution.ok:
             message = resolution.message or "resolution failed"
             if resolution.explanation:
@@ -540,7 +550,10 @@ class SubscriptionController(Controller):
         for plan in plans:
             if spec_of(plan).get("clusterServiceVersionNames") == csv_names and not status_of(plan).get("phase"):
                 name = plan["metadata"]["name"]
-                return name, self._write_plan_status(plan, self._plan_steps(ns, name, steps))
+                try:
+                    return name, self._write_plan_status(plan, self._plan_steps(ns, name, steps))
+                except AdmissionRefused as exc:
+                    return name, self._refuse(plan, exc)
         approval = "Automatic"
         if any(spec_of(s).get("installPlanApproval") == "Manual" for s in subs):
             approval = "Manual"
@@ -551,7 +564,11 @@ class SubscriptionController(Controller):
         owners = [owner_reference(s, controller=False) for s in subs]
         while True:
             name = f"install-{_random_suffix()}"
-            plan_steps = self._plan_steps(ns, name, steps)
+            refusal: AdmissionRefused | None = None
+            try:
+                plan_steps = self._plan_steps(ns, name, steps)
+            except AdmissionRefused as exc:
+                refusal, plan_steps = exc, []
             try:
                 plan = store.create(
                     {
@@ -574,12 +591,29 @@ class SubscriptionController(Controller):
             except AlreadyExists:
                 continue
             break
+        if refusal is not None:
+            return name, self._refuse(plan, refusal)
         plan = self._write_plan_status(plan, plan_steps)
         self.ctx.event(
             f"namespace {ns}: installplan {name} ({approval}) for "
             + ", ".join(f"{s.bundle}" + (f" (replaces {s.replaces})" if s.replaces else "") for s in steps)
         )
         return name, plan
+
+    def _refuse(self, plan: Object, refusal: AdmissionRefused) -> Object:
+        """Fail a new InstallPlan whose objects the admission checks refused.
+
+        The plan stays, ``Failed`` with ``InstallCheckFailed`` and the checks' messages, so the
+        refusal shows on it and on its Subscriptions, and it is not planned again until
+        something it was made from changes.
+        """
+        now = self.ctx.now()
+        conditions = set_condition(
+            None, "Installed", "False", reason="InstallCheckFailed", message=str(refusal), now=now
+        )
+        status = {"phase": "Failed", "plan": [], "conditions": conditions}
+        self.ctx.event(f"installplan {plan['metadata']['namespace']}/{plan['metadata']['name']} refused: {refusal}")
+        return self.ctx.store.update_status({**plan, "status": status})
 
     def _write_plan_status(self, plan: Object, steps: list[dict[str, Any]]) -> Object:
         approval = spec_of(plan).get("approval")
@@ -610,7 +644,35 @@ class SubscriptionController(Controller):
                 pass  # the CSV controller reports the unknown strategy on the CSV
             if step.subscription is None:
                 rest.append(_plan_step(step, self._generated_subscription(ns, plan_name, step)))
+        self._admit_steps(ns, steps, csv_steps + crd_steps + rest)
         return csv_steps + crd_steps + rest
+
+    def _admit_steps(self, ns: str, steps: Sequence[Step], plan_steps: list[dict[str, Any]]) -> None:
+        """Run the admission checks on every object the plan would install.
+
+        Raises:
+            AdmissionRefused: a check refused some; names each object and why.
+        """
+        registry, store = self.ctx.registry, self.ctx.store
+        if not registry.admission_checks:
+            return
+        images = {s.bundle: s.image for s in steps}
+        refused: list[str] = []
+        bundles: list[str] = []
+        for plan_step in plan_steps:
+            resource = plan_step["resource"]
+            obj = orjson.loads(resource["manifest"])
+            if store.is_namespaced(obj.get("apiVersion", ""), obj.get("kind", "")):
+                obj.setdefault("metadata", {}).setdefault("namespace", ns)
+            bundle = str(plan_step.get("resolving") or "")
+            problems = admit(registry, obj, store=store, bundle=bundle, bundle_image=images.get(bundle))
+            if problems:
+                refused.append(
+                    f"{resource.get('kind')}/{resource.get('name')} of bundle {bundle}: " + "; ".join(problems)
+                )
+                bundles.append(bundle)
+        if refused:
+            raise AdmissionRefused("admission refused " + "; ".join(refused), bundle=bundles[0])
 
     def _csv_manifest(self, ns: str, step: Step, csv: Mapping[str, Any]) -> dict[str, Any]:
         meta = dict(csv.get("metadata") or {})

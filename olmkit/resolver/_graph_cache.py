@@ -19,7 +19,7 @@ from olmkit.registry import Registry
 from olmkit.resolver._compile import compile_graph
 from olmkit.resolver._graph import FORMAT, CatalogGraph
 
-__all__ = ["clear_graphs", "graph_for", "graph_path", "read_graph", "registry_key", "write_graph"]
+__all__ = ["clear_graphs", "graph_for", "graph_path", "read_graph", "registry_key", "registry_settings", "write_graph"]
 
 
 _GRAPHS: OrderedDict[Hashable, tuple[Any, Registry, CatalogGraph]] = OrderedDict()
@@ -41,7 +41,8 @@ def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str, Any]
     """
     digest = getattr(catalog, "digest", "")
     name = getattr(catalog, "name", "")
-    key: Hashable = ("digest", digest, name) if digest else ("id", id(catalog))
+    settings = registry_settings(registry)
+    key: Hashable = ("digest", digest, name, settings) if digest else ("id", id(catalog), settings)
     hit = _GRAPHS.get(key)
     if hit is not None and hit[1] is registry and (digest or hit[0] is catalog):
         _GRAPHS.move_to_end(key)
@@ -71,12 +72,27 @@ def clear_graphs() -> None:
 
 
 def registry_key(registry: Registry) -> str:
-    """What a graph depends on besides the catalog: the plugins that parse and match."""
+    """What a graph depends on besides the catalog: the plugins that parse and match, and their settings."""
     from olmkit import __version__
 
     kinds = ("property type", "constraint key")
     owned = sorted(f"{kind}:{name}={owner}" for (kind, name), owner in registry.owners.items() if kind in kinds)
-    return f"{FORMAT}:{__version__}:" + ",".join(owned)
+    settings = registry_settings(registry)
+    return f"{FORMAT}:{__version__}:" + ",".join(owned) + (f"|{settings}" if settings else "")
+
+
+def registry_settings(registry: Registry) -> str:
+    """The current ``settings`` of the property types and constraint keys that declare some."""
+    parts = [
+        f"{kind}:{name}={record.settings()!r}"
+        for kind, records in (
+            ("property type", registry.property_types),
+            ("constraint key", registry.constraint_evaluators),
+        )
+        for name, record in records.items()
+        if record.settings is not None
+    ]
+    return ",".join(sorted(parts))
 
 
 def graph_path(digest: str, registry: Registry, name: str = "") -> Path:
