@@ -18,6 +18,7 @@ Speed notes (see ``benchmarks/bench_catalog.py`` and ``benchmarks/results/catalo
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
@@ -270,8 +271,16 @@ def build_catalog(
     return LoadResult(builder.catalog(name, digest), tuple(builder.problems))
 
 
-def _cache_path(digest: str) -> Path:
-    return cache_dir() / f"{digest}.cache"
+def _cache_path(digest: str, root: Path) -> Path:
+    """The cache file of a catalog: by content, and by where it lies.
+
+    Snapshots remember the files their blobs came from (messages name them; bundle
+    directories named relative to a blob are found from them), so two copies of one catalog
+    in different places must not share a cache file. Their digest, what graphs are kept by,
+    stays the same.
+    """
+    where = hashlib.sha1(str(root.resolve()).encode(), usedforsecurity=False).hexdigest()[:16]
+    return cache_dir() / f"{digest}-{where}.cache"
 
 
 def load_catalog_result(
@@ -314,7 +323,7 @@ def _load(
         if digests.known:
             # seen before: one stat per file tells whether the cache can answer
             digest = _files.catalog_digest(salt, [(rel, digests.digest(p, rel)) for p, rel in files])
-            hit = read_cache(_cache_path(digest), registry, display, digest)
+            hit = read_cache(_cache_path(digest, root), registry, display, digest)
             if hit is not None:
                 digests.save()
                 return LoadResult(hit[0], hit[1], cached=True), None
@@ -341,7 +350,7 @@ def _load(
             return result, None
 
         def write() -> None:
-            write_cache(_cache_path(digest), catalog, result.problems)
+            write_cache(_cache_path(digest, root), catalog, result.problems)
             digests.save()
 
         return result, _PendingWrite(write, big)

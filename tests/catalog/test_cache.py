@@ -1,6 +1,7 @@
 """The on-disk cache, the stat-cached file digests and the loader's fast paths."""
 
 import os
+from pathlib import Path
 
 import orjson
 import pytest
@@ -158,7 +159,8 @@ def test_damaged_or_foreign_cache_files_are_ignored(tmp_path, olmkit_pm, damage)
     root = tmp_path / "cat"
     write(root, CATALOG)
     first = load_catalog_result(root, olmkit_pm.registry)
-    (cache_dir() / f"{first.catalog.digest}.cache").write_bytes(damage)
+    [path] = cache_dir().glob(f"{first.catalog.digest}-*.cache")
+    path.write_bytes(damage)
     second = load_catalog_result(root, olmkit_pm.registry)
 
     assert not second.cached
@@ -170,10 +172,28 @@ def test_truncated_cache_is_ignored(tmp_path, olmkit_pm):
     root = tmp_path / "cat"
     write(root, CATALOG)
     first = load_catalog_result(root, olmkit_pm.registry)
-    path = cache_dir() / f"{first.catalog.digest}.cache"
+    [path] = cache_dir().glob(f"{first.catalog.digest}-*.cache")
     path.write_bytes(path.read_bytes()[:-10])
 
     assert not load_catalog_result(root, olmkit_pm.registry).cached
+
+
+def test_a_copied_catalog_names_its_own_files(tmp_path, olmkit_pm):
+    """Two copies of one catalog share a digest but not a cache file: each copy's blobs come
+    from its own files (bundle directories named relative to a blob are found next to it)."""
+    first, second = tmp_path / "a" / "cat", tmp_path / "b" / "cat"
+    write(first, CATALOG)
+    write(second, CATALOG)
+    original = load_catalog_result(first, olmkit_pm.registry)
+    copy = load_catalog_result(second, olmkit_pm.registry)
+    again = load_catalog_result(first, olmkit_pm.registry)
+
+    assert again.cached
+    assert original.catalog.digest == copy.catalog.digest
+    for result, root in ((original, first), (copy, second), (again, first)):
+        origins = {b.origin.path for per in result.catalog.bundles.values() for b in per.values()}
+        assert origins
+        assert all(Path(path).is_relative_to(root) for path in origins), (root, origins)
 
 
 def test_validation_report_comes_from_the_cache(tmp_path, olmkit_pm):
