@@ -8,10 +8,14 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-native test-pure lint bench clean
 
-$(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/_speedups_build.py)
+# The contributed plugins (plugins_contrib/olmkit-*) are installed beside olmkit, as their
+# users install them, so the suite tests them through their entry points.
+CONTRIB := $(wildcard plugins_contrib/olmkit-*)
+
+$(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/_speedups_build.py) $(wildcard plugins_contrib/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,lint]'
+	$(PY) -m pip install --quiet -e '.[test,lint]' $(foreach dist,$(CONTRIB),-e $(dist))
 	# byte-compile once: with PYTHONDONTWRITEBYTECODE set, every command would otherwise
 	# compile olmkit from source at start-up (about 0.2 s)
 	$(PY) -m compileall -q olmkit

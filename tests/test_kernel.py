@@ -109,7 +109,7 @@ def test_entry_point_plugin_is_loaded_listed_and_used(site):
 
         @hookimpl
         def olmkit_property_types():
-            yield PropertyType(name="example.io/tier", parse=str, description="service tier")
+            yield PropertyType(name="example.io/fake-tier", parse=str, description="service tier")
         """,
         "fake-tier",
     )
@@ -121,8 +121,8 @@ def test_entry_point_plugin_is_loaded_listed_and_used(site):
     assert "olmkit-fake-tier" == info.distribution
     assert "1.2.3" == info.version
     assert ("olmkit_property_types",) == info.hooks
-    assert {"property type": ["example.io/tier"]} == info.registers
-    assert "service tier" == pm.registry.property_types["example.io/tier"].description
+    assert {"property type": ["example.io/fake-tier"]} == info.registers
+    assert "service tier" == pm.registry.property_types["example.io/fake-tier"].description
 
 
 def test_broken_entry_point_plugin_is_skipped_with_a_warning(site):

@@ -260,12 +260,17 @@ class SubscriptionController(Controller):
             "resourceVersion": plan["metadata"]["resourceVersion"],
         }
         generation = int(spec_of(plan).get("generation") or 1)
+        refused = status_of(plan).get("phase") == "Failed"
         now = self.ctx.now()
         for sub in subs:
             status = status_of(sub)
             conditions = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
             matched = steps_by_sub.get(sub["metadata"]["name"])
-            if matched is not None:
+            if matched is not None and refused:
+                # the plan failed as it was made: point at it (InstallPlanFailed says why) but
+                # keep currentCSV, so the same inputs are recognised and not planned again
+                status.update(installPlanRef=ref, installPlanGeneration=generation, lastUpdated=now)
+            elif matched is not None:
                 status.update(
                     currentCSV=matched.bundle,
                     installPlanRef=ref,
