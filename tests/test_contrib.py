@@ -96,3 +96,40 @@ def test_timing_plugin_wraps_resolution(contrib, olmkit_bare_pm):
     assert ("resolved", "operators") == result
     assert ["operators"] == [ns for ns, _ in timing.TIMINGS]
     assert timing.TIMINGS[0][1] >= 0
+
+
+def _contrib_distributions() -> list[tuple[str, str]]:
+    """Every contributed distribution and its entry-point name, from its pyproject.toml."""
+    import tomllib
+
+    found = []
+    for pyproject in sorted(CONTRIB.glob("olmkit-*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        [name] = project["entry-points"]["olmkit"]
+        found.append((project["name"], name))
+    return found
+
+
+@pytest.mark.parametrize(("distribution", "name"), _contrib_distributions())
+def test_each_contributed_plugin_is_installed_listed_and_can_be_switched_off(distribution, name):
+    """``make test`` installs every contributed distribution: ``plugins list`` shows it with its
+    distribution and version, and OLMKIT_DISABLE_PLUGINS takes it out again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def listed(env: dict) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-m", "olmkit", "plugins", "list", "-o", "json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            check=True,
+        ).stdout
+        return {p["name"]: p for p in json.loads(out)}
+
+    shown = listed({})[name]
+    assert distribution == shown["distribution"]
+    assert shown["version"]
+    assert name not in listed({"OLMKIT_DISABLE_PLUGINS": name})
