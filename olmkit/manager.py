@@ -52,6 +52,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "olmkit.plugins.bundle_content",
     "olmkit.plugins.simulated",
     "olmkit.plugins.admission",
+    "olmkit.plugins.grpc_registry",
 )
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"

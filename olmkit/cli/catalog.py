@@ -82,7 +82,8 @@ def add_commands(subparsers: Any) -> None:
 
     lst = sub.add_parser("list", help="list packages, channels or bundles")
     lst.add_argument("what", choices=("packages", "channels", "bundles"))
-    lst.add_argument("path", metavar="PATH")
+    lst.add_argument("path", metavar="PATH", nargs="?", help="a catalog directory or file (or give --address)")
+    lst.add_argument("--address", metavar="HOST:PORT", help="read the catalog from a registry server (gRPC) instead")
     lst.add_argument("--package", help="only this package")
     add_output_option(lst)
     lst.set_defaults(func=run_list)
@@ -186,9 +187,23 @@ def run_render_template(args: argparse.Namespace, pm: PluginManager) -> int:
     return 0
 
 
+def _list_source(args: argparse.Namespace, pm: PluginManager) -> Catalog:
+    """The catalog ``list`` reads: PATH, or the registry server at ``--address`` (a ``grpc`` source)."""
+    if (args.path is None) == (args.address is None):
+        raise UsageError("give a catalog PATH or --address HOST:PORT (one of them)")
+    if args.path is not None:
+        return load_catalog(args.path, pm.registry)
+    from olmkit.catalog.sources import open_source
+
+    spec = {"sourceType": "grpc", "address": args.address}
+    source = open_source(spec, registry=pm.registry, name=args.address, namespace="", base_dir=None)
+    args.path = args.address
+    return source.load()
+
+
 def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
     """List packages, channels or bundles."""
-    catalog = load_catalog(args.path, pm.registry)
+    catalog = _list_source(args, pm)
     packages = [args.package] if args.package else sorted(set(catalog.packages) | set(catalog.bundles))
     if args.package and args.package not in catalog.packages:
         raise UsageError(f'package "{args.package}" not found in {args.path}')
