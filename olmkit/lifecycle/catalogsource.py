@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from olmkit.catalog.sources import READY, TRANSIENT_FAILURE, source_revision
+from olmkit.catalog.sources import CONNECTING, READY, TRANSIENT_FAILURE, source_revision
 from olmkit.errors import InputError
 from olmkit.lifecycle.catalogs import content_digest, source_label
 from olmkit.lifecycle.context import LifecycleContext
@@ -61,6 +61,11 @@ def _configmap_users(ctx: LifecycleContext) -> Any:
     return mapper
 
 
+def _network(source: Any) -> bool:
+    """Whether a source reads from a network address (its first read may take a while)."""
+    return isinstance(getattr(source, "address", None), str)
+
+
 class CatalogSourceController(Controller):
     """Keeps every CatalogSource loaded and its status current."""
 
@@ -101,6 +106,15 @@ class CatalogSourceController(Controller):
             or last[2] != revision
             or (interval is not None and now - last[1] >= interval)
         )
+        if due and opened.catalog is None and _network(opened.source):
+            # a registry server: say CONNECTING while the first read is under way
+            connecting = dict(status.get("connectionState") or {})
+            if connecting.get("lastObservedState") is None:
+                where = str(getattr(opened.source, "address", ""))
+                connecting.update({"lastObservedState": CONNECTING, "address": where})
+                self._write(obj, {**status, "connectionState": connecting})
+                obj = store.get(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind, name, namespace)
+                status = dict(obj.get("status") or {})
         if due:
             opened, changed = ctx.catalogs.refresh(obj)
             self._polled[(namespace, name)] = (generation, now, revision)
@@ -115,7 +129,11 @@ class CatalogSourceController(Controller):
         connection = dict(status.get("connectionState") or {})
         if due or connection.get("lastObservedState") != READY:
             connection.update({"lastObservedState": READY, "lastConnect": ctx.now()})
-        address = getattr(opened.source, "path", None) or getattr(opened.source, "config_map", None)
+        address = (
+            getattr(opened.source, "path", None)
+            or getattr(opened.source, "config_map", None)
+            or getattr(opened.source, "address", None)
+        )
         if address is not None:
             connection["address"] = str(address)
         status["connectionState"] = connection

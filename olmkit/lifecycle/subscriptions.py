@@ -123,6 +123,11 @@ def _subscription(obj: Mapping[str, Any]) -> SubscriptionRef:
     return SubscriptionRef.from_manifest(obj, ns)
 
 
+def _source_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 def _random_suffix(n: int = 5) -> str:
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=n))
 
@@ -207,6 +212,23 @@ class SubscriptionController(Controller):
         exclude_global: bool,
         inputs: bytes,
     ) -> Result:
+        unavailable = self._unavailable(sources)
+        if unavailable:
+            # only the subscriptions whose own catalog cannot be read fail; the others
+            # resolve against the catalogs that can be
+            kept = []
+            for obj in subs:
+                wanted = _subscription(obj)
+                error = unavailable.get((wanted.source_namespace, wanted.source))
+                if error is None:
+                    kept.append(obj)
+                    continue
+                message = f"error using catalogsource {wanted.source_namespace}/{wanted.source}: {error}"
+                self._fail_all([obj], RESOLUTION_FAILED, "ErrorPreventedResolution", message)
+            subs = kept
+            sources = [s for s in sources if _source_key(s) not in unavailable]
+            if not subs:
+                return Result(requeue_after=ERROR_RETRY, resync=True)
         try:
             request = self._request(ns, subs, csvs, len(groups), sources, exclude_global)
         except (OlmkitError, ValueError) as exc:
@@ -732,6 +754,16 @@ class SubscriptionController(Controller):
         if status_of(sub) == status:
             return
         self.ctx.store.update_status({**sub, "status": status})
+
+    def _unavailable(self, sources: list[Object]) -> dict[tuple[str, str], str]:
+        """The catalog sources that have no snapshot and cannot load one, with the error."""
+        out = {}
+        for src in sources:
+            try:
+                self.ctx.catalogs.snapshot(src)
+            except OlmkitError as exc:
+                out[_source_key(src)] = str(exc)
+        return out
 
     def _fail_all(self, subs: Iterable[Object], type_: str, reason: str, message: str) -> None:
         now = self.ctx.now()
