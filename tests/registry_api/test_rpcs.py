@@ -291,3 +291,23 @@ def test_health_and_reflection_are_served(catalog: Path, serve: Callable[..., An
     assert [health_pb2.HealthCheckResponse.SERVING] * 2 == states
     names = sorted(s.name for s in answers[0].list_services_response.service)
     assert ["api.Registry", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"] == names
+
+
+@pytest.mark.parametrize("image", [True, False])
+def test_list_bundles_wire_encoding_is_the_messages(tmp_path: Path, olmkit_pm: Any, image: bool) -> None:
+    """ListBundles' hand-encoded answers parse to exactly the Bundle messages (with and without images)."""
+    from olmkit.catalog import load_catalog
+    from olmkit.plugins.grpc_registry.convert import ApiView
+
+    root = tmp_path / "catalog"
+    root.mkdir()
+    blobs = [b if image else {k: v for k, v in b.items() if k != "image"} for b in BLOBS]
+    (root / "index.json").write_bytes(b"\n".join(orjson.dumps(b) for b in blobs) + b"\n")
+    view = ApiView(load_catalog(root, olmkit_pm.registry))
+
+    expected = [view.bundle(p, ch, e, full=False) for p, ch, e in view.walk()]
+    actual = [pb.Bundle.FromString(data) for data in view.list_bundles()]
+
+    assert expected == actual
+    assert 5 == len(actual)
+    assert bool(actual[-1].csvJson) != image  # manifests only for bundles without an image

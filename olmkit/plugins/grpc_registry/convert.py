@@ -15,6 +15,7 @@ only when a grpc feature is used.
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,6 +57,61 @@ def _deprecation(message: str | None) -> Any:
     return pb.Deprecation(message=message) if message else None
 
 
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _message(field: int, data: bytes) -> bytes:
+    """A length-delimited field (fields 1-15 have one-byte keys)."""
+    return bytes(((field << 3) | 2,)) + _varint(len(data)) + data
+
+
+def _string(field: int, text: str, *, always: bool = False) -> bytes:
+    """A string field; proto3 leaves empty strings out (not elements of repeated fields)."""
+    if not text and not always:
+        return b""
+    return _message(field, text.encode())
+
+
+class _Props:
+    """A bundle's properties as the Bundle message has them: JSON texts, APIs, dependencies, version."""
+
+    __slots__ = ("dependencies", "properties", "provided", "required", "version")
+
+    def __init__(self, bundle: Bundle) -> None:
+        self.properties: list[tuple[str, str]] = []
+        self.provided: list[tuple[str, str, str]] = []
+        self.required: list[tuple[str, str, str]] = []
+        self.dependencies: list[tuple[str, str]] = []
+        version = ""
+        for p in bundle.properties:
+            if p.type == BUNDLE_OBJECT:
+                continue  # upstream leaves inline manifests out of the properties
+            text = _json(p.value)
+            self.properties.append((p.type, text))
+            if p.type == PACKAGE and isinstance(p.value, Mapping) and not version:
+                version = str(p.value.get("version", ""))
+            elif p.type == GVK:
+                gvk = _gvk(p.value)
+                if gvk is not None:
+                    self.provided.append(gvk)
+            elif p.type == GVK_REQUIRED:
+                gvk = _gvk(p.value)
+                if gvk is not None:
+                    self.required.append(gvk)
+                self.dependencies.append((GVK, text))
+            elif p.type == PACKAGE_REQUIRED:
+                self.dependencies.append((PACKAGE, text))
+        self.version = version or bundle.version or ""
+
+
 class ApiView:
     """The ``api.Registry`` answers for one catalog snapshot.
 
@@ -70,7 +126,9 @@ class ApiView:
         self.catalog = catalog
         self._objects = objects
         self._provides: dict[tuple[str, str, str], list[tuple[str, str, ChannelEntry]]] | None = None
-        self._props: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._props: dict[tuple[str, str], _Props] = {}
+        self._listed: list[bytes] | None = None
+        self._lock = threading.Lock()
 
     # -- lookups ----------------------------------------------------------------------
 
@@ -151,30 +209,12 @@ class ApiView:
             deprecation=_deprecation(dep.package_message if dep else None),
         )
 
-    def _bundle_props(self, bundle: Bundle) -> tuple[Any, ...]:
+    def _bundle_props(self, bundle: Bundle) -> _Props:
+        """A bundle's properties as the Bundle message has them (plain values, kept per bundle)."""
         key = (bundle.package, bundle.name)
         found = self._props.get(key)
         if found is None:
-            props, provided, required, deps, version = [], [], [], [], ""
-            for p in bundle.properties:
-                if p.type == BUNDLE_OBJECT:
-                    continue  # upstream leaves inline manifests out of the properties
-                text = _json(p.value)
-                props.append(pb.Property(type=p.type, value=text))
-                if p.type == PACKAGE and isinstance(p.value, Mapping) and not version:
-                    version = str(p.value.get("version", ""))
-                elif p.type == GVK:
-                    gvk = _gvk(p.value)
-                    if gvk is not None:
-                        provided.append(pb.GroupVersionKind(group=gvk[0], version=gvk[1], kind=gvk[2]))
-                elif p.type == GVK_REQUIRED:
-                    gvk = _gvk(p.value)
-                    if gvk is not None:
-                        required.append(pb.GroupVersionKind(group=gvk[0], version=gvk[1], kind=gvk[2]))
-                    deps.append(pb.Dependency(type=GVK, value=text))
-                elif p.type == PACKAGE_REQUIRED:
-                    deps.append(pb.Dependency(type=PACKAGE, value=text))
-            found = (props, provided, required, deps, version or bundle.version or "")
+            found = _Props(bundle)
             self._props[key] = found
         return found
 
@@ -211,9 +251,13 @@ class ApiView:
         bundle has an image, as ``opm serve`` streams them.
         """
         b = self.catalog.bundles[package][entry.name]
-        props, provided, required, deps, version = self._bundle_props(b)
+        p = self._bundle_props(b)
         dep = self.catalog.deprecations.get(package)
         csv_json, objects = self.manifests(b) if full or not b.image else ("", [])
+
+        def gvks(items: list[tuple[str, str, str]]) -> list[Any]:
+            return [pb.GroupVersionKind(group=g, version=v, kind=k) for g, v, k in items]
+
         return pb.Bundle(
             csvName=b.name,
             packageName=package,
@@ -221,16 +265,62 @@ class ApiView:
             csvJson=csv_json,
             object=objects,
             bundlePath=b.image or "",
-            providedApis=provided,
-            requiredApis=required,
-            version=version,
+            providedApis=gvks(p.provided),
+            requiredApis=gvks(p.required),
+            version=p.version,
             skipRange=entry.skip_range or "",
-            dependencies=deps,
-            properties=props,
+            dependencies=[pb.Dependency(type=t, value=v) for t, v in p.dependencies],
+            properties=[pb.Property(type=t, value=v) for t, v in p.properties],
             replaces=entry.replaces or "",
             skips=list(entry.skips),
             deprecation=_deprecation(dep.bundles.get(b.name) if dep else None),
         )
+
+    def _encoded_own(self, package: str, name: str) -> bytes:
+        """A bundle's own fields (all but the channel entry's) in the wire format, for ListBundles."""
+        b = self.catalog.bundles[package][name]
+        p = self._bundle_props(b)
+        out = [_string(1, b.name), _string(2, package)]
+        if not b.image:
+            csv_json, objects = self.manifests(b)
+            out.append(_string(4, csv_json))
+            out += [_string(5, o, always=True) for o in objects]
+        out.append(_string(6, b.image or ""))
+        for field, items in ((7, p.provided), (8, p.required)):
+            for g, v, k in items:
+                out.append(_message(field, _string(1, g) + _string(2, v) + _string(3, k)))
+        out.append(_string(9, p.version))
+        for field, pairs in ((11, p.dependencies), (12, p.properties)):
+            for t, v in pairs:
+                out.append(_message(field, _string(1, t) + _string(2, v)))
+        dep = self.catalog.deprecations.get(package)
+        message = dep.bundles.get(name) if dep else None
+        if message:
+            out.append(_message(15, _string(1, message)))
+        return b"".join(out)
+
+    def list_bundles(self) -> list[bytes]:
+        """``ListBundles``, encoded: one serialized ``Bundle`` per channel entry (kept per snapshot).
+
+        A bundle's own fields are encoded once and joined with each entry's fields
+        (channel, replaces, skips, skipRange): two serialized messages with disjoint fields,
+        concatenated, are the serialization of the message with all of them.
+        """
+        with self._lock:
+            if self._listed is None:
+                own: dict[tuple[str, str], bytes] = {}
+                out = []
+                for package, channel, entry in self.walk():
+                    key = (package, entry.name)
+                    head = own.get(key)
+                    if head is None:
+                        head = own[key] = self._encoded_own(package, entry.name)
+                    tail = [head, _string(3, channel), _string(10, entry.skip_range or "")]
+                    tail.append(_string(13, entry.replaces or ""))
+                    tail += [_string(14, x, always=True) for x in entry.skips]
+                    out.append(b"".join(tail))
+                self._listed = out
+            return self._listed
 
     def find(self, package: str, channel: str, name: str) -> ChannelEntry:
         """The entry ``name`` of a channel.

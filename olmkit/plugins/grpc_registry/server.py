@@ -118,10 +118,41 @@ class RegistryServicer(pb_grpc.RegistryServicer):  # type: ignore[misc]
         except NotFoundError as exc:
             self._fail(context, exc)
 
-    def ListBundles(self, request: Any, context: Any) -> Iterator[Any]:
-        view = self._view()
-        for package, channel, entry in view.walk():
-            yield view.bundle(package, channel, entry, full=False)
+    def ListBundles(self, request: Any, context: Any) -> Iterator[bytes]:
+        yield from self._view().list_bundles()  # already serialized (see _handlers)
+
+
+#: The RPCs: name, whether the answer is a stream, request and response message names.
+_METHODS: Final = (
+    ("ListPackages", True, "ListPackageRequest", "PackageName"),
+    ("GetPackage", False, "GetPackageRequest", "Package"),
+    ("GetBundle", False, "GetBundleRequest", "Bundle"),
+    ("GetBundleForChannel", False, "GetBundleInChannelRequest", "Bundle"),
+    ("GetChannelEntriesThatReplace", True, "GetAllReplacementsRequest", "ChannelEntry"),
+    ("GetBundleThatReplaces", False, "GetReplacementRequest", "Bundle"),
+    ("GetChannelEntriesThatProvide", True, "GetAllProvidersRequest", "ChannelEntry"),
+    ("GetLatestChannelEntriesThatProvide", True, "GetLatestProvidersRequest", "ChannelEntry"),
+    ("GetDefaultBundleThatProvides", False, "GetDefaultProviderRequest", "Bundle"),
+    ("ListBundles", True, "ListBundlesRequest", "Bundle"),
+)
+
+
+def _passthrough(data: bytes) -> bytes:
+    return data
+
+
+def _handlers(servicer: RegistryServicer) -> dict[str, Any]:
+    """The method handlers of the generated code, except that ListBundles streams serialized bytes."""
+    out = {}
+    for name, stream, request, response in _METHODS:
+        make = grpc.unary_stream_rpc_method_handler if stream else grpc.unary_unary_rpc_method_handler
+        serializer = _passthrough if name == "ListBundles" else getattr(pb, response).SerializeToString
+        out[name] = make(
+            getattr(servicer, name),
+            request_deserializer=getattr(pb, request).FromString,
+            response_serializer=serializer,
+        )
+    return out
 
 
 def _no_provider(request: Any) -> str:
@@ -139,6 +170,7 @@ class RegistryServer:
         address: ``host:port`` to listen on (port 0: any free port, see :attr:`port`).
         cache: use the on-disk catalog cache.
         watch_interval: seconds between checks of the catalog's files (0: no watching).
+        warm: encode the ListBundles answer in the background as soon as a snapshot is loaded.
         log: where messages go (stderr by default).
     """
 
@@ -151,6 +183,7 @@ class RegistryServer:
         cache: bool = True,
         watch_interval: float = WATCH_INTERVAL,
         log: Callable[[str], None] | None = None,
+        warm: bool = True,
     ) -> None:
         self.path = Path(path)
         self.pm = pm
@@ -160,6 +193,7 @@ class RegistryServer:
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.port = 0
         self.reloads = 0
+        self.warm = warm
         self._view: ApiView | None = None
         self._signature: tuple[tuple[str, int, int], ...] = ()
         self._stop = threading.Event()
@@ -186,8 +220,11 @@ class RegistryServer:
         result = load_catalog_result(self.path, self.pm.registry, cache=self.cache)
         if result.problems:
             raise invalid_catalog(self.path, result.problems)
-        self._view = ApiView(result.catalog, self._objects)
+        view = ApiView(result.catalog, self._objects)
+        self._view = view
         self._signature = signature
+        if self.warm:
+            threading.Thread(target=view.list_bundles, name="olmkit-catalog-warm", daemon=True).start()
         return result.catalog
 
     def view(self) -> ApiView:
@@ -230,7 +267,9 @@ class RegistryServer:
         """
         self.load()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        pb_grpc.add_RegistryServicer_to_server(RegistryServicer(self.view), server)
+        handlers = _handlers(RegistryServicer(self.view))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        server.add_registered_method_handlers(SERVICE_NAME, handlers)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         names = (
