@@ -70,7 +70,10 @@ def _varint(n: int) -> bytes:
 
 def _message(field: int, data: bytes) -> bytes:
     """A length-delimited field (fields 1-15 have one-byte keys)."""
-    return bytes(((field << 3) | 2,)) + _varint(len(data)) + data
+    n = len(data)
+    if n < 0x80:
+        return bytes(((field << 3) | 2, n)) + data
+    return bytes(((field << 3) | 2,)) + _varint(n) + data
 
 
 def _string(field: int, text: str, *, always: bool = False) -> bytes:
@@ -128,6 +131,7 @@ class ApiView:
         self._provides: dict[tuple[str, str, str], list[tuple[str, str, ChannelEntry]]] | None = None
         self._props: dict[tuple[str, str], _Props] = {}
         self._listed: list[bytes] | None = None
+        self._encoded_props: dict[int, bytes] = {}
         self._lock = threading.Lock()
 
     # -- lookups ----------------------------------------------------------------------
@@ -290,9 +294,19 @@ class ApiView:
             for g, v, k in items:
                 out.append(_message(field, _string(1, g) + _string(2, v) + _string(3, k)))
         out.append(_string(9, p.version))
-        for field, pairs in ((11, p.dependencies), (12, p.properties)):
-            for t, v in pairs:
-                out.append(_message(field, _string(1, t) + _string(2, v)))
+        for t, v in p.dependencies:
+            out.append(_message(11, _string(1, t) + _string(2, v)))
+        encoded = self._encoded_props
+        for prop in b.properties:  # equal properties are often one object (the loader interns them)
+            data = encoded.get(id(prop))
+            if data is None:
+                data = (
+                    b""
+                    if prop.type == BUNDLE_OBJECT
+                    else _message(12, _string(1, prop.type) + _string(2, _json(prop.value)))
+                )
+                encoded[id(prop)] = data
+            out.append(data)
         dep = self.catalog.deprecations.get(package)
         message = dep.bundles.get(name) if dep else None
         if message:
