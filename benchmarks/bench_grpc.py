@@ -78,11 +78,11 @@ def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
         assert proc.stderr is not None
         line = proc.stderr.readline()
         out["ready"] = time.perf_counter() - start
-        match = re.search(r"serving (\d+) packages, (\d+) bundles .*ready in ([\d.]+)s", line)
+        match = re.search(r"serving (\d+) packages .*ready in ([\d.]+)s", line)
         if not match:
             raise SystemExit(f"server did not start: {line}{proc.stderr.read()}")
-        out["packages"], out["bundles"] = int(match.group(1)), int(match.group(2))
-        out["load_in_process"] = float(match.group(3))
+        out["packages"] = int(match.group(1))
+        out["load_in_process"] = float(match.group(2))
         out["rss_ready"] = _rss_mb(proc.pid, "VmRSS")
         with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 1 << 26)]) as ch:
             status = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service="api.Registry"))
@@ -100,7 +100,7 @@ def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
         t = time.perf_counter()
         fetched = fetch_catalog(f"127.0.0.1:{port}", registry, name="bench")
         out["client_read"] = time.perf_counter() - t
-        assert sum(map(len, fetched.bundles.values())) == out["bundles"]
+        out["bundles"] = sum(map(len, fetched.bundles.values()))
         out["rss_peak"] = _rss_mb(proc.pid, "VmHWM")
     finally:
         proc.terminate()
@@ -176,7 +176,9 @@ def resolve_all() -> None:
             same += 1
             ok += '"status": "ok"' in answers[0]
     took = time.perf_counter() - start
-    print(f"{same}/{len(files.packages)} packages resolve byte-identically ({ok} resolved, the rest fail alike); {took:.1f}s")
+    print(
+        f"{same}/{len(files.packages)} packages resolve byte-identically ({ok} resolved, the rest fail alike); {took:.1f}s"
+    )
 
 
 def main() -> None:
@@ -197,13 +199,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="olmkit-bench-grpc-") as tmp:
         cache = Path(tmp) / "cache"
         run_once(args.catalog, cache, cold=True)  # writes the cache
-        print(_row(f"{args.catalog.name}, warm cache", [run_once(args.catalog, cache, cold=False) for _ in range(args.runs)]))
+        print(
+            _row(
+                f"{args.catalog.name}, warm cache",
+                [run_once(args.catalog, cache, cold=False) for _ in range(args.runs)],
+            )
+        )
         print(_row(f"{args.catalog.name}, cold", [run_once(args.catalog, cache, cold=True) for _ in range(args.runs)]))
         if args.generated_packages:
             gen = Path(tmp) / "gen"
             subprocess.run(
-                [sys.executable, str(GENERATOR), "--packages", str(args.generated_packages), "--bundles", "20",
-                 "--subscriptions", "10", "--seed", "1", str(gen)],
+                [
+                    sys.executable,
+                    str(GENERATOR),
+                    "--packages",
+                    str(args.generated_packages),
+                    "--bundles",
+                    "20",
+                    "--subscriptions",
+                    "10",
+                    "--seed",
+                    "1",
+                    str(gen),
+                ],
                 check=True,
                 capture_output=True,
             )

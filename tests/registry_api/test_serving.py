@@ -225,7 +225,7 @@ def test_serve_command_serves_until_terminated(tmp_path: Path) -> None:
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        match = re.search(r"serving 5 packages, 17 bundles on 127\.0\.0\.1:(\d+)", line)
+        match = re.search(r"serving 5 packages on 127\.0\.0\.1:(\d+)", line)
         assert match, line
         with grpc.insecure_channel(f"127.0.0.1:{match.group(1)}") as channel:
             pkg = RegistryStub(channel).GetPackage(pb.GetPackageRequest(name="postgres-operator"), timeout=10)

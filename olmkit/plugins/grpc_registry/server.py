@@ -170,7 +170,7 @@ class RegistryServer:
         address: ``host:port`` to listen on (port 0: any free port, see :attr:`port`).
         cache: use the on-disk catalog cache.
         watch_interval: seconds between checks of the catalog's files (0: no watching).
-        warm: encode the ListBundles answer in the background as soon as a snapshot is loaded.
+        warm: encode the ListBundles answer in the background once serving (and after each reload).
         log: where messages go (stderr by default).
     """
 
@@ -220,11 +220,8 @@ class RegistryServer:
         result = load_catalog_result(self.path, self.pm.registry, cache=self.cache)
         if result.problems:
             raise invalid_catalog(self.path, result.problems)
-        view = ApiView(result.catalog, self._objects)
-        self._view = view
+        self._view = ApiView(result.catalog, self._objects)
         self._signature = signature
-        if self.warm:
-            threading.Thread(target=view.list_bundles, name="olmkit-catalog-warm", daemon=True).start()
         return result.catalog
 
     def view(self) -> ApiView:
@@ -248,8 +245,9 @@ class RegistryServer:
             self.log(f"olmkit catalog serve: {exc} (still serving the previous catalog)")
             return False
         self.reloads += 1
-        bundles = sum(map(len, catalog.bundles.values()))
-        self.log(f"olmkit catalog serve: catalog changed, serving {len(catalog.packages)} packages, {bundles} bundles")
+        if self.warm:
+            self.view().list_bundles()  # on the watcher thread, before anyone asks
+        self.log(f"olmkit catalog serve: catalog changed, serving {len(catalog.packages)} packages")
         return True
 
     def _watch(self) -> None:
@@ -288,6 +286,8 @@ class RegistryServer:
         for service in ("", SERVICE_NAME):
             self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         self._server, self.port = server, port
+        if self.warm:  # after start-up, so that it does not hold readiness back
+            threading.Thread(target=self.view().list_bundles, name="olmkit-catalog-warm", daemon=True).start()
         if self.watch_interval > 0:
             self._watcher = threading.Thread(target=self._watch, name="olmkit-catalog-watch", daemon=True)
             self._watcher.start()
