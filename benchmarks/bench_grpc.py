@@ -114,7 +114,7 @@ def _row(name: str, runs: list[dict[str, Any]]) -> str:
     def rng(key: str, fmt: str = "{:.2f}") -> str:
         values = [r[key] for r in runs]
         lo, med, hi = min(values), statistics.median(values), max(values)
-        return f"{fmt.format(lo)}–{fmt.format(hi)} (median {fmt.format(med)})"
+        return f"{fmt.format(lo)}-{fmt.format(hi)} (median {fmt.format(med)})"
 
     r0 = runs[0]
     return (
@@ -176,9 +176,8 @@ def resolve_all() -> None:
             same += 1
             ok += '"status": "ok"' in answers[0]
     took = time.perf_counter() - start
-    print(
-        f"{same}/{len(files.packages)} packages resolve byte-identically ({ok} resolved, the rest fail alike); {took:.1f}s"
-    )
+    total = len(files.packages)
+    print(f"{same}/{total} packages resolve byte-identically ({ok} resolved, the rest fail alike); {took:.1f}s")
 
 
 def main() -> None:
@@ -225,7 +224,7 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-            name = f"generated P={args.generated_packages}×20"
+            name = f"generated P={args.generated_packages}x20"
             print(_row(f"{name}, cold", [run_once(gen / "catalog", cache, cold=True) for _ in range(args.runs)]))
             print(_row(f"{name}, warm cache", [run_once(gen / "catalog", cache, cold=False) for _ in range(args.runs)]))
 
