@@ -62,7 +62,12 @@ def _add_resolve_options(p: argparse.ArgumentParser) -> None:
         "--global-namespace", type=namespace_name, default="olm", help="global catalog namespace (default olm)"
     )
     p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text", help="output format")
-    p.add_argument("--catalog", default=None, metavar="DIR", help="short form: a file-based catalog directory")
+    p.add_argument(
+        "--catalog",
+        default=None,
+        metavar="DIR",
+        help="short form: a file-based catalog directory, or grpc://HOST:PORT for a registry server",
+    )
     p.add_argument(
         "--subscribe",
         action="append",
@@ -111,24 +116,25 @@ def add_commands(subparsers: Any) -> None:
 
 def _short_form(args: argparse.Namespace) -> list[dict[str, Any]]:
     ns = args.namespace or "default"
-    catalog = Path(args.catalog).resolve()
-    name = catalog.name or "catalog"
+    if args.catalog.startswith("grpc://"):  # a registry server (olmkit catalog serve, opm serve)
+        name = "catalog"
+        spec = {"sourceType": "grpc", "address": args.catalog}
+    else:
+        catalog = Path(args.catalog).resolve()
+        name = catalog.name or "catalog"
+        spec = {"sourceType": "file", "path": str(catalog)}
     objs: list[dict[str, Any]] = [
-        {
-            "kind": "CatalogSource",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"sourceType": "file", "path": str(catalog)},
-        },
+        {"kind": "CatalogSource", "metadata": {"name": name, "namespace": ns}, "spec": spec},
         {"kind": "OperatorGroup", "metadata": {"name": "default", "namespace": ns}},
     ]
     for item in args.subscribe:
         package, _, channel = item.partition("/")
         if not package:
             raise UsageError(f"--subscribe {item!r}: expected PKG[/CHANNEL]")
-        spec = {"name": package, "source": name, "sourceNamespace": ns}
+        sub = {"name": package, "source": name, "sourceNamespace": ns}
         if channel:
-            spec["channel"] = channel
-        objs.append({"kind": "Subscription", "metadata": {"name": package, "namespace": ns}, "spec": spec})
+            sub["channel"] = channel
+        objs.append({"kind": "Subscription", "metadata": {"name": package, "namespace": ns}, "spec": sub})
     return objs
 
 

@@ -264,3 +264,20 @@ def test_committed_stubs_are_what_grpcio_tools_generates(tmp_path: Path) -> None
 
     for name in ("registry_pb2.py", "registry_pb2_grpc.py"):
         assert filecmp.cmp(ROOT / api / name, tmp_path / api / name, shallow=False), name
+
+
+def test_resolve_short_form_takes_a_served_catalog(
+    serve: Callable[..., Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``resolve --catalog grpc://HOST:PORT`` resolves as ``--catalog DIR`` does (a catalog named like it)."""
+    root = tmp_path / "catalog"  # the short form names the CatalogSource after the directory: "catalog"
+    shutil.copytree(EXAMPLES, root)
+    server = serve(root)
+    outputs = []
+    for where in (str(root), f"grpc://127.0.0.1:{server.port}"):
+        code = main(["resolve", "--catalog", where, "--subscribe", "postgres-operator/stable", "-o", "json"])
+        outputs.append((code, capsys.readouterr().out))
+
+    assert outputs[0] == outputs[1]
+    assert 0 == outputs[0][0]
+    assert '"bundle": "cert-manager-lite.v1.2.0"' in outputs[0][1]
