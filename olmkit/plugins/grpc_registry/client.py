@@ -27,6 +27,8 @@ __all__ = ["RegistryUnavailable", "fetch_bundle_manifests", "fetch_catalog"]
 CONNECT_TIMEOUT: Final = 10.0
 #: Seconds the whole ListBundles stream may take.
 LIST_TIMEOUT: Final = 300.0
+#: GetPackage calls under way at once.
+IN_FLIGHT: Final = 32
 #: Messages up to this size are accepted (bundles with large inline manifests).
 MAX_MESSAGE: Final = 64 * 1024 * 1024
 
@@ -62,9 +64,14 @@ def fetch_catalog(address: str, registry: Any, *, name: str) -> Catalog:
             names = [p.name for p in stub.ListPackages(pb.ListPackageRequest(), timeout=CONNECT_TIMEOUT)]
         except grpc.RpcError as exc:
             raise _rpc_error(address, "ListPackages", exc) from None
-        calls = [stub.GetPackage.future(pb.GetPackageRequest(name=n), timeout=LIST_TIMEOUT) for n in names]
+        packages = []
         try:
-            packages = [c.result() for c in calls]
+            for i in range(0, len(names), IN_FLIGHT):  # a few at a time: thousands at once get cancelled
+                calls = [
+                    stub.GetPackage.future(pb.GetPackageRequest(name=n), timeout=LIST_TIMEOUT)
+                    for n in names[i : i + IN_FLIGHT]
+                ]
+                packages += [c.result() for c in calls]
         except grpc.RpcError as exc:
             raise _rpc_error(address, "GetPackage", exc) from None
         try:
