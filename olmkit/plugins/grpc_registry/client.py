@@ -5,6 +5,11 @@
 :func:`fetch_bundle_manifests` gets one bundle's manifests (``GetBundle``) when an
 InstallPlan needs them, since ``ListBundles`` leaves them out.
 
+What the API does not carry is not there: a package's description and icon, a bundle's
+``relatedImages``, and the order of channels and bundles in the files (channels come
+sorted by name, bundles in stream order, entries in the order the server streams them,
+which for olmkit's server is catalog order). Resolution does not depend on any of these.
+
 .. versionadded:: 0.1
 """
 
