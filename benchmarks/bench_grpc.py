@@ -54,6 +54,12 @@ def _rss_mb(pid: int, field: str) -> float:
     return float("nan")
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
     """One fresh server: ready time, RSS, ListBundles time, client read time."""
     import grpc
@@ -89,9 +95,11 @@ def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
             assert status.status == health_pb2.HealthCheckResponse.SERVING
             stub = pb_grpc.RegistryStub(ch)
             for key in ("list_bundles_1", "list_bundles_2"):
-                t = time.perf_counter()
+                cpu, own, t = _cpu_s(proc.pid), time.process_time(), time.perf_counter()
                 n = sum(1 for _ in stub.ListBundles(pb.ListBundlesRequest(), timeout=120))
                 out[key] = time.perf_counter() - t
+                out[key + "_server_cpu"] = _cpu_s(proc.pid) - cpu
+                out[key + "_client_cpu"] = time.process_time() - own
             out["messages"] = n
         from olmkit.manager import get_plugin_manager
         from olmkit.plugins.grpc_registry.client import fetch_catalog
@@ -120,7 +128,8 @@ def _row(name: str, runs: list[dict[str, Any]]) -> str:
     return (
         f"| {name} | {r0['packages']} / {r0['bundles']} / {r0['messages']} | {rng('ready')} s | "
         f"{rng('load_in_process')} s | {rng('rss_ready', '{:.0f}')} MB | {rng('rss_peak', '{:.0f}')} MB | "
-        f"{rng('list_bundles_1')} s | {rng('list_bundles_2')} s | {rng('client_read')} s |"
+        f"{rng('list_bundles_1')} s | {rng('list_bundles_2')} s (CPU: server {rng('list_bundles_2_server_cpu')} s, "
+        f"client {rng('list_bundles_2_client_cpu')} s) | {rng('client_read')} s |"
     )
 
 
