@@ -28,6 +28,8 @@ __all__ = ["CatalogSourceController", "poll_interval"]
 
 #: How long a failing source waits before it is tried again (a resync, not pending work).
 RETRY_FAILED: Final = 30.0
+#: How often a source read from a network address is checked between polls (its ``revision()``).
+CONNECTION_CHECK: Final = 30.0
 REASON_SPEC_INVALID: Final = "SpecInvalidError"
 REASON_REGISTRY_ERROR: Final = "RegistryServerError"
 
@@ -144,6 +146,8 @@ class CatalogSourceController(Controller):
         if interval is not None and due:
             status["latestImageRegistryPoll"] = ctx.now()
         self._write(obj, status)
+        if _network(opened.source):  # a server can go away between polls: look at it on a short period
+            interval = min(interval or CONNECTION_CHECK, CONNECTION_CHECK)
         return Result(requeue_after=interval, resync=True) if interval is not None else DONE
 
     def _failed(self, status: dict[str, Any], reason: str, message: str, generation: int) -> dict[str, Any]:

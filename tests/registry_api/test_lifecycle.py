@@ -142,3 +142,33 @@ def test_registry_poll_rereads_the_server(
 
     assert "Succeeded" == cluster.phase("widget.v1.1.0")
     assert "widget.v1.1.0" == cluster.get("sub", "widget")["status"]["installedCSV"]
+
+
+def test_a_server_that_goes_away_after_ready_is_noticed_without_a_poll_interval(
+    tmp_path: Path, make_cluster: Callable[[], Cluster], olmkit_pm: Any
+) -> None:
+    """READY, then the server stops: the next connection check says TRANSIENT_FAILURE; back: READY again."""
+    catalog = write_catalog(tmp_path / "catalog", [B("widget", "1.0.0", owns=(WIDGET,))])
+    address = f"127.0.0.1:{_free_port()}"
+    server = RegistryServer(catalog, olmkit_pm, address=address, watch_interval=0)
+    server.start()
+    cluster = make_cluster()
+    _grpc_source(cluster, "remote", address)
+    try:
+        assert cluster.reconcile().stable
+        assert ["CONNECTING", "READY"] == _states(cluster, "remote")
+    finally:
+        server.stop(0)
+
+    cluster.clock.advance(30)
+    assert cluster.reconcile().stable
+    assert ["CONNECTING", "READY", "TRANSIENT_FAILURE"] == _states(cluster, "remote")
+
+    server = RegistryServer(catalog, olmkit_pm, address=address, watch_interval=0)
+    server.start()
+    try:
+        cluster.clock.advance(30)
+        assert cluster.reconcile().stable
+    finally:
+        server.stop(0)
+    assert ["CONNECTING", "READY", "TRANSIENT_FAILURE", "READY"] == _states(cluster, "remote")

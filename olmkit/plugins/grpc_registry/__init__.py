@@ -10,6 +10,8 @@
   any ``opm serve``): ``ListPackages``, ``GetPackage`` for each, then the ``ListBundles``
   stream. Its health is ``CONNECTING`` before the first answer, ``READY`` after a
   successful read and ``TRANSIENT_FAILURE`` (with the gRPC status) after a failed one.
+  Between registry polls the server's health service is asked every 30 seconds, so a
+  server that goes away (or comes back) is noticed and the catalog read again.
   Manifests of a chosen bundle come from ``GetBundle`` when an InstallPlan needs them.
 
 grpc is imported only when one of these is used.
@@ -121,6 +123,12 @@ class GrpcSource:
         self._last_error = None
         self._loaded = True
         return catalog
+
+    def revision(self) -> str | None:
+        """The server's health, as a change token: a server that went away (or came back) is read again."""
+        from olmkit.plugins.grpc_registry.client import serving
+
+        return serving(self.address)
 
     def health(self) -> SourceHealth:
         """``READY`` after a successful read, ``TRANSIENT_FAILURE`` after a failed one, else ``CONNECTING``."""

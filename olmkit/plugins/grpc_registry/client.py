@@ -32,6 +32,8 @@ __all__ = ["RegistryUnavailable", "fetch_bundle_manifests", "fetch_catalog"]
 CONNECT_TIMEOUT: Final = 10.0
 #: Seconds the whole ListBundles stream may take.
 LIST_TIMEOUT: Final = 300.0
+#: Seconds a health check may take.
+HEALTH_TIMEOUT: Final = 2.0
 #: GetPackage calls under way at once.
 IN_FLIGHT: Final = 32
 #: Messages up to this size are accepted (bundles with large inline manifests).
@@ -90,6 +92,21 @@ def fetch_catalog(address: str, registry: Any, *, name: str) -> Catalog:
         lines = [str(p) for p in result.problems[:20]]
         raise CatalogError(f"registry server {address} serves an invalid catalog:\n  " + "\n  ".join(lines))
     return result.catalog
+
+
+def serving(address: str) -> str:
+    """The server's overall health (``SERVING`` ...; what opm serve reports too) or the failed check's status."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with _channel(address) as channel:
+        try:
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=HEALTH_TIMEOUT
+            )
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            return code.name if code is not None else "UNKNOWN"
+    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status))
 
 
 def fetch_bundle_manifests(address: str, package: str, channel: str, bundle: str) -> list[dict[str, Any]] | None:
