@@ -281,3 +281,19 @@ def test_resolve_short_form_takes_a_served_catalog(
     assert outputs[0] == outputs[1]
     assert 0 == outputs[0][0]
     assert '"bundle": "cert-manager-lite.v1.2.0"' in outputs[0][1]
+
+
+def test_commands_that_do_not_use_grpc_do_not_import_it() -> None:
+    """Listing a catalog directory, resolving and listing plugins leave grpc and protobuf unimported."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from olmkit.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert 0 == main(['catalog', 'list', 'packages', {str(EXAMPLES)!r}])\n"
+        f"    assert 0 == main(['resolve', '--catalog', {str(EXAMPLES)!r}, '--subscribe', 'postgres-operator'])\n"
+        "    assert 0 == main(['plugins', 'list'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'google', 'grpc_health')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+    assert "[]" == out.strip()
