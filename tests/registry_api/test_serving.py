@@ -123,6 +123,22 @@ def test_bad_address_is_refused_naming_the_catalog_source(olmkit_pm: Any, addres
     assert "catalogsource olm/cs" in str(info.value)
 
 
+def test_image_without_address_is_refused_with_what_to_do(olmkit_pm: Any) -> None:
+    """spec.image (a catalog pod upstream) is not run: the error says to serve the catalog and give its address."""
+    with pytest.raises(InputError) as info:
+        open_source(
+            {"sourceType": "grpc", "image": "quay.io/x/catalog:latest"},
+            registry=olmkit_pm.registry,
+            name="cs",
+            namespace="olm",
+            base_dir=None,
+        )
+
+    assert "catalogsource olm/cs" in str(info.value)
+    assert "spec.image is not supported" in str(info.value)
+    assert "spec.address" in str(info.value)
+
+
 def test_server_restart_is_picked_up_by_the_next_load(
     olmkit_pm: Any, tmp_path: Path, serve: Callable[..., Any]
 ) -> None:

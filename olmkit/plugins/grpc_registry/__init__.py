@@ -102,8 +102,20 @@ class GrpcSource:
 
     @classmethod
     def open(cls, spec: Mapping[str, Any], context: SourceContext) -> GrpcSource:
-        """Build from a CatalogSource spec (``spec.address``)."""
-        address = parse_address(spec.get("address"), obj=f"catalogsource {context.namespace}/{context.name}")
+        """Build from a CatalogSource spec (``spec.address``).
+
+        Raises:
+            InputError: no valid ``spec.address`` (a ``spec.image`` alone is refused: olmkit
+                runs no catalog pods; serve the catalog and give its address).
+        """
+        obj = f"catalogsource {context.namespace}/{context.name}"
+        if not spec.get("address") and spec.get("image"):
+            raise InputError(
+                "spec.image is not supported for sourceType grpc (olmkit runs no catalog pods): serve the "
+                "catalog (olmkit catalog serve, opm serve) and give spec.address HOST:PORT",
+                obj=obj,
+            )
+        address = parse_address(spec.get("address"), obj=obj)
         return cls(context.name, address, context)
 
     def load(self) -> Catalog:
