@@ -199,6 +199,25 @@ def test_catalog_change_is_served_without_dropping_connections(
     channel.close()
 
 
+def test_touching_the_files_without_changing_them_keeps_the_snapshot(tmp_path: Path, serve: Callable[..., Any]) -> None:
+    """A new mtime with the same content (the digest) is no change: the snapshot and its encoded answers stay."""
+    root = tmp_path / "catalog"
+    root.mkdir()
+    _package(root, "a")
+    server = serve(root, watch_interval=0)
+    view = server.view()
+    payload = view.list_bundles()
+
+    os.utime(root / "a.json", ns=(1, 1))
+    assert not server.check()
+    _package(root, "b")
+    assert server.check()
+
+    assert (1, "b") == (server.reloads, sorted(server.view().catalog.packages)[-1])
+    assert view is not server.view()
+    assert payload is view.list_bundles()
+
+
 def test_a_change_that_breaks_the_catalog_keeps_the_previous_snapshot(
     tmp_path: Path, serve: Callable[..., Any], stub: Callable[[Any], Any]
 ) -> None:

@@ -4,8 +4,9 @@
 from the current snapshot's :class:`~.convert.ApiView`, serves the standard health
 service (``""`` and ``api.Registry`` are ``SERVING`` once the catalog is loaded) and
 server reflection, and watches the catalog's files: when their stat signature changes the
-catalog is loaded again and the new snapshot replaces the old one for the next RPC, with
-no connection dropped (a stream under way finishes on the snapshot it started with). A
+catalog is loaded again and, when its content digest changed, the new snapshot (its
+ListBundles answer already encoded) replaces the old one for the next RPC, with no
+connection dropped (a stream under way finishes on the snapshot it started with). A
 change that makes the catalog invalid keeps the previous snapshot and says so on stderr.
 
 .. versionadded:: 0.1
@@ -210,8 +211,11 @@ class RegistryServer:
             return None
         return list(found) if found is not None else None
 
-    def load(self) -> Catalog:
-        """Load the catalog and make it the served snapshot.
+    def load(self, *, warm: bool = False) -> Catalog:
+        """Load the catalog and make it the served snapshot (unless its digest did not change).
+
+        Args:
+            warm: encode the new snapshot's ListBundles answer before it is served.
 
         Raises:
             OlmkitError: the catalog cannot be read or is invalid.
@@ -220,7 +224,14 @@ class RegistryServer:
         result = load_catalog_result(self.path, self.pm.registry, cache=self.cache)
         if result.problems:
             raise invalid_catalog(self.path, result.problems)
-        self._view = ApiView(result.catalog, self._objects)
+        old = self._view
+        if old is not None and result.catalog.digest and result.catalog.digest == old.catalog.digest:
+            self._signature = signature  # touched, not changed: keep the snapshot (and its encoded answers)
+            return old.catalog
+        view = ApiView(result.catalog, self._objects)
+        if warm:
+            view.list_bundles()
+        self._view = view
         self._signature = signature
         return result.catalog
 
@@ -230,7 +241,7 @@ class RegistryServer:
         return self._view
 
     def check(self) -> bool:
-        """Reload when the catalog's files changed; True when a new snapshot is served."""
+        """Reload when the catalog's files changed (stat, then digest); True when a new snapshot is served."""
         try:
             signature = _signature(self.path)
         except OlmkitError as exc:
@@ -238,15 +249,16 @@ class RegistryServer:
             return False
         if signature == self._signature:
             return False
+        before = self._view
         try:
-            catalog = self.load()
+            catalog = self.load(warm=self.warm)  # on the watcher thread, before anyone asks
         except OlmkitError as exc:
             self._signature = signature  # report once per change
             self.log(f"olmkit catalog serve: {exc} (still serving the previous catalog)")
             return False
+        if self._view is before:
+            return False
         self.reloads += 1
-        if self.warm:
-            self.view().list_bundles()  # on the watcher thread, before anyone asks
         self.log(f"olmkit catalog serve: catalog changed, serving {len(catalog.packages)} packages")
         return True
 
