@@ -172,3 +172,21 @@ def test_a_server_that_goes_away_after_ready_is_noticed_without_a_poll_interval(
     finally:
         server.stop(0)
     assert ["CONNECTING", "READY", "TRANSIENT_FAILURE", "READY"] == _states(cluster, "remote")
+
+
+def test_example_catalog_installs_through_its_server(
+    make_cluster: Callable[[], Cluster], serve: Callable[..., Any]
+) -> None:
+    """The example catalog served over gRPC: postgres-operator and its cert-manager-lite dependency install
+    (their manifests come from the bundle directories the server reads for GetBundle)."""
+    from tests.lifecycle.harness import EXAMPLES
+
+    server = serve(EXAMPLES / "catalog")
+    cluster = make_cluster()
+    _grpc_source(cluster, "examples", f"127.0.0.1:{server.port}")
+    cluster.subscribe("postgres-operator", channel="stable", source="examples")
+
+    assert cluster.reconcile().stable
+
+    assert "Succeeded" == cluster.phase("postgres-operator.v2.3.0")
+    assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")

@@ -311,3 +311,22 @@ def test_list_bundles_wire_encoding_is_the_messages(tmp_path: Path, olmkit_pm: A
     assert expected == actual
     assert 5 == len(actual)
     assert bool(actual[-1].csvJson) != image  # manifests only for bundles without an image
+
+
+def test_get_bundle_reads_a_bundle_directory_named_by_image(
+    serve: Callable[..., Any], stub: Callable[[Any], Any]
+) -> None:
+    """A bundle without inline manifests whose image is a bundle directory gets csvJson/object from it."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "catalog"
+    api = stub(serve(examples))
+
+    b = api.GetBundle(
+        pb.GetBundleRequest(pkgName="postgres-operator", channelName="stable", csvName="postgres-operator.v2.3.0")
+    )
+
+    csv = orjson.loads(b.csvJson)
+    assert ("ClusterServiceVersion", "postgres-operator.v2.3.0") == (csv["kind"], csv["metadata"]["name"])
+    kinds = sorted(orjson.loads(o)["kind"] for o in b.object)
+    assert "ClusterServiceVersion" in kinds
+    assert "CustomResourceDefinition" in kinds
+    assert "../../bundles/postgres-operator.v2.3.0" == b.bundlePath
