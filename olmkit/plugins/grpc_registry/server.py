@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
@@ -27,8 +26,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from olmkit.catalog import Catalog, invalid_catalog, load_catalog_result
-from olmkit.catalog._files import scan
+from olmkit.catalog import Catalog, catalog_files, invalid_catalog, load_catalog_result
 from olmkit.errors import InputError, OlmkitError
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
 from olmkit.plugins.grpc_registry._api import registry_pb2_grpc as pb_grpc
@@ -44,12 +42,12 @@ WATCH_INTERVAL: Final = 1.0
 def _signature(root: Path) -> tuple[tuple[str, int, int], ...]:
     """Each catalog file's path, size and modification time: a cheap change detector."""
     out = []
-    for path, _ in scan(root):
+    for path in catalog_files(root):
         try:
             st = os.stat(path)
         except OSError:
             continue
-        out.append((path, st.st_size, st.st_mtime_ns))
+        out.append((str(path), st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 
@@ -330,15 +328,3 @@ def serve_for_tests(path: str | os.PathLike[str], pm: Any, **kwargs: Any) -> Reg
     server = RegistryServer(path, pm, address="127.0.0.1:0", **kwargs)
     server.start()
     return server
-
-
-def ready_time(path: str | os.PathLike[str], pm: Any) -> float:
-    """Seconds from nothing to a server answering health checks (for the benchmark)."""
-    start = time.perf_counter()
-    server = serve_for_tests(path, pm, watch_interval=0)
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=10)
-        return time.perf_counter() - start
-    finally:
-        server.stop(0)
