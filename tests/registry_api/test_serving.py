@@ -218,6 +218,28 @@ def test_touching_the_files_without_changing_them_keeps_the_snapshot(tmp_path: P
     assert payload is view.list_bundles()
 
 
+def test_the_encoded_list_bundles_answer_is_kept_for_the_next_start(
+    olmkit_pm: Any, tmp_path: Path, serve: Callable[..., Any], stub: Callable[[Any], Any]
+) -> None:
+    """A second server on the same catalog and cache reads the ListBundles answer back; a damaged copy is ignored."""
+    from olmkit.catalog import cache_dir
+    from olmkit.plugins.grpc_registry.server import RegistryServer
+
+    first = serve(EXAMPLES)
+    stored = cache_dir() / f"{first.view().catalog.digest}.api-bundles"
+    _wait(stored.exists)
+    expected = [b.SerializeToString() for b in stub(first).ListBundles(pb.ListBundlesRequest())]
+    first.stop(0)
+
+    second = serve(EXAMPLES, warm=False)
+    assert second.view().encoded
+    assert expected == [b.SerializeToString() for b in stub(second).ListBundles(pb.ListBundlesRequest())]
+    stored.write_bytes(stored.read_bytes()[:-3])
+    third = RegistryServer(EXAMPLES, olmkit_pm, address="127.0.0.1:0", watch_interval=0, warm=False)
+    third.load()
+    assert not third.view().encoded
+
+
 def test_a_change_that_breaks_the_catalog_keeps_the_previous_snapshot(
     tmp_path: Path, serve: Callable[..., Any], stub: Callable[[Any], Any]
 ) -> None:

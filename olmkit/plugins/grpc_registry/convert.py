@@ -17,10 +17,12 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from olmkit.catalog._files import write_atomic
 from olmkit.errors import CatalogError
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE
@@ -37,6 +39,8 @@ GVK: Final = "olm.gvk"
 GVK_REQUIRED: Final = "olm.gvk.required"
 PACKAGE_REQUIRED: Final = "olm.package.required"
 CSV_KIND: Final = "ClusterServiceVersion"
+#: Starts a stored ListBundles answer; a new encoding changes it, so old files are not read.
+_STORE_MAGIC: Final = b"olmkit-api-listbundles-1\n"
 
 
 class NotFoundError(CatalogError):
@@ -335,6 +339,47 @@ class ApiView:
                     out.append(b"".join(tail))
                 self._listed = out
             return self._listed
+
+    @property
+    def encoded(self) -> bool:
+        """Whether the ListBundles answer is encoded already (or was read back)."""
+        return self._listed is not None
+
+    def save_list_bundles(self, path: Path) -> bool:
+        """Write the encoded ListBundles answer to ``path`` (for the next start on the same catalog)."""
+        data = self.list_bundles()
+        chunks = [_STORE_MAGIC, len(data).to_bytes(4, "little")]
+        for item in data:
+            chunks += [len(item).to_bytes(4, "little"), item]
+        return write_atomic(path, chunks)
+
+    def load_list_bundles(self, path: Path) -> bool:
+        """Take the encoded ListBundles answer from ``path`` (written by :meth:`save_list_bundles`).
+
+        Returns False (and keeps nothing) when the file is missing or not one this version wrote.
+        """
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return False
+        if not raw.startswith(_STORE_MAGIC):
+            return False
+        view = memoryview(raw)
+        at = len(_STORE_MAGIC)
+        count = int.from_bytes(view[at : at + 4], "little")
+        at += 4
+        out = []
+        for _ in range(count):
+            size = int.from_bytes(view[at : at + 4], "little")
+            at += 4
+            out.append(bytes(view[at : at + size]))
+            at += size
+        if at != len(raw):
+            return False
+        with self._lock:
+            if self._listed is None:
+                self._listed = out
+        return True
 
     def find(self, package: str, channel: str, name: str) -> ChannelEntry:
         """The entry ``name`` of a channel.

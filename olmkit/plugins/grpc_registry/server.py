@@ -26,7 +26,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from olmkit.catalog import Catalog, catalog_files, invalid_catalog, load_catalog_result
+from olmkit.catalog import Catalog, cache_dir, catalog_files, invalid_catalog, load_catalog_result
 from olmkit.errors import InputError, OlmkitError
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
 from olmkit.plugins.grpc_registry._api import registry_pb2_grpc as pb_grpc
@@ -227,11 +227,26 @@ class RegistryServer:
             self._signature = signature  # touched, not changed: keep the snapshot (and its encoded answers)
             return old.catalog
         view = ApiView(result.catalog, self._objects)
+        stored = self._stored(result.catalog)
+        if stored is not None:
+            view.load_list_bundles(stored)
         if warm:
-            view.list_bundles()
+            self._encode(view)
         self._view = view
         self._signature = signature
         return result.catalog
+
+    def _stored(self, catalog: Catalog) -> Path | None:
+        """Where the encoded ListBundles answer of a cached catalog is kept (next to the catalog cache)."""
+        return cache_dir() / f"{catalog.digest}.api-bundles" if self.cache and catalog.digest else None
+
+    def _encode(self, view: ApiView) -> None:
+        """Encode the ListBundles answer (unless it was read back) and keep it for the next start."""
+        stored = self._stored(view.catalog)
+        fresh = not view.encoded
+        view.list_bundles()
+        if fresh and stored is not None:
+            view.save_list_bundles(stored)
 
     def view(self) -> ApiView:
         """The current snapshot's answers."""
@@ -297,7 +312,7 @@ class RegistryServer:
             self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         self._server, self.port = server, port
         if self.warm:  # after start-up, so that it does not hold readiness back
-            threading.Thread(target=self.view().list_bundles, name="olmkit-catalog-warm", daemon=True).start()
+            threading.Thread(target=self._encode, args=(self.view(),), name="olmkit-catalog-warm", daemon=True).start()
         if self.watch_interval > 0:
             self._watcher = threading.Thread(target=self._watch, name="olmkit-catalog-watch", daemon=True)
             self._watcher.start()
