@@ -24,12 +24,13 @@ import orjson
 
 from olmkit.catalog._files import write_atomic
 from olmkit.errors import CatalogError
+from olmkit.model import Channel, ChannelEntry
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
-from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE
+from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE, channel_to_dict
 
 if TYPE_CHECKING:
     from olmkit.catalog import Catalog
-    from olmkit.model import Bundle, ChannelEntry
+    from olmkit.model import Bundle
 
 __all__ = ["ApiView", "NotFoundError", "blobs_from_api"]
 
@@ -479,17 +480,11 @@ def blobs_from_api(packages: Sequence[Any], bundles: Iterator[Any], origin: str)
     back from their JSON texts, and its ``object`` manifests become ``olm.bundle.object``
     properties again.
     """
-    channels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    channels: dict[tuple[str, str], list[ChannelEntry]] = {}
     seen: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     bundle_deprecations: dict[str, dict[str, str]] = {}
     for msg in bundles:
-        entry: dict[str, Any] = {"name": msg.csvName}
-        if msg.replaces:
-            entry["replaces"] = msg.replaces
-        if msg.skips:
-            entry["skips"] = list(msg.skips)
-        if msg.skipRange:
-            entry["skipRange"] = msg.skipRange
+        entry = ChannelEntry(msg.csvName, msg.replaces or None, tuple(msg.skips), msg.skipRange or None)
         channels.setdefault((msg.packageName, msg.channelName), []).append(entry)
         key = (msg.packageName, msg.csvName)
         if key in seen:
@@ -515,16 +510,8 @@ def blobs_from_api(packages: Sequence[Any], bundles: Iterator[Any], origin: str)
             entries.append({"reference": {"schema": SCHEMA_PACKAGE}, "message": pkg.deprecation.message})
         for ch in pkg.channels:
             line += 1
-            yield (
-                origin,
-                line,
-                {
-                    "schema": SCHEMA_CHANNEL,
-                    "package": pkg.name,
-                    "name": ch.name,
-                    "entries": channels.pop((pkg.name, ch.name), []),
-                },
-            )
+            chan_entries = tuple(channels.pop((pkg.name, ch.name), ()))
+            yield origin, line, channel_to_dict(Channel(pkg.name, ch.name, chan_entries))
             if ch.HasField("deprecation") and ch.deprecation.message:
                 ref = {"schema": SCHEMA_CHANNEL, "name": ch.name}
                 entries.append({"reference": ref, "message": ch.deprecation.message})
@@ -533,9 +520,9 @@ def blobs_from_api(packages: Sequence[Any], bundles: Iterator[Any], origin: str)
         if entries:
             line += 1
             yield origin, line, {"schema": SCHEMA_DEPRECATIONS, "package": pkg.name, "entries": entries}
-    for (package, channel), chan_entries in channels.items():  # channels no package listed
+    for (package, channel), rest in channels.items():  # channels no package listed
         line += 1
-        yield origin, line, {"schema": SCHEMA_CHANNEL, "package": package, "name": channel, "entries": chan_entries}
+        yield origin, line, channel_to_dict(Channel(package, channel, tuple(rest)))
     for (package, _), (blob, channel) in seen.items():
         line += 1
         yield f"{origin}/{package}/{channel}", line, blob
