@@ -310,6 +310,17 @@ def test_serve_command_refuses_bad_input(args: list[str], text: str, capsys: pyt
     assert text in capsys.readouterr().err
 
 
+def test_serve_command_refuses_an_invalid_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An invalid catalog is not served: the problems name the file and blob, exit 2."""
+    (tmp_path / "bad.json").write_text('{"schema": "olm.bundle", "name": 3}\n')
+
+    assert 2 == main(["catalog", "serve", str(tmp_path), "--address", "127.0.0.1:0"])
+
+    err = capsys.readouterr().err
+    assert "is invalid" in err
+    assert "bad.json:1" in err
+
+
 def test_committed_stubs_are_what_grpcio_tools_generates(tmp_path: Path) -> None:
     """Regenerating from registry.proto with the command it names gives the committed files."""
     pytest.importorskip("grpc_tools", reason="grpcio-tools is in the test extras")
