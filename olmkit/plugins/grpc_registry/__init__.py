@@ -44,8 +44,9 @@ Upstream quirks kept (clients depend on them):
 * Requests' ``plural`` is ignored: APIs are matched by group, version and kind.
 
 Where olmkit differs: things not found are ``NOT_FOUND`` (upstream: ``UNKNOWN`` with the
-same kind of message); packages are listed sorted and channel entries streamed in
-catalog order (upstream iterates Go maps); a bundle without ``olm.bundle.object``
+same kind of message); packages are listed and streamed sorted by name, each channel's
+entries in catalog order (upstream: packages in Go map order, a channel's bundles sorted by
+name); a bundle without ``olm.bundle.object``
 properties whose image is a bundle directory gets its ``csvJson``/``object`` from that
 directory in ``GetBundle``.
 
