@@ -1,50 +1,46 @@
-"""Pure-Python twin of ``encode.c``: clause encoding and the preference search.
+"""Pure-Python twin of ``encode.c``: clause encoding, the preference search, template expansion.
 
-Every function and method here has the same signature and gives the same output as its
-C counterpart in ``encode.c`` (wrapped by :mod:`olmkit._solver._native`): the clause
-buffers are byte-identical, and the search makes the same guesses in the same order.
-Keep the two in step; ``tests/solver`` compares them.
-
-Problem layout (built by :mod:`olmkit._solver._problem`):
-
-* SAT variables ``1..n_vars`` are the input variables, in input order; ``n_vars+1 ..
-  n_vars+n_act`` are the activation literals of the top-level constraints, in order;
-  auxiliary variables of the encoding follow, numbered in encoding order.
-* ``nodes`` holds one record of five ints per constraint node: kind, subject variable,
-  parameter (``n`` of AtMost), start and length of its operands in ``args``. Operands
-  are SAT variables, except for Or/And/Not whose operands are node numbers.
-* ``top`` lists the node numbers of the top-level constraints; ``top[j]`` is activated by
-  variable ``n_vars + 1 + j``.
-
-Clause buffers are ``array('i')`` of zero-terminated clauses, as accepted by
-pycryptosat's ``Solver.add_clauses``.
-
-Cardinality encoding: AtMost(n) is a sequential counter (Sinz 2005, "LTseq"): register
-variables ``s(i, j)`` meaning "at least j+1 of the first i+1 operands are true", implied
-upward by Horn clauses, and one activated clause per operand forbidding it to be the
-(n+1)th. It is arc-consistent under unit propagation, like upstream's sorting network.
-Inside Or/And/Not an AtMost needs both directions, so the counter there is a full
-equivalence ``r(i, j) <-> r(i-1, j) or (x_i and r(i-1, j-1))``.
+Every function and method of the twin has the same signature and gives the same output as its
+C counterpart in ``encode.c`` (wrapped by :mod:`olmkit._solver._native`): the clause buffers
+are byte-identical, and the search makes the same guesses in the same order. Keep the two in
+step; ``tests/solver`` compares them. The twin is three modules, one job each: the encoding
+(:mod:`olmkit._solver._pure_encode`), the search (:class:`Searcher`, here) and the template
+expansion (:mod:`olmkit._solver._pure_expand`); this module is the face the rest imports.
 """
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
-from typing import Any
 
-__all__ = ["Searcher", "encode", "encode_counter", "expand"]
+from olmkit._solver._pure_encode import (
+    AND,
+    ATMOST,
+    CONFLICT,
+    DEPENDENCY,
+    MANDATORY,
+    NOT,
+    OR,
+    PROHIBITED,
+    encode,
+    encode_counter,
+)
+from olmkit._solver._pure_expand import expand
 
-MANDATORY = 1
-PROHIBITED = 2
-DEPENDENCY = 3
-CONFLICT = 4
-ATMOST = 5
-OR = 6
-AND = 7
-NOT = 8
+__all__ = [
+    "AND",
+    "ATMOST",
+    "CONFLICT",
+    "DEPENDENCY",
+    "MANDATORY",
+    "NOT",
+    "OR",
+    "PROHIBITED",
+    "Searcher",
+    "encode",
+    "encode_counter",
+    "expand",
+]
 
 UNKNOWN = 0
 SAT = 1
@@ -52,199 +48,6 @@ UNSAT = -1
 
 #: Backtracks the search for a model may spend when proving a leaf unsatisfiable.
 PROOF_BUDGET = 1000
-
-
-class _Encoder:
-    __slots__ = ("args", "nodes", "out", "top_var", "true_var")
-
-    def __init__(self, nodes: array[int], args: array[int], next_var: int) -> None:
-        self.nodes = nodes
-        self.args = args
-        self.out = array("i")
-        self.top_var = next_var - 1
-        self.true_var = 0
-
-    def new_var(self) -> int:
-        self.top_var += 1
-        return self.top_var
-
-    def true(self) -> int:
-        if not self.true_var:
-            self.true_var = self.new_var()
-            self.out.extend((self.true_var, 0))
-        return self.true_var
-
-    def clause(self, *lits: int) -> None:
-        self.out.extend(lits)
-        self.out.append(0)
-
-    def atmost_top(self, act: int, xs: array[int], n: int) -> None:
-        m = len(xs)
-        if n >= m:
-            return
-        if n == 0:
-            for x in xs:
-                self.clause(-act, -x)
-            return
-        base = self.top_var + 1
-        self.top_var += (m - 1) * n
-
-        def s(i: int, j: int) -> int:
-            return base + i * n + j
-
-        for i in range(m - 1):
-            x = xs[i]
-            self.clause(-x, s(i, 0))
-            if i > 0:
-                for j in range(n):
-                    self.clause(-s(i - 1, j), s(i, j))
-                for j in range(1, n):
-                    self.clause(-x, -s(i - 1, j - 1), s(i, j))
-                self.clause(-act, -x, -s(i - 1, n - 1))
-        self.clause(-act, -xs[m - 1], -s(m - 2, n - 1))
-
-    def atmost_full(self, xs: array[int], n: int) -> int:
-        m = len(xs)
-        if n >= m:
-            return self.true()
-        t = self.true()
-        width = n + 1
-        base = self.top_var + 1
-        self.top_var += m * width
-        for i in range(m):
-            x = xs[i]
-            for j in range(width):
-                r = base + i * width + j
-                a = base + (i - 1) * width + j if i > 0 else -t
-                if j == 0:
-                    c = t
-                elif i > 0:
-                    c = base + (i - 1) * width + j - 1
-                else:
-                    c = -t
-                self.clause(-a, r)
-                self.clause(-x, -c, r)
-                self.clause(-r, a, x)
-                self.clause(-r, a, c)
-        return -(base + (m - 1) * width + n)
-
-    def literal(self, node: int) -> int:
-        """Return a literal equivalent to ``node``, adding its definition (Tseitin)."""
-        nodes = self.nodes
-        args = self.args
-        o = 5 * node
-        kind = nodes[o]
-        x = nodes[o + 1]
-        start = nodes[o + 3]
-        ops = args[start : start + nodes[o + 4]]
-        if kind == MANDATORY:
-            return x
-        if kind == PROHIBITED:
-            return -x
-        if kind == DEPENDENCY:
-            if not ops:
-                return -x
-            g = self.new_var()
-            self.clause(-g, -x, *ops)
-            self.clause(g, x)
-            for d in ops:
-                self.clause(g, -d)
-            return g
-        if kind == CONFLICT:
-            y = ops[0]
-            g = self.new_var()
-            self.clause(-g, -x, -y)
-            self.clause(g, x)
-            self.clause(g, y)
-            return g
-        if kind == ATMOST:
-            return self.atmost_full(ops, nodes[o + 2])
-        if kind == NOT:
-            return -self.literal(ops[0])
-        lits = [self.literal(child) for child in ops]
-        if kind == OR:
-            if not lits:
-                return -self.true()
-            g = self.new_var()
-            self.clause(-g, *lits)
-            for lit in lits:
-                self.clause(g, -lit)
-            return g
-        # AND
-        if not lits:
-            return self.true()
-        g = self.new_var()
-        self.clause(g, *[-lit for lit in lits])
-        for lit in lits:
-            self.clause(-g, lit)
-        return g
-
-
-def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) -> tuple[array[int], int]:
-    """Encode the top-level constraints ``top`` as clauses with activation literals.
-
-    Args:
-        n_vars: number of input variables (SAT variables ``1..n_vars``).
-        nodes: constraint node records (five ints each, see the module docstring).
-        args: node operands.
-        top: node numbers of the top-level constraints, activated by ``n_vars+1+j``.
-
-    Returns:
-        The zero-terminated clause buffer and the highest SAT variable used.
-    """
-    n_act = len(top)
-    enc = _Encoder(nodes, args, n_vars + n_act + 1)
-    clause = enc.clause
-    for j in range(n_act):
-        act = n_vars + 1 + j
-        o = 5 * top[j]
-        kind = nodes[o]
-        x = nodes[o + 1]
-        start = nodes[o + 3]
-        ops = args[start : start + nodes[o + 4]]
-        if kind == MANDATORY:
-            clause(-act, x)
-        elif kind == PROHIBITED:
-            clause(-act, -x)
-        elif kind == DEPENDENCY:
-            clause(-act, -x, *ops)
-        elif kind == CONFLICT:
-            clause(-act, -x, -ops[0])
-        elif kind == ATMOST:
-            enc.atmost_top(act, ops, nodes[o + 2])
-        else:
-            clause(-act, enc.literal(top[j]))
-    return enc.out, enc.top_var
-
-
-def encode_counter(first_var: int, lits: array[int]) -> tuple[array[int], array[int], int]:
-    """Encode a counter over ``lits`` whose outputs bound how many of them are true.
-
-    Args:
-        first_var: first free SAT variable.
-        lits: the counted literals (k of them).
-
-    Returns:
-        The clause buffer, ``outs`` where assuming ``outs[w]`` allows at most ``w`` of
-        ``lits`` (``w = 0..k-1``), and the highest SAT variable used.
-    """
-    k = len(lits)
-    out = array("i")
-    base = first_var
-
-    def s(i: int, j: int) -> int:
-        return base + i * k + j
-
-    for i in range(k):
-        x = lits[i]
-        out.extend((-x, s(i, 0), 0))
-        if i > 0:
-            for j in range(k):
-                out.extend((-s(i - 1, j), s(i, j), 0))
-            for j in range(1, k):
-                out.extend((-x, -s(i - 1, j - 1), s(i, j), 0))
-    outs = array("i", [-s(k - 1, w) for w in range(k)])
-    return out, outs, first_var + k * k - 1
 
 
 class Searcher:
@@ -864,221 +667,3 @@ class Searcher:
 
 def _idx(lit: int) -> int:
     return 2 * lit if lit > 0 else -2 * lit + 1
-
-
-# --------------------------------------------------------------------------- expansion
-
-
-def expand(
-    blocks: Sequence[Any],
-    n_items: int,
-    slot: array[int] | None,
-    ov_index: array[int],
-    ov_start: array[int],
-    ov_items: array[int],
-    ov_err: array[int],
-    seeds: array[int],
-    n_front: int,
-    heads: Any,
-    prefix: array[int],
-    n_keys: int,
-) -> tuple[Any, ...]:
-    """Expand templates into problem arrays (see :mod:`olmkit._solver._expand`).
-
-    Args:
-        blocks: the :class:`~olmkit._solver._expand.Block` s, by ascending ``item_off``.
-        n_items: number of global items.
-        slot: per item, its variable slot (``None``: identity).
-        ov_index: per global list, an override number or -1.
-        ov_start: offsets into ``ov_items`` per override (one more than overrides).
-        ov_items: override members (global items).
-        ov_err: per override, a global error or -1.
-        seeds: the roots, in order.
-        n_front: how many discovered items come before the heads.
-        heads: the :class:`~olmkit._solver._expand.Heads`.
-        prefix: ``(item, kind, other item)`` triples: an item's leading Mandatory or
-            Conflict constraints, in order.
-        n_keys: number of global keys.
-
-    Returns:
-        ``(error, n_vars, var_item, group_keys, nodes, args, top, top_owner, top_index,
-        anchor_start, n_anchors, vdep_start, vdep)``.
-    """
-    starts = [b.item_off for b in blocks]
-
-    def block_of(item: int) -> Any:
-        return blocks[bisect_right(starts, item) - 1]
-
-    owner = [-1] * n_items
-    order: list[int] = []
-
-    def discover(item: int) -> None:
-        s = slot[item] if slot is not None else item
-        if owner[s] < 0:
-            owner[s] = item
-            order.append(item)
-
-    empty = array("i")
-
-    def fail(err: int) -> tuple[Any, ...]:
-        return (err, 0, empty, empty, empty, empty, empty, empty, empty, 0, 0, array("i", [0]), empty)
-
-    for item in seeds:
-        discover(item)
-    done = [bytearray(len(b.class_start) - 1) for b in blocks]
-    block_index = {id(b): i for i, b in enumerate(blocks)}
-    qi = 0
-    while qi < len(order):
-        item = order[qi]
-        qi += 1
-        b = block_of(item)
-        c = b.item_class[item - b.item_off]
-        flags = done[block_index[id(b)]]
-        if flags[c]:
-            continue
-        flags[c] = 1
-        for t in range(b.class_start[c], b.class_start[c + 1]):
-            code = b.class_codes[t]
-            if code < 0:
-                x = -1 - code
-                if x & 1:
-                    return fail(b.err_off + (x >> 1))
-                continue
-            k = ov_index[b.pred_off + code]
-            if k >= 0:
-                if ov_err[k] >= 0:
-                    return fail(ov_err[k])
-                for j in range(ov_start[k], ov_start[k + 1]):
-                    discover(ov_items[j])
-                continue
-            if b.pred_err is not None and b.pred_err[code] >= 0:
-                return fail(b.err_off + b.pred_err[code])
-            off = b.item_off
-            for j in range(b.pred_start[code], b.pred_start[code + 1]):
-                discover(off + b.pred_items[j])
-
-    # variable numbers: front items, heads, the other items, then the groups
-    n_heads = len(heads.start) - 1
-    var_of_slot = [0] * n_items
-    var_item = array("i")
-    for p, item in enumerate(order):
-        if p == n_front:
-            var_item.extend(range(-1, -1 - n_heads, -1))
-        var_item.append(item)
-    if len(order) <= n_front:
-        var_item.extend(range(-1, -1 - n_heads, -1))
-    for i, item in enumerate(var_item):
-        if item >= 0:
-            var_of_slot[slot[item] if slot is not None else item] = i + 1
-
-    def var(item: int) -> int:
-        return var_of_slot[slot[item] if slot is not None else item]
-
-    # at-most-one groups, in the order their keys first appear
-    members: dict[int, list[int]] = {}
-    for i, item in enumerate(var_item):
-        if item < 0:
-            continue
-        b = block_of(item)
-        c = b.item_class[item - b.item_off]
-        if b.uerr is not None and b.uerr[c] >= 0:
-            return fail(b.err_off + b.uerr[c])
-        for t in range(b.ukey_start[c], b.ukey_start[c + 1]):
-            key = b.ukeys[t]
-            if b.key_map is not None:
-                key = b.key_map[key]
-            members.setdefault(key, []).append(i + 1)
-    group_keys = array("i", [k for k, m in members.items() if len(m) >= 2])
-    for g in range(len(group_keys)):
-        var_item.append(-1 - n_heads - g)
-
-    # prefixes by slot
-    pre: dict[int, list[tuple[int, int]]] = {}
-    for t in range(0, len(prefix), 3):
-        item = prefix[t]
-        s = slot[item] if slot is not None else item
-        pre.setdefault(s, []).append((prefix[t + 1], prefix[t + 2]))
-
-    nodes = array("i")
-    args = array("i")
-    top = array("i")
-    top_owner = array("i")
-    top_index = array("i")
-    anchors = array("i")
-    vdep_start = array("i", [0])
-    vdep = array("i")
-
-    # one record per constraint, as flatten() lays out the equivalent Variable list
-    layout: list[tuple[int, int, Sequence[int]]] = []
-    for i, item in enumerate(var_item):
-        x = i + 1
-        anchor = False
-        layout.clear()
-        if item >= 0:
-            for kind, other in pre.get(slot[item] if slot is not None else item, ()):
-                if kind == MANDATORY:
-                    layout.append((MANDATORY, 0, ()))
-                    anchor = True
-                else:
-                    layout.append((CONFLICT, 0, (var(other),)))
-            b = block_of(item)
-            c = b.item_class[item - b.item_off]
-            for t in range(b.class_start[c], b.class_start[c + 1]):
-                code = b.class_codes[t]
-                if code < 0:
-                    layout.append((PROHIBITED, 0, ()))
-                    continue
-                ki = ov_index[b.pred_off + code]
-                if ki >= 0:
-                    deps = [var(ov_items[j]) for j in range(ov_start[ki], ov_start[ki + 1])]
-                else:
-                    off = b.item_off
-                    deps = [var(off + b.pred_items[j]) for j in range(b.pred_start[code], b.pred_start[code + 1])]
-                layout.append((DEPENDENCY, 0, deps))
-        elif -item <= n_heads:
-            h = -1 - item
-            for t in range(heads.start[h], heads.start[h + 1]):
-                kind, start, length = heads.cons[3 * t], heads.cons[3 * t + 1], heads.cons[3 * t + 2]
-                if kind == MANDATORY:
-                    layout.append((MANDATORY, 0, ()))
-                    anchor = True
-                elif kind == PROHIBITED:
-                    layout.append((PROHIBITED, 0, ()))
-                else:
-                    layout.append((DEPENDENCY, 0, [var(heads.items[j]) for j in range(start, start + length)]))
-        else:
-            g = -1 - item - n_heads
-            layout.append((MANDATORY, 0, ()))
-            layout.append((ATMOST, 1, members[group_keys[g]]))
-            anchor = True
-        for k, (kind, param, ops) in enumerate(layout):
-            n = len(nodes) // 5
-            nodes.extend((kind, x, param, len(args) if kind >= DEPENDENCY else 0, len(ops)))
-            args.extend(ops)
-            if kind == DEPENDENCY and ops:
-                vdep.append(n)
-            top.append(n)
-            top_owner.append(i)
-            top_index.append(k)
-        if anchor:
-            anchors.append(x)
-        vdep_start.append(len(vdep))
-
-    anchor_start = len(args)
-    args.extend(anchors)
-    n_vars = len(var_item)
-    return (
-        -1,
-        n_vars,
-        var_item,
-        group_keys,
-        nodes,
-        args,
-        top,
-        top_owner,
-        top_index,
-        anchor_start,
-        len(anchors),
-        vdep_start,
-        vdep,
-    )
