@@ -12,7 +12,7 @@ from types import ModuleType
 
 from olmkit._solver import _pure
 
-__all__ = ["IMPLEMENTATION", "available", "get", "set_implementation"]
+__all__ = ["IMPLEMENTATION", "available", "get", "module", "set_implementation"]
 
 
 def _load_native() -> ModuleType | None:
@@ -40,6 +40,19 @@ def available() -> tuple[str, ...]:
 def get() -> ModuleType:
     """The implementation module in use."""
     return impl
+
+
+def module(name: str) -> ModuleType:
+    """The implementation module ``"native"`` or ``"pure"``, whichever is in use.
+
+    Raises:
+        ImportError: ``"native"`` and the C part is not built.
+    """
+    if name == "pure":
+        return _pure
+    if _NATIVE is None:
+        raise ImportError("olmkit._solver._speedups is not built")
+    return _NATIVE
 
 
 def set_implementation(name: str) -> str:

@@ -126,9 +126,10 @@ class Searcher:
         self.reason = [0] * (n_total + 1)
         self.level = [0] * (n_total + 1)
         self.conflict = -1
-        # choices: (start, length, index, owner); guesses add children and the level below
-        self.queue: deque[tuple[int, int, int, int]] = deque()
-        self.guesses: list[tuple[int, int, int, int, int, int, int]] = []
+        # choices: (start, length, index, owner, orig), orig: the index the choice had when
+        # the guesses it was decided under were made; guesses add children and the level below
+        self.queue: deque[tuple[int, int, int, int, int]] = deque()
+        self.guesses: list[tuple[int, int, int, int, int, int, int, int]] = []
         self.result = UNKNOWN
         self.backjump = -1
         self.ask_level = -1
@@ -147,7 +148,7 @@ class Searcher:
         self.n_proofs = 0
         self._load(clauses)
         for i in range(n_anchors):
-            self.queue.append((anchor_start + i, 1, 0, 0))
+            self.queue.append((anchor_start + i, 1, 0, 0, 0))
 
     # -- propagation -----------------------------------------------------------
 
@@ -289,7 +290,7 @@ class Searcher:
     # -- search ----------------------------------------------------------------
 
     def _push_guess(self) -> None:
-        start, length, index, owner = self.queue.popleft()
+        start, length, index, owner, orig = self.queue.popleft()
         args = self.args
         m = args[start + index] if index < length else 0
         for t in range(start, start + length):
@@ -302,16 +303,23 @@ class Searcher:
             nodes = self.nodes
             for t in range(self.vdep_start[m - 1], self.vdep_start[m]):
                 o = 5 * self.vdep[t]
-                self.queue.append((nodes[o + 3], nodes[o + 4], 0, m))
+                self.queue.append((nodes[o + 3], nodes[o + 4], 0, m, 0))
                 children += 1
             self.assumed[m] = 1
             self.n_guesses += 1
             self._new_level()
             self.result = UNKNOWN if self._assume(m) else UNSAT
-        self.guesses.append((m, index, children, start, length, owner, lvl))
+        self.guesses.append((m, index, children, start, length, owner, lvl, orig))
 
-    def _pop_guess(self) -> None:
-        m, index, children, start, length, owner, lvl = self.guesses.pop()
+    def _pop_guess(self, restore: bool = False) -> None:
+        """Undo the newest guess; its choice goes back to the front of the deque.
+
+        Normally the choice moves on to its next candidate. ``restore`` (a guess newer than
+        the one a backjump goes to) puts the choice back as it was when the guesses it was
+        decided under were made: its candidates were refuted under guesses that no longer
+        stand, so the search is the same as if the bad guess had been refuted at once.
+        """
+        m, index, children, start, length, owner, lvl, orig = self.guesses.pop()
         self.n_backtracks += 1
         if m:
             self.assumed[m] = 0
@@ -319,9 +327,11 @@ class Searcher:
                 self._undo_level()
             self.result = UNKNOWN
             index += 1
+        if restore:
+            index = orig
         for _ in range(children):
             self.queue.pop()
-        self.queue.appendleft((start, length, index, owner))
+        self.queue.appendleft((start, length, index, owner, orig))
 
     def _complete(self) -> bool:
         """Try to extend the assignment to a model, every open variable false in order."""
@@ -443,7 +453,7 @@ class Searcher:
         """
         args = self.args
         for p, g in enumerate(self.guesses):
-            m, index, _, start, length, owner, _ = g
+            m, index, _, start, length, owner, _, _ = g
             if m or index < length:
                 continue
             if any(self.assumed[args[t]] for t in range(start, start + length)):
@@ -532,7 +542,7 @@ class Searcher:
                     self.done = UNSAT
                     return UNSAT
                 if self.backjump >= 0 and len(self.guesses) > self.backjump:
-                    self._pop_guess()
+                    self._pop_guess(restore=True)
                     self.result = UNSAT
                     continue
                 self.backjump = -1

@@ -1,4 +1,4 @@
-"""The solve pipeline: flatten, encode, preference search, minimise extras or explain.
+"""The solve pipeline: flatten, encode, preference search, canonical model or explanation.
 
 Semantics are upstream OLM's (``solver/solve.go`` and ``search.go``), see
 ``shared/spec/olm-resolver-behaviour.md`` section 6:
@@ -6,35 +6,45 @@ Semantics are upstream OLM's (``solver/solve.go`` and ``search.go``), see
 1. Every top-level constraint gets an activation literal, assumed true throughout, so
    that a failure is explained in terms of constraints.
 2. Greedy breadth-first preference search from the anchors (variables with a top-level
-   Mandatory constraint), in input order, with chronological backtracking; it runs in
-   the native (or pure twin) unit propagator, not in the SAT backend.
-3. Every variable false in the search's model is fixed false; among the variables true
-   but not guessed ("extras") the smallest number ``w = 0, 1, ...`` that still has a
-   model is found. The answer is what is true in that final model.
-4. Unsatisfiable: the backend's failed assumptions, shrunk to a minimal unsatisfiable
-   subset by deletion unless ``minimize_conflict`` is false, sorted by text.
+   Mandatory constraint), in input order: a choice takes its first candidate that can
+   still hold together with the guesses before it.
+3. The answer is the guesses' canonical model: the input variables set false in order
+   wherever a model allows it (the lexicographically smallest model, false first). No
+   model has a strict subset of its true variables, so its extras (true, not guessed)
+   are minimal: upstream's minimisation of extras has nothing left to remove.
+4. Unsatisfiable: the failed assumptions of a fresh SAT solver asked about the activation
+   literals alone, shrunk to a minimal unsatisfiable subset by deletion unless
+   ``minimize_conflict`` is false, sorted by text.
 
-Where upstream leaves a choice to gini, olmkit is deterministic: when the deque of
-choices is empty the model is the assignment completed by setting the remaining
-variables false in order (falling back to the backend when that hits a conflict). When
-the guesses cannot all hold, upstream pops them one at a time, which can take exponential
-time; olmkit backtracks straight to the newest guess of the shortest prefix of the
-guesses that cannot hold, popping the newer ones as chronological backtracking would.
-That guess does not depend on the backend: the search shows it by propagation (a choice
-none of whose candidates survives) and completion when it can, and otherwise asks the
-backend about the guesses and about shorter prefixes of them.
+Every step is defined by which sets of assumptions are satisfiable, never by which model
+or core a solver happens to return, so the backends (see :mod:`olmkit._solver.backends`)
+give byte-identical answers and explanations. They differ in how they decide:
+
+* ``native`` and ``pure`` run the search in a unit propagator (C or its Python twin):
+  a guess is refuted by propagation, and a leaf whose completion fails (setting the open
+  variables false in order, with propagation) is settled by a proof or by asking the SAT
+  solver, then the search backtracks straight to the newest guess of the shortest prefix
+  of the guesses that cannot hold (as chronological backtracking would end up doing).
+  The completion, when it succeeds, is the canonical model already.
+* ``cryptominisat`` asks the SAT solver under assumptions: a candidate the current model
+  makes true holds, any other costs one incremental call; accepted guesses and refuted
+  candidates become unit clauses, since the greedy search never takes a guess back.
+* ``native`` measures as it goes: when the propagator keeps asking the SAT solver and the
+  time it has spent exceeds what the measured calls say a CryptoMiniSat search would
+  cost, it hands the search to CryptoMiniSat (counter ``switched``).
 """
 
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
 
 from olmkit._solver import _encode
 from olmkit._solver._problem import Problem, flatten
-from olmkit._solver.backends import DEFAULT_BACKEND, Backend, get_backend
+from olmkit._solver.backends import Backend, BackendFactory, engine_of
 from olmkit._solver.constraints import AppliedConstraint, Variable
 from olmkit._solver.errors import NotSatisfiable, SolverError
 from olmkit._solver.reporter import SolverReporter
@@ -42,28 +52,66 @@ from olmkit._solver.reporter import SolverReporter
 __all__ = ["solve", "solve_problem"]
 
 _NO_REPORTER = SolverReporter()
+_SWITCH = 2
 
 
-class _LazyBackend:
-    """Creates the backend and teaches it the clauses on first use only."""
+class _Oracle:
+    """The SAT solver of one solve: created and taught the clauses on first use; counts calls."""
 
-    def __init__(self, factory: object, clauses: array[int]) -> None:
+    def __init__(self, factory: BackendFactory, clauses: array[int]) -> None:
         self._factory = factory
         self._clauses = clauses
         self._backend: Backend | None = None
+        self.calls = 0
+        self.seconds = 0.0
+        #: the latest model of the input variables (one byte each) the solver gave
+        self.model = b""
+        self._absorbed_conflicts = 0
 
     def get(self) -> Backend:
         if self._backend is None:
-            backend = self._factory()  # type: ignore[operator]
+            backend = self._factory()
             backend.add_clauses(self._clauses)
             self._backend = backend
         return self._backend
+
+    def solve(self, assumptions: Sequence[int]) -> tuple[bool, Sequence[bool | None] | None]:
+        backend = self.get()
+        t = perf_counter()
+        sat, model = backend.solve(assumptions)
+        self.seconds += perf_counter() - t
+        self.calls += 1
+        return sat, model
+
+    def add(self, clauses: array[int]) -> None:
+        if len(clauses):
+            self.get().add_clauses(clauses)
+
+    def conflict(self) -> list[int]:
+        return self.get().get_conflict()
+
+    @property
+    def conflicts(self) -> int:
+        """The solver's conflicts, when it counts them (see :func:`~olmkit._solver.backends.count_conflicts`)."""
+        return int(getattr(self._backend, "conflicts", 0) or 0) + self._absorbed_conflicts
+
+    def absorb(self, other: _Oracle) -> None:
+        """Count another solver's work (an explanation's fresh solver) as this one's."""
+        self.calls += other.calls
+        self.seconds += other.seconds
+        self._absorbed_conflicts += other.conflicts
 
 
 def _model_bytes(model: Sequence[bool | None] | None, n_vars: int) -> bytes:
     if model is None:
         raise SolverError("the SAT backend reported satisfiable without a model")
     return bytes(map(bool, model[1 : n_vars + 1]))
+
+
+def _units(lits: Sequence[int]) -> array[int]:
+    out = array("i", bytes(8 * len(lits)))
+    out[0::2] = array("i", lits)
+    return out
 
 
 def solve(
@@ -79,7 +127,8 @@ def solve(
         variables: the problem; identifiers must be unique, and every identifier a
             constraint names must be one of them. Input order matters: anchors are
             decided in input order.
-        backend: name of the SAT backend (default ``"cryptominisat"``).
+        backend: ``"native"``, ``"pure"``, ``"cryptominisat"`` or a plugin's SAT solver
+            (default: ``native`` when the C part is built, else ``pure``).
         minimize_conflict: shrink unsatisfiability explanations to a minimal set.
         reporter: receives timings and counters.
 
@@ -92,7 +141,7 @@ def solve(
 
     .. versionadded:: 0.1
     """
-    get_backend(backend)  # an unknown backend fails before any work
+    engine_of(backend)  # an unknown backend fails before any work
     start = perf_counter()
     problem = flatten(variables)
     chosen = solve_problem(
@@ -124,63 +173,60 @@ def solve_problem(
     .. versionadded:: 0.2
     """
     rep = reporter if reporter is not None else _NO_REPORTER
-    factory = get_backend(backend)
-    impl = _encode.get()
+    name, engine, factory = engine_of(backend)
+    impl = _encode.module(engine) if engine != "cryptominisat" else _encode.get()
+    impl_name = engine if engine != "cryptominisat" else _encode.IMPLEMENTATION
 
     t0 = perf_counter() if started is None else started
     n_vars = problem.n_vars
     clauses, n_total = impl.encode(n_vars, problem.nodes, problem.args, problem.top)
-    rep.on_start(
-        variables=n_vars,
-        constraints=problem.n_act,
-        implementation=_encode.IMPLEMENTATION,
-        backend=backend or DEFAULT_BACKEND,
-    )
+    rep.on_start(variables=n_vars, constraints=problem.n_act, implementation=impl_name, backend=name)
     t1 = perf_counter()
     rep.on_phase("encode", t1 - t0)
 
-    searcher = impl.Searcher(
-        n_vars,
-        n_total,
-        clauses,
-        problem.n_act,
-        problem.nodes,
-        problem.args,
-        problem.anchor_start,
-        problem.n_anchors,
-        problem.vdep_start,
-        problem.vdep,
-    )
-    lazy = _LazyBackend(factory, clauses)
+    oracle = _Oracle(factory, clauses)
     acts = array("i", range(n_vars + 1, n_vars + problem.n_act + 1))
-    while True:
-        status = searcher.run()
-        if status:
-            break
-        sat_backend = lazy.get()
-        sat, model = sat_backend.solve(acts + searcher.assumptions())
-        if sat:
-            searcher.resume(True, _model_bytes(model, n_vars), None)
-        else:
-            searcher.resume(False, None, array("i", sat_backend.get_conflict()))
+    counters: dict[str, int] = {"variables": n_total, "clauses": clauses.count(0), "switched": 0}
+    searcher: Any = None
+    if engine != "cryptominisat":
+        searcher = impl.Searcher(
+            n_vars,
+            n_total,
+            clauses,
+            problem.n_act,
+            problem.nodes,
+            problem.args,
+            problem.anchor_start,
+            problem.n_anchors,
+            problem.vdep_start,
+            problem.vdep,
+        )
+        status, model = _propagator_search(searcher, oracle, acts, n_vars, adaptive=name == "native", t0=t1)
+        counters.update(searcher.stats())
+        if status == _SWITCH:
+            counters["switched"] = 1
+    if engine == "cryptominisat" or counters["switched"]:
+        status, model, found = _oracle_search(problem, oracle, acts)
+        counters.update(found)
     t2 = perf_counter()
     rep.on_phase("search", t2 - t1)
-    rep.on_counters(searcher.stats())
 
     if status < 0:
-        applied = _explain(problem, searcher, lazy, acts, minimize_conflict)
+        applied = _explain(problem, searcher, oracle, factory, clauses, acts, minimize_conflict)
         rep.on_phase("explain", perf_counter() - t2)
+        _report_counters(rep, counters, oracle)
         rep.on_unsatisfiable(applied)
         raise NotSatisfiable(applied=applied)
 
-    guessed = searcher.assumptions()
+    assert model is not None
+    guessed, final = model
     variables = problem.variables
     if _overrides(rep, "on_guesses"):
         rep.on_guesses([variables[m - 1].id for m in guessed])
-    final = searcher.model()
-    if not searcher.forced_extras():
-        final = _minimize_extras(lazy, acts, guessed, final, n_total)
+    if final is None:
+        final = _lexmin(oracle, acts, guessed, oracle.model)
     rep.on_phase("minimize", perf_counter() - t2)
+    _report_counters(rep, counters, oracle)
 
     chosen = array("i", [i for i, bit in enumerate(final) if bit])
     if _overrides(rep, "on_result"):
@@ -188,45 +234,176 @@ def solve_problem(
     return chosen
 
 
-def _minimize_extras(lazy: _LazyBackend, acts: array[int], guessed: array[int], model: bytes, n_total: int) -> bytes:
-    """Fix model-false variables false and find a model with the fewest extras."""
+def _report_counters(rep: SolverReporter, counters: dict[str, int], oracle: _Oracle) -> None:
+    counters["backend_calls"] = counters.get("backend_calls", 0) + oracle.calls
+    counters["conflicts"] = counters.get("conflicts", 0) + oracle.conflicts
+    for key in ("guesses", "backtracks", "propagations", "solver_calls", "proofs"):
+        counters.setdefault(key, 0)
+    rep.on_counters(counters)
+
+
+# --------------------------------------------------------------------------- propagator engines
+
+
+def _propagator_search(
+    searcher: Any, oracle: _Oracle, acts: array[int], n_vars: int, *, adaptive: bool, t0: float
+) -> tuple[int, tuple[array[int], bytes | None] | None]:
+    """Run the propagator's search, answering its questions with the SAT solver.
+
+    Returns ``(1, (guesses, model))``, where ``model`` is ``None`` when the search's model
+    came from the SAT solver (then :func:`_lexmin` makes it canonical from
+    ``oracle.model``), ``(-1, None)``, or ``(_SWITCH, None)`` when ``adaptive`` and the
+    measured costs say CryptoMiniSat should finish the search.
+    """
+    last: bytes | None = None
+    while True:
+        status = searcher.run()
+        if status:
+            break
+        guesses = searcher.assumptions()
+        if adaptive and _should_switch(
+            elapsed=perf_counter() - t0, calls=oracle.calls, seconds=oracle.seconds, guesses=len(guesses)
+        ):
+            return _SWITCH, None
+        sat, model = oracle.solve(acts + guesses)
+        if sat:
+            last = _model_bytes(model, n_vars)
+            oracle.model = last
+            searcher.resume(True, last, None)
+        else:
+            searcher.resume(False, None, array("i", oracle.conflict()))
+    if status < 0:
+        return -1, None
+    final = searcher.model()
+    return 1, (searcher.assumptions(), None if final == last else final)
+
+
+def _should_switch(*, elapsed: float, calls: int, seconds: float, guesses: int) -> bool:
+    """Whether the propagator should hand its search to CryptoMiniSat, by what it measured.
+
+    A CryptoMiniSat search costs about one call per guess (the ``guesses`` standing now,
+    and as many again to come), each as long as the ``calls`` measured so far took on
+    average (``seconds`` in all). Once the propagator's search has taken longer
+    (``elapsed``), finishing it in CryptoMiniSat is the cheaper bet. Two calls at least
+    are needed for an average worth the name.
+    """
+    if calls < 2:
+        return False
+    return elapsed > seconds / calls * 2 * (guesses + 1)
+
+
+# --------------------------------------------------------------------------- the SAT solver searches
+
+
+def _oracle_search(problem: Problem, oracle: _Oracle, acts: array[int]) -> tuple[int, Any, dict[str, int]]:
+    """The preference search as incremental solving under assumptions.
+
+    Each choice takes its first candidate that holds together with the guesses: the
+    current model says so for free when it makes the candidate true, else one call
+    decides. The greedy search never takes a guess back, so accepted guesses (and
+    refuted candidates) become unit clauses and every call has one assumption.
+    """
+    counters = {"guesses": 0, "rejected": 0}
+    sat, found = oracle.solve(acts)
+    if not sat:
+        return -1, None, counters
+    n_vars = problem.n_vars
+    model = bytearray(_model_bytes(found, n_vars))
+    oracle.add(_units(acts))
+    args = problem.args
+    nodes = problem.nodes
+    vdep_start = problem.vdep_start
+    vdep = problem.vdep
+    guessed = bytearray(n_vars + 1)
+    guesses = array("i")
+    queue: deque[tuple[int, int]] = deque((problem.anchor_start + i, 1) for i in range(problem.n_anchors))
+    while queue:
+        start, length = queue.popleft()
+        cands = args[start : start + length]
+        if any(guessed[c] for c in cands):
+            continue
+        for c in cands:
+            if not model[c - 1]:
+                sat, found = oracle.solve((c,))
+                if not sat:
+                    counters["rejected"] += 1
+                    oracle.add(array("i", (-c, 0)))
+                    continue
+                model = bytearray(_model_bytes(found, n_vars))
+            guessed[c] = 1
+            guesses.append(c)
+            oracle.add(array("i", (c, 0)))
+            for t in range(vdep_start[c - 1], vdep_start[c]):
+                o = 5 * vdep[t]
+                queue.append((nodes[o + 3], nodes[o + 4]))
+            break
+        else:
+            raise SolverError("unexpected internal error: no candidate of a choice holds, the guesses do")
+    counters["guesses"] = len(guesses)
+    oracle.model = bytes(model)
+    return 1, (guesses, None), counters
+
+
+def _lexmin(oracle: _Oracle, acts: array[int], guessed: array[int], model: bytes) -> bytes:
+    """The canonical model: input variables false in order wherever a model allows it.
+
+    Starts from ``model`` (a model of the guesses): a variable it makes false is fixed
+    false for free, any other costs one call. Fixed values become unit clauses.
+    """
     n_vars = len(model)
     is_guessed = bytearray(n_vars + 1)
-    for m in guessed:
-        is_guessed[m] = 1
-    excluded = array("i")
-    extras = array("i")
-    for p, bit in enumerate(model):
+    for g in guessed:
+        is_guessed[g] = 1
+    current = bytearray(model)
+    pending = array("i", acts)
+    pending.extend(guessed)
+    for p in range(n_vars):
         v = p + 1
         if is_guessed[v]:
             continue
-        if bit:
-            extras.append(v)
-        else:
-            excluded.append(-v)
-    counter, outs, _ = _encode.get().encode_counter(n_total + 1, extras)
-    backend = lazy.get()
-    backend.add_clauses(counter)
-    base = acts + guessed + excluded
-    for w in range(len(extras) + 1):
-        bound = outs[w : w + 1]  # empty for w == len(extras): no bound at all
-        sat, found = backend.solve(base + bound)
+        if not current[p]:
+            pending.append(-v)
+            continue
+        oracle.add(_units(pending))
+        pending = array("i")
+        sat, found = oracle.solve((-v,))
         if sat:
-            return _model_bytes(found, n_vars)
-    raise SolverError("unexpected internal error: the model vanished while minimising extras")
+            current = bytearray(_model_bytes(found, n_vars))
+            pending.append(-v)
+        else:
+            pending.append(v)
+    return bytes(current)
+
+
+# --------------------------------------------------------------------------- explanations
 
 
 def _explain(
-    problem: Problem, searcher: Any, lazy: _LazyBackend, acts: array[int], minimize: bool
+    problem: Problem,
+    searcher: Any,
+    oracle: _Oracle,
+    factory: BackendFactory,
+    clauses: array[int],
+    acts: array[int],
+    minimize: bool,
 ) -> tuple[AppliedConstraint, ...]:
-    """The constraints that cannot hold together, as the backend's failed assumptions."""
-    backend = lazy.get()
-    sat, _ = backend.solve(acts)
-    if sat:
-        raise SolverError("unexpected internal error: the search found no model, the backend did")
-    core = sorted({lit for lit in backend.get_conflict() if problem.applied(lit) is not None})
+    """The constraints that cannot hold together, from a fresh SAT solver's failed assumptions.
+
+    A fresh solver taught the same clauses and asked the same question returns the same
+    core whoever searched, so every backend starts the shrinking from the same set.
+    """
+    if oracle.calls == 1 and searcher is None:
+        backend = oracle  # the search's only call was this question, on a fresh solver
+    else:
+        backend = _Oracle(factory, clauses)
+        sat, _ = backend.solve(acts)
+        if sat:
+            raise SolverError("unexpected internal error: the search found no model, the backend did")
+    core = sorted({lit for lit in backend.conflict() if problem.applied(lit) is not None})
     if minimize:
         core = _shrink(searcher, backend, core)
+    if backend is not oracle:
+        oracle.absorb(backend)
     applied = []
     for lit in core:
         a = problem.applied(lit)
@@ -235,21 +412,21 @@ def _explain(
     return tuple(applied)
 
 
-def _shrink(searcher: Any, backend: Backend, core: list[int]) -> list[int]:
+def _shrink(searcher: Any, backend: _Oracle, core: list[int]) -> list[int]:
     """Deletion-based minimal unsatisfiable subset of the assumptions ``core``.
 
     Each member is dropped in turn: if the rest is still unsatisfiable the member goes,
-    otherwise it is necessary and stays. The searcher's propagator is tried before the
-    backend: unit propagation refutes most subsets of dependency problems, and (native
-    only, where it is cheap) completing an assignment proves most others satisfiable.
-    The answer depends only on which subsets are satisfiable, never on who decided it
-    or on the backend's state, so both implementations give the same explanation.
+    otherwise it is necessary and stays. A propagator (when the backend has one) is tried
+    before the SAT solver: unit propagation refutes most subsets of dependency problems,
+    and (native only, where it is cheap) completing an assignment proves most others
+    satisfiable. The answer depends only on which subsets are satisfiable, never on who
+    decided it or on the solver's state, so every backend gives the same explanation.
     """
-    complete = bool(searcher.cheap_completion)
+    complete = bool(searcher is not None and searcher.cheap_completion)
     i = 0
     while i < len(core):
         trial = core[:i] + core[i + 1 :]
-        quick = searcher.check(array("i", trial), complete)
+        quick = searcher.check(array("i", trial), complete) if searcher is not None else 0
         if quick == 0:
             sat, _ = backend.solve(trial)
             quick = 1 if sat else -1

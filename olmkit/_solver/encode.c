@@ -264,8 +264,9 @@ typedef struct {
     int len, cap, owned;        /* owned: data is its own allocation, not part of `wblock` */
 } wlist;
 
-typedef struct { int start, len, index, owner; } choice;
-typedef struct { int m, index, children, start, len, owner, lvl; } guess;
+/* orig: the index the choice had when the guesses it is decided under were made */
+typedef struct { int start, len, index, owner, orig; } choice;
+typedef struct { int m, index, children, start, len, owner, lvl, orig; } guess;
 
 struct olm_searcher {
     int n_vars, n_total, n_act;
@@ -570,7 +571,7 @@ olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size
         return NULL;
     }
     for (int i = 0; i < n_anchors; i++) {
-        choice c = {anchor_start + i, 1, 0, 0};
+        choice c = {anchor_start + i, 1, 0, 0, 0};
         if (!q_push_back(s, c)) { olm_searcher_free(s); return NULL; }
     }
     return s;
@@ -586,7 +587,7 @@ static int push_guess(olm_searcher *s) {
     if (m) {
         for (int t = s->vdep_start[m - 1]; t < s->vdep_start[m]; t++) {
             const int *nd = s->nodes + 5 * (size_t)s->vdep[t];
-            choice d = {nd[3], nd[4], 0, m};
+            choice d = {nd[3], nd[4], 0, m, 0};
             if (!q_push_back(s, d)) return 0;
             children++;
         }
@@ -603,12 +604,15 @@ static int push_guess(olm_searcher *s) {
         s->guesses = d;
         s->guesses_cap = cap;
     }
-    guess g = {m, c.index, children, c.start, c.len, c.owner, lvl};
+    guess g = {m, c.index, children, c.start, c.len, c.owner, lvl, c.orig};
     s->guesses[s->n_guesses_stack++] = g;
     return 1;
 }
 
-static int pop_guess(olm_searcher *s) {
+/* Undo the newest guess; its choice goes back to the front of the deque, on to its next
+ * candidate, or (`restore`: a guess newer than a backjump's target) as it was when the
+ * guesses it was decided under were made, as if the bad guess had been refuted at once. */
+static int pop_guess(olm_searcher *s, int restore) {
     guess g = s->guesses[--s->n_guesses_stack];
     s->n_backtracks++;
     if (g.m) {
@@ -617,8 +621,9 @@ static int pop_guess(olm_searcher *s) {
         s->result = UNKNOWN;
         g.index++;
     }
+    if (restore) g.index = g.orig;
     for (int i = 0; i < g.children; i++) q_pop_back(s);
-    choice c = {g.start, g.len, g.index, g.owner};
+    choice c = {g.start, g.len, g.index, g.owner, g.orig};
     return q_push_front(s, c);
 }
 
@@ -840,12 +845,12 @@ int olm_searcher_run(olm_searcher *s) {
                 return UNSAT;
             }
             if (s->backjump >= 0 && s->n_guesses_stack > s->backjump) {
-                if (!pop_guess(s)) return -2;
+                if (!pop_guess(s, 1)) return -2;
                 s->result = UNSAT;
                 continue;
             }
             s->backjump = -1;
-            if (!pop_guess(s)) return -2;
+            if (!pop_guess(s, 0)) return -2;
             continue;
         }
         if (s->q_len == 0) {

@@ -80,8 +80,9 @@ def prefix_guesses(
     """The guesses of olmkit's search: upstream's, except at an unsatisfiable leaf.
 
     There it backtracks straight to the newest guess of the shortest prefix of the
-    guesses that cannot hold (popping the newer guesses as chronological backtracking
-    would, without trying their other candidates). ``solvable`` decides whether a partial
+    guesses that cannot hold, putting the choices of the newer guesses back as they were
+    when that guess was made: the same guesses as a greedy search that refutes every
+    candidate that cannot hold together with the guesses before it. ``solvable`` decides whether a partial
     assignment extends to a solution (default: brute force). ``counters`` receives the
     numbers of guesses and backtracks, which follow the search step by step.
     """
@@ -151,8 +152,10 @@ def _search(
         return None
     # scopes: stack of assignments, one per real guess
     scopes = [state]
-    queue: deque[tuple[tuple[str, ...], int]] = deque(((a,), 0) for a in anchors)
-    guesses: list[tuple[str | None, int, int, tuple[str, ...]]] = []
+    # choices: (candidates, index, orig); orig is the index the choice had when the guesses
+    # it is decided under were made (a backjump puts it back there)
+    queue: deque[tuple[tuple[str, ...], int, int]] = deque(((a,), 0, 0) for a in anchors)
+    guesses: list[tuple[str | None, int, int, tuple[str, ...], int]] = []
     assumed: set[str] = set()
     result = 0
     backjump = -1
@@ -176,7 +179,7 @@ def _search(
                 _pop(guesses, assumed, scopes, queue)
                 continue
             backjump = -1
-            m, index, children, cands = guesses.pop()
+            m, index, children, cands, orig = guesses.pop()
             if m is not None:
                 assumed.discard(m)
                 scopes.pop()
@@ -184,11 +187,11 @@ def _search(
                 index += 1
             for _ in range(children):
                 queue.pop()
-            queue.appendleft((cands, index))
+            queue.appendleft((cands, index, orig))
             continue
         if not queue:
             return [g[0] for g in guesses if g[0] is not None]
-        cands, index = queue.popleft()
+        cands, index, orig = queue.popleft()
         m = cands[index] if index < len(cands) else None
         if any(c in assumed for c in cands):
             m = None
@@ -196,7 +199,7 @@ def _search(
         if m is not None:
             for c in by_id[m].constraints:
                 if isinstance(c, Dependency) and c.ids:
-                    queue.append((c.ids, 0))
+                    queue.append((c.ids, 0, 0))
                     children += 1
             assumed.add(m)
             count["guesses"] += 1
@@ -208,21 +211,21 @@ def _search(
                 nxt = propagate(new)
             scopes.append(nxt if nxt is not None else new)
             result = 0 if nxt is not None else -1
-        guesses.append((m, index, children, cands))
+        guesses.append((m, index, children, cands, orig))
 
 
 def _pop(
-    guesses: list[tuple[str | None, int, int, tuple[str, ...]]],
+    guesses: list[tuple[str | None, int, int, tuple[str, ...], int]],
     assumed: set[str],
     scopes: list[dict[str, bool]],
-    queue: deque[tuple[tuple[str, ...], int]],
+    queue: deque[tuple[tuple[str, ...], int, int]],
 ) -> None:
-    """Pop the newest guess as backtracking does (its choice moves on to its next candidate)."""
-    m, index, children, cands = guesses.pop()
+    """Pop a guess newer than a backjump's target: its choice goes back as it was when the
+    guesses it was decided under were made (as if the bad guess had been refuted at once)."""
+    m, _, children, cands, orig = guesses.pop()
     if m is not None:
         assumed.discard(m)
         scopes.pop()
-        index += 1
     for _ in range(children):
         queue.pop()
-    queue.appendleft((cands, index))
+    queue.appendleft((cands, orig, orig))
