@@ -16,11 +16,65 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_version():
-    """`olmkit --version` prints the version."""
+    """`olmkit --version` prints the version, the solver's implementation and its backends."""
     result = run("--version")
 
+    from olmkit._solver import _encode
+
+    impl = "native C" if _encode.IMPLEMENTATION == "native" else "pure Python"
     assert 0 == result.returncode
-    assert f"olmkit {__version__}" == result.stdout.strip()
+    assert f"olmkit {__version__}" == result.stdout.splitlines()[0]
+    assert result.stdout.splitlines()[1].startswith(f"solver: {impl}")
+    assert "backends: cryptominisat, " in result.stdout
+    assert 2 == len(result.stdout.splitlines())
+
+
+def test_version_names_the_pure_twin_when_asked(monkeypatch):
+    """With OLMKIT_PURE_PYTHON=1, --version says the pure-Python twin runs."""
+    monkeypatch.setenv("OLMKIT_PURE_PYTHON", "1")
+
+    result = run("--version")
+
+    assert "solver: pure Python (OLMKIT_PURE_PYTHON); " in result.stdout
+    assert "(default pure)" in result.stdout
+
+
+# The C part made unimportable, as when it could not be built.
+_NO_C = "import sys; sys.modules['olmkit._solver._speedups'] = None; from olmkit.cli import main; sys.exit(main())"
+
+
+def _without_c(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-c", _NO_C, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_resolving_without_the_c_part_says_so_once(tmp_path):
+    """A resolving command on an install without the C part prints one line on stderr
+    saying so (and still resolves); OLMKIT_QUIET_PURE=1 silences it; --version says it."""
+    import pathlib
+
+    catalog = pathlib.Path(__file__).resolve().parent.parent / "examples" / "catalog"
+    argv = ("resolve", "--catalog", str(catalog), "--subscribe", "cert-manager-lite", "--no-cache")
+
+    loud = _without_c(*argv, env={"OLMKIT_QUIET_PURE": ""})
+    quiet = _without_c(*argv, env={"OLMKIT_QUIET_PURE": "1"})
+    version = _without_c("--version")
+
+    assert 0 == loud.returncode, loud.stderr
+    lines = loud.stderr.strip().splitlines()
+    assert 1 == len(lines)
+    assert lines[0].startswith("olmkit: warning: the solver's C part is not built")
+    assert "OLMKIT_QUIET_PURE=1" in lines[0]
+    assert loud.stdout == quiet.stdout
+    assert "" == quiet.stderr
+    assert "solver: pure Python (the C part is not built); backends: cryptominisat, pure" in version.stdout
 
 
 def test_plugins_list_json_lists_builtins(capsys):
@@ -34,6 +88,10 @@ def test_plugins_list_json_lists_builtins(capsys):
         assert {"name", "origin", "hooks", "registers"} <= set(plugin)
     builtins = [p for p in data if p["origin"] == "built-in"]
     assert all(p["hooks"] for p in builtins)
+    solver = by_name["olmkit._solver"]
+    assert "kernel" == solver["origin"]
+    assert solver["registers"]["solver implementation"][0] in ("native C", "pure Python")
+    assert {"cryptominisat", "pure"} <= {n.split()[0] for n in solver["registers"]["solver backends"]}
 
 
 def test_plugins_list_yaml_and_table(capsys):

@@ -12,7 +12,7 @@ from types import ModuleType
 
 from olmkit._solver import _pure
 
-__all__ = ["IMPLEMENTATION", "available", "get", "module", "set_implementation"]
+__all__ = ["IMPLEMENTATION", "available", "describe", "get", "module", "set_implementation", "warn_if_not_built"]
 
 
 def _load_native() -> ModuleType | None:
@@ -30,6 +30,39 @@ impl: ModuleType = _NATIVE if (_NATIVE is not None and not _FORCE_PURE) else _pu
 
 #: ``"native"`` when the C accelerator is in use, ``"pure"`` otherwise.
 IMPLEMENTATION: str = "native" if impl is _NATIVE else "pure"
+
+
+#: Set to a non-empty value other than ``0`` to silence :func:`warn_if_not_built`.
+QUIET_ENV = "OLMKIT_QUIET_PURE"
+_warned = False
+
+
+def warn_if_not_built() -> None:
+    """Say once per process, on stderr, that the C part is missing and the twin runs.
+
+    Only when the C part could not be imported (not when ``OLMKIT_PURE_PYTHON`` asks for the
+    twin), and not when ``$OLMKIT_QUIET_PURE`` is set.
+    """
+    global _warned
+    if _warned or _NATIVE is not None or os.environ.get(QUIET_ENV, "") not in ("", "0"):
+        return
+    _warned = True
+    import sys
+
+    sys.stderr.write(
+        "olmkit: warning: the solver's C part is not built, resolving with the pure-Python twin"
+        " (same answers, much slower); reinstall with a C compiler to build it, or set"
+        f" {QUIET_ENV}=1 to silence this\n"
+    )
+
+
+def describe() -> str:
+    """The implementation in use, for people: ``native C`` or ``pure Python`` (and why)."""
+    if impl is _NATIVE:
+        return "native C"
+    if _NATIVE is None:
+        return "pure Python (the C part is not built)"
+    return "pure Python (OLMKIT_PURE_PYTHON)" if _FORCE_PURE else "pure Python"
 
 
 def available() -> tuple[str, ...]:

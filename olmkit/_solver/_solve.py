@@ -173,6 +173,7 @@ def solve_problem(
     .. versionadded:: 0.2
     """
     rep = reporter if reporter is not None else _NO_REPORTER
+    _encode.warn_if_not_built()
     name, engine, factory = engine_of(backend)
     impl = _encode.module(engine) if engine != "cryptominisat" else _encode.get()
     impl_name = engine if engine != "cryptominisat" else _encode.IMPLEMENTATION

@@ -44,6 +44,7 @@ __all__ = [
     "backend_names",
     "count_conflicts",
     "default_backend",
+    "describe",
     "engine_of",
     "get_backend",
     "register_backend",
@@ -239,3 +240,11 @@ def backend_names() -> tuple[str, ...]:
     if "native" not in _encode.available():
         names.discard("native")
     return tuple(sorted(names))
+
+
+def describe() -> str:
+    """One line for ``--version`` and ``plugins list``: implementation and backends.
+
+    .. versionadded:: 0.3
+    """
+    return f"solver: {_encode.describe()}; backends: {', '.join(backend_names())} (default {default_backend()})"

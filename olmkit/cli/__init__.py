@@ -41,10 +41,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"olmkit: error: {message} (see '{self.prog} --help')\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version, then the solver's implementation and backends."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from olmkit._solver.backends import describe
+
+        sys.stdout.write(f"olmkit {__version__}\n{describe()}\n")
+        parser.exit()
+
+
 def build_parser(pm: object | None = None) -> argparse.ArgumentParser:
     """Build the full parser: built-in command modules, then plugin commands."""
     parser = _Parser(prog="olmkit", description="The Operator Lifecycle Manager as a pluggable toolkit.")
-    parser.add_argument("--version", action="version", version=f"olmkit {__version__}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:

@@ -36,6 +36,7 @@ def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
         for info in pm.plugin_info()
     ]
     data += [{"name": name, "origin": "failed", "error": message} for name, message in pm.load_failures]
+    data.insert(0, _solver_row())
 
     def registers(row: Mapping[str, Any]) -> str:
         regs = row.get("registers") or {}
@@ -55,3 +56,21 @@ def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
         ],
     )
     return 0
+
+
+def _solver_row() -> dict[str, Any]:
+    """The SAT layer as a row: its implementation (native C or pure Python) and backends."""
+    from olmkit._solver import _encode
+    from olmkit._solver.backends import backend_names, default_backend
+
+    return {
+        "name": "olmkit._solver",
+        "origin": "kernel",
+        "distribution": None,
+        "version": None,
+        "hooks": [],
+        "registers": {
+            "solver implementation": [_encode.describe()],
+            "solver backends": [f"{n} (default)" if n == default_backend() else n for n in backend_names()],
+        },
+    }

@@ -75,7 +75,9 @@ def _add_resolve_options(p: argparse.ArgumentParser) -> None:
         metavar="PKG[/CHANNEL]",
         help="short form: subscribe to a package (repeatable)",
     )
-    p.add_argument("--solver", default=None, help="SAT backend name")
+    p.add_argument(
+        "--solver", default=None, help="solver backend: cryptominisat, native or pure (default: native if built)"
+    )
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk catalog cache")
 
 
@@ -111,6 +113,9 @@ def add_commands(subparsers: Any) -> None:
     b.add_argument("--cold", action="store_true", help="forget the catalog's stored graph before the first run")
     b.add_argument("--manifests", default=None, metavar="FILE", help="also write the workload as manifests")
     b.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    b.add_argument(
+        "--solver", default=None, help="solver backend: cryptominisat, native or pure (default: native if built)"
+    )
     b.set_defaults(func=run_bench)
 
 
@@ -269,6 +274,26 @@ def _peak_rss_mb() -> float:
     return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)
 
 
+def _answer_digest(resolution: Any) -> str:
+    """A digest of the answer (steps, or message and explanation), to compare backends."""
+    import hashlib
+
+    return hashlib.sha256(dump_json(resolution.to_json(explain=True)).encode()).hexdigest()
+
+
+def _solver_figures(counters: Any, backend: str, engine: str) -> dict[str, Any]:
+    """What ran and how hard it worked: backend, implementation and the solver's counters."""
+    from olmkit._solver import _encode
+
+    impl = _encode.IMPLEMENTATION if engine == "cryptominisat" else engine
+    out: dict[str, Any] = {"backend": backend, "implementation": "native C" if impl == "native" else "pure Python"}
+    for key in ("variables", "clauses", "propagations", "backend_calls", "conflicts", "guesses", "backtracks"):
+        out[key] = counters.get(f"sat_{key}", 0)
+    if counters.get("sat_switched"):
+        out["switched_to"] = "cryptominisat"
+    return out
+
+
 def run_bench(args: argparse.Namespace, pm: Any) -> int:
     """Generate (or reuse) a workload and time resolution, split by phase.
 
@@ -280,8 +305,11 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     reload (``catalog``), which every resolution does. ``--manifests FILE`` also writes
     the workload as manifests, for ``olmkit resolve -f FILE``.
     """
+    from olmkit._solver.backends import count_conflicts, engine_of
     from olmkit.resolver import resolve
     from olmkit.resolver._graph_cache import clear_graphs, graph_path
+
+    backend, engine, _ = engine_of(args.solver)  # an unknown backend is an error before any work
 
     if args.workload:
         workload = Path(args.workload)
@@ -321,6 +349,10 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
         request = problem_request(workload, pm)
     except (ValueError, KeyError, TypeError) as exc:  # JSON errors are ValueErrors
         raise UsageError(f"{workload / 'problem.json'}: not a gen_catalog problem: {exc!r}") from None
+    if args.solver is not None:
+        import attrs
+
+        request = attrs.evolve(request, backend=backend)
     catalog = request.sources[0].source.load()
     load_seconds = time.perf_counter() - start
     if args.manifests:
@@ -332,11 +364,15 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
         graph_path(catalog.digest, pm.registry, catalog.name).unlink(missing_ok=True)
     runs = []
     first_peak = 0.0
-    for _ in range(max(1, args.repeat)):
-        cpu = time.process_time()
-        resolution = resolve(request)
-        runs.append((resolution, time.process_time() - cpu))
-        first_peak = first_peak or _peak_rss_mb()
+    counting = count_conflicts(True)
+    try:
+        for _ in range(max(1, args.repeat)):
+            cpu = time.process_time()
+            resolution = resolve(request)
+            runs.append((resolution, time.process_time() - cpu))
+            first_peak = first_peak or _peak_rss_mb()
+    finally:
+        count_conflicts(counting)
 
     def figures(resolution: Any, cpu: float) -> dict[str, Any]:
         timings = dict(resolution.timings)
@@ -351,8 +387,10 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     best = min(warm, key=lambda r: r[0].timings.get("total", 0.0))
     data = {
         "workload": str(workload),
+        "solver": _solver_figures(best[0].counters, backend, engine),
         "catalog_load_seconds": round(load_seconds, 4),
         "status": best[0].status,
+        "answer_sha256": _answer_digest(best[0]),
         "steps": len(best[0].steps),
         "first": figures(*runs[0]),
         "warm": figures(*best),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from olmkit import hookimpl
@@ -53,11 +53,17 @@ __all__ = [
 
 
 class _Timer(SolverReporter):
-    def __init__(self, timings: dict[str, float]) -> None:
+    """Keeps the solver's phase timings, and its counters as ``sat_*`` counters."""
+
+    def __init__(self, timings: dict[str, float], counters: dict[str, int]) -> None:
         self.timings = timings
+        self.counters = counters
 
     def on_phase(self, name: str, seconds: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + seconds
+
+    def on_counters(self, counters: Mapping[str, int]) -> None:
+        self.counters.update((f"sat_{k}", int(v)) for k, v in counters.items())
 
 
 def _cel_count() -> int:
@@ -95,7 +101,9 @@ def _resolve(request: ResolutionRequest) -> Resolution:
     try:
         solver_problem = problem.build()
         solve_start = time.perf_counter()
-        chosen = solve_problem(solver_problem, backend=request.backend, reporter=_Timer(problem.timings))
+        chosen = solve_problem(
+            solver_problem, backend=request.backend, reporter=_Timer(problem.timings, problem.counters)
+        )
         problem.timings["solve"] = time.perf_counter() - solve_start
     except NotSatisfiable as exc:
         problem.timings["total"] = time.perf_counter() - start
