@@ -29,9 +29,10 @@ give byte-identical answers and explanations. They differ in how they decide:
 * ``cryptominisat`` asks the SAT solver under assumptions: a candidate the current model
   makes true holds, any other costs one incremental call; accepted guesses and refuted
   candidates become unit clauses, since the greedy search never takes a guess back.
-* ``native`` measures as it goes: when the propagator keeps asking the SAT solver and the
-  time it has spent exceeds what the measured calls say a CryptoMiniSat search would
-  cost, it hands the search to CryptoMiniSat (counter ``switched``).
+* ``native`` measures as it goes: once the propagator needs the SAT solver, CryptoMiniSat
+  races it for as long as the propagator has taken so far, again each time that time has
+  doubled, and the first to finish answers (counters ``races``, ``switched``); see
+  :class:`_Race`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from olmkit._solver.reporter import SolverReporter
 __all__ = ["solve", "solve_problem"]
 
 _NO_REPORTER = SolverReporter()
-_SWITCH = 2
 
 
 class _Oracle:
@@ -64,15 +64,19 @@ class _Oracle:
         self._backend: Backend | None = None
         self.calls = 0
         self.seconds = 0.0
+        #: seconds it took to create the solver and teach it the clauses
+        self.setup = 0.0
         #: the latest model of the input variables (one byte each) the solver gave
         self.model = b""
         self._absorbed_conflicts = 0
 
     def get(self) -> Backend:
         if self._backend is None:
+            t = perf_counter()
             backend = self._factory()
             backend.add_clauses(self._clauses)
             self._backend = backend
+            self.setup = perf_counter() - t
         return self._backend
 
     def solve(self, assumptions: Sequence[int]) -> tuple[bool, Sequence[bool | None] | None]:
@@ -202,11 +206,17 @@ def solve_problem(
             problem.vdep_start,
             problem.vdep,
         )
-        status, model = _propagator_search(searcher, oracle, acts, n_vars, adaptive=name == "native", t0=t1)
+        race = _Race(problem, factory, clauses, acts, t1) if name == "native" else None
+        status, model = _propagator_search(searcher, oracle, acts, n_vars, race)
         counters.update(searcher.stats())
-        if status == _SWITCH:
-            counters["switched"] = 1
-    if engine == "cryptominisat" or counters["switched"]:
+        if race is not None:
+            counters["races"] = race.races
+            oracle.absorb(race.lost)
+            if race.won is not None:
+                counters["switched"] = 1
+                race.won.absorb(oracle)
+                oracle = race.won
+    if engine == "cryptominisat":
         status, model, found = _oracle_search(problem, oracle, acts)
         counters.update(found)
     t2 = perf_counter()
@@ -247,26 +257,25 @@ def _report_counters(rep: SolverReporter, counters: dict[str, int], oracle: _Ora
 
 
 def _propagator_search(
-    searcher: Any, oracle: _Oracle, acts: array[int], n_vars: int, *, adaptive: bool, t0: float
+    searcher: Any, oracle: _Oracle, acts: array[int], n_vars: int, race: _Race | None
 ) -> tuple[int, tuple[array[int], bytes | None] | None]:
     """Run the propagator's search, answering its questions with the SAT solver.
 
     Returns ``(1, (guesses, model))``, where ``model`` is ``None`` when the search's model
     came from the SAT solver (then :func:`_lexmin` makes it canonical from
-    ``oracle.model``), ``(-1, None)``, or ``(_SWITCH, None)`` when ``adaptive`` and the
-    measured costs say CryptoMiniSat should finish the search.
+    ``oracle.model``), or ``(-1, None)``. With a ``race``, a CryptoMiniSat search may
+    finish first (``race.won``): its outcome is returned.
     """
     last: bytes | None = None
     while True:
         status = searcher.run()
         if status:
             break
-        guesses = searcher.assumptions()
-        if adaptive and _should_switch(
-            elapsed=perf_counter() - t0, calls=oracle.calls, seconds=oracle.seconds, guesses=len(guesses)
-        ):
-            return _SWITCH, None
-        sat, model = oracle.solve(acts + guesses)
+        if race is not None and race.due(oracle):
+            outcome = race.run()
+            if outcome is not None:
+                return outcome
+        sat, model = oracle.solve(acts + searcher.assumptions())
         if sat:
             last = _model_bytes(model, n_vars)
             oracle.model = last
@@ -279,30 +288,64 @@ def _propagator_search(
     return 1, (searcher.assumptions(), None if final == last else final)
 
 
-def _should_switch(*, elapsed: float, calls: int, seconds: float, guesses: int) -> bool:
-    """Whether the propagator should hand its search to CryptoMiniSat, by what it measured.
+class _Race:
+    """native's choice between its propagator and CryptoMiniSat, by what it measures.
 
-    A CryptoMiniSat search costs about one call per guess (the ``guesses`` standing now,
-    and as many again to come), each as long as the ``calls`` measured so far took on
-    average (``seconds`` in all). Once the propagator's search has taken longer
-    (``elapsed``), finishing it in CryptoMiniSat is the cheaper bet. Two calls at least
-    are needed for an average worth the name.
+    Each time the propagator needs the SAT solver (after its first answer) and has by then
+    spent at least twice as long as when CryptoMiniSat last tried, and twice what setting
+    up a SAT solver took (all measured), CryptoMiniSat gets to
+    run the whole search for as long as the propagator has taken so far. If it finishes,
+    its outcome is the answer (the same answer, see the module docstring); if not, the
+    propagator goes on. Easy problems never ask, so they never race; on a hard one the
+    slower engine costs at most about as much again as the faster.
     """
-    if calls < 2:
-        return False
-    return elapsed > seconds / calls * 2 * (guesses + 1)
+
+    def __init__(
+        self, problem: Problem, factory: BackendFactory, clauses: array[int], acts: array[int], t0: float
+    ) -> None:
+        self.problem = problem
+        self.factory = factory
+        self.clauses = clauses
+        self.acts = acts
+        self.t0 = t0
+        self.next_at = 0.0
+        self.races = 0
+        self.won: _Oracle | None = None
+        self.lost = _Oracle(factory, clauses)  # counts the work of the races lost
+
+    def due(self, oracle: _Oracle) -> bool:
+        """After a first answer, once the time is up and a second solver is worth setting up."""
+        spent = perf_counter() - self.t0
+        return oracle.calls >= 1 and spent >= self.next_at and spent >= 2 * oracle.setup
+
+    def run(self) -> tuple[int, Any] | None:
+        self.races += 1
+        spent = perf_counter() - self.t0
+        trial = _Oracle(self.factory, self.clauses)
+        status, model, _ = _oracle_search(self.problem, trial, self.acts, deadline=perf_counter() + spent)
+        if status == 0:
+            self.lost.absorb(trial)
+            self.next_at = 2 * (perf_counter() - self.t0)
+            return None
+        self.won = trial
+        return status, model
 
 
 # --------------------------------------------------------------------------- the SAT solver searches
 
 
-def _oracle_search(problem: Problem, oracle: _Oracle, acts: array[int]) -> tuple[int, Any, dict[str, int]]:
+def _oracle_search(
+    problem: Problem, oracle: _Oracle, acts: array[int], deadline: float | None = None
+) -> tuple[int, Any, dict[str, int]]:
     """The preference search as incremental solving under assumptions.
 
     Each choice takes its first candidate that holds together with the guesses: the
     current model says so for free when it makes the candidate true, else one call
     decides. The greedy search never takes a guess back, so accepted guesses (and
     refuted candidates) become unit clauses and every call has one assumption.
+
+    Returns ``(1, (guesses, None), counters)``, ``(-1, None, counters)``, or status 0
+    when the ``deadline`` (a :func:`~time.perf_counter` time) passed first.
     """
     counters = {"guesses": 0, "rejected": 0}
     sat, found = oracle.solve(acts)
@@ -325,6 +368,8 @@ def _oracle_search(problem: Problem, oracle: _Oracle, acts: array[int]) -> tuple
             continue
         for c in cands:
             if not model[c - 1]:
+                if deadline is not None and perf_counter() > deadline:
+                    return 0, None, counters
                 sat, found = oracle.solve((c,))
                 if not sat:
                     counters["rejected"] += 1

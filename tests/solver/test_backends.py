@@ -137,13 +137,49 @@ def test_conflicts_are_counted_when_asked():
     assert rec.counters["backend_calls"] > 0
 
 
-def test_native_switch_follows_measured_costs():
-    """native hands the search to CryptoMiniSat exactly when the time it has spent exceeds
-    what the measured SAT calls say a CryptoMiniSat search would cost."""
+def gadget(holes: int) -> list[Variable]:
+    """A greedy subscription whose preferred candidates each close a pigeonhole that
+    propagation cannot see: the search must reject all of them, asking the SAT solver."""
+    greedy = Variable("greedy", (Mandatory(), Dependency((*(f"g{h}" for h in range(holes)), "own"))))
+    out = [greedy, *(Variable(f"g{h}", ()) for h in range(holes)), Variable("own", ())]
+    out += [
+        Variable(f"sub{i}", (Mandatory(), Dependency(tuple(f"p{i}h{h}" for h in range(holes))))) for i in range(holes)
+    ]
+    out += [Variable(f"p{i}h{h}", ()) for i in range(holes) for h in range(holes)]
+    out += [
+        Variable(f"slot{h}", (Mandatory(), AtMost(1, (f"g{h}", *(f"p{i}h{h}" for i in range(holes))))))
+        for h in range(holes)
+    ]
+    return out
 
-    assert not solve_module._should_switch(elapsed=0.5, calls=1, seconds=0.0001, guesses=10)
-    assert solve_module._should_switch(elapsed=0.5, calls=4, seconds=0.004, guesses=10)
-    assert not solve_module._should_switch(elapsed=0.05, calls=4, seconds=0.04, guesses=10)
+
+def test_native_races_cryptominisat_by_measured_time():
+    """native's race: CryptoMiniSat gets as long as the propagator has spent; given time it
+    finishes with the same outcome, given none it gives up and the next race waits for
+    twice the time spent."""
+    from time import perf_counter
+
+    from olmkit._solver._problem import flatten
+
+    problem = flatten(gadget(5))
+    clauses, _ = _encode.get().encode(problem.n_vars, problem.nodes, problem.args, problem.top)
+    acts = solve_module.array("i", range(problem.n_vars + 1, problem.n_vars + problem.n_act + 1))
+    factory = engine_of("cryptominisat")[2]
+    now = perf_counter()
+
+    generous = solve_module._Race(problem, factory, clauses, acts, now - 30.0)
+    won = generous.run()
+    stingy = solve_module._Race(problem, factory, clauses, acts, perf_counter())
+    lost = stingy.run()
+
+    assert won is not None
+    assert 1 == won[0]
+    assert generous.won is not None
+    assert lost is None
+    assert stingy.won is None
+    assert stingy.next_at > 0
+    assert run(gadget(5), "native") == run(gadget(5), "cryptominisat")
+    assert ["greedy", "own"] == run(gadget(5), "native")[1][:2]
 
 
 def test_engine_names():
