@@ -179,7 +179,9 @@ def test_native_races_cryptominisat_by_measured_time():
     assert stingy.won is None
     assert stingy.next_at > 0
     assert run(gadget(5), "native") == run(gadget(5), "cryptominisat")
-    assert ["greedy", "own"] == run(gadget(5), "native")[1][:2]
+    guesses = run(gadget(5), "native")[1]
+    assert "own" in guesses
+    assert not [g for g in guesses if g.startswith("g") and g != "greedy"]
 
 
 def test_engine_names():
