@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-native test-pure lint bench clean
+.PHONY: demo test test-native test-pure lint bench bench-solver clean
 
 # The contributed plugins (plugins_contrib/olmkit-*) are installed beside olmkit, as their
 # users install them, so the suite tests them through their entry points.
@@ -16,6 +16,11 @@ $(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/_
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,lint]' $(foreach dist,$(CONTRIB),-e $(dist))
+	# pip --quiet swallows the build's output: if the C part did not build, show why
+	@$(PY) -c "import olmkit._solver._native" 2>/dev/null || { \
+	  echo "*** olmkit: the solver's C part did not build; the compiler says:"; \
+	  $(PY) olmkit/_solver/_speedups_build.py || \
+	  echo "*** olmkit: using the pure-Python twin (same answers, much slower)"; }
 	# byte-compile once: with PYTHONDONTWRITEBYTECODE set, every command would otherwise
 	# compile olmkit from source at start-up (about 0.2 s)
 	$(PY) -m compileall -q olmkit
@@ -41,3 +46,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info olmkit/_solver/_speedups*.so olmkit/_solver/_speedups.c
+
+# Every solver backend on the easy (gen_catalog) and hard (benchmarks/gen_hard.py) suites,
+# plus libsolv where python3-solv is installed: writes benchmarks/results/solver.md.
+bench-solver: $(STAMP)
+	$(PY) benchmarks/solver_suite.py

@@ -21,8 +21,9 @@ what a greedy search tries first. Ingredients, all from a fixed seed:
   the chain fails and the search backtracks down the versions.
 * **Filler** packages (plain version chains requiring earlier fillers' APIs) up to
   ``--packages``.
-* ``--unsat``: one more pigeonhole of k + 1 subscribed packages and k APIs, so the
-  problem is unsatisfiable and its minimal explanation has 2k + 1 constraints.
+* ``--unsat``: one more pigeonhole of n + 1 subscribed packages and n APIs
+  (``--core-holes``), so the problem is unsatisfiable and its minimal explanation is
+  large: every package's dependency and every API's uniqueness, 2n + 1 constraints.
 
 Calibration (``make bench-solver``, ``benchmarks/results/solver.md``): the defaults make
 the P=500 and P=2000 problems cost CryptoMiniSat thousands of conflicts. The fixed suite
@@ -164,7 +165,8 @@ def main() -> None:
     ap.add_argument("--packages", type=int, default=2000)
     ap.add_argument("--holes", type=int, default=7, help="APIs per conflict gadget (k)")
     ap.add_argument("--gadgets", type=int, default=None, help="conflict gadgets (default: packages // 250 + 1)")
-    ap.add_argument("--unsat", action="store_true", help="add a pigeonhole of k + 1 packages for k APIs")
+    ap.add_argument("--unsat", action="store_true", help="add a pigeonhole of n + 1 packages for n APIs")
+    ap.add_argument("--core-holes", type=int, default=8, help="APIs n of the --unsat pigeonhole")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
 
@@ -177,7 +179,7 @@ def main() -> None:
         diamond(cat, f"d{d}")
         chain(cat, f"c{d}", 8, 3)
     if a.unsat:
-        pigeonhole(cat, "u", a.holes + 1, a.holes, rng)
+        pigeonhole(cat, "u", a.core_holes + 1, a.core_holes, rng)
     i = 0
     while len(cat.packages) < a.packages:
         name = f"f{i:05d}"

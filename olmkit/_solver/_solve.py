@@ -223,7 +223,7 @@ def solve_problem(
     rep.on_phase("search", t2 - t1)
 
     if status < 0:
-        applied = _explain(problem, searcher, oracle, factory, clauses, acts, minimize_conflict)
+        applied = _explain(problem, searcher, oracle, factory, clauses, acts, minimize_conflict, counters, rep)
         rep.on_phase("explain", perf_counter() - t2)
         _report_counters(rep, counters, oracle)
         rep.on_unsatisfiable(applied)
@@ -432,12 +432,17 @@ def _explain(
     clauses: array[int],
     acts: array[int],
     minimize: bool,
+    counters: dict[str, int],
+    rep: SolverReporter,
 ) -> tuple[AppliedConstraint, ...]:
     """The constraints that cannot hold together, from a fresh SAT solver's failed assumptions.
 
     A fresh solver taught the same clauses and asked the same question returns the same
     core whoever searched, so every backend starts the shrinking from the same set.
+    Reports the phases ``explain_core`` and ``explain_shrink`` and the counters
+    ``core_initial`` and ``core_minimal`` (their sizes).
     """
+    t0 = perf_counter()
     if oracle.calls == 1 and searcher is None:
         backend = oracle  # the search's only call was this question, on a fresh solver
     else:
@@ -446,8 +451,13 @@ def _explain(
         if sat:
             raise SolverError("unexpected internal error: the search found no model, the backend did")
     core = sorted({lit for lit in backend.conflict() if problem.applied(lit) is not None})
+    t1 = perf_counter()
+    rep.on_phase("explain_core", t1 - t0)
+    counters["core_initial"] = len(core)
     if minimize:
         core = _shrink(searcher, backend, core)
+    rep.on_phase("explain_shrink", perf_counter() - t1)
+    counters["core_minimal"] = len(core)
     if backend is not oracle:
         oracle.absorb(backend)
     applied = []

@@ -14,8 +14,9 @@ from olmkit._solver.constraints import AppliedConstraint
 
 __all__ = ["PHASES", "SolverReporter"]
 
-#: Phase names passed to :meth:`SolverReporter.on_phase`, in the order they run.
-PHASES = ("encode", "search", "minimize", "explain")
+#: Phase names passed to :meth:`SolverReporter.on_phase`, in the order they run
+#: (``explain_core`` and ``explain_shrink`` are the two parts of ``explain``).
+PHASES = ("encode", "search", "minimize", "explain_core", "explain_shrink", "explain")
 
 
 class SolverReporter:
