@@ -309,7 +309,12 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     from olmkit.resolver import resolve
     from olmkit.resolver._graph_cache import clear_graphs, graph_path
 
-    backend, engine, _ = engine_of(args.solver)  # an unknown backend is an error before any work
+    from olmkit._solver.errors import SolverError
+
+    try:
+        backend, engine, _ = engine_of(args.solver)  # an unknown backend is a usage error before any work
+    except SolverError as exc:
+        raise UsageError(f"--solver: {exc}") from None
 
     if args.workload:
         workload = Path(args.workload)
