@@ -306,10 +306,9 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     the workload as manifests, for ``olmkit resolve -f FILE``.
     """
     from olmkit._solver.backends import count_conflicts, engine_of
+    from olmkit._solver.errors import SolverError
     from olmkit.resolver import resolve
     from olmkit.resolver._graph_cache import clear_graphs, graph_path
-
-    from olmkit._solver.errors import SolverError
 
     try:
         backend, engine, _ = engine_of(args.solver)  # an unknown backend is a usage error before any work
