@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from olmkit._solver import IMPLEMENTATION
+from olmkit._solver.backends import default_backend
 from olmkit.cli.output import dump_yaml
 from olmkit.cli.resolve import problem_objects, problem_request
 from olmkit.manager import get_plugin_manager
@@ -73,7 +74,7 @@ def test_resolve_warm(benchmark, name):
     request = problem_request(_workload(*WORKLOADS[name]), pm)
     first = resolve(request)  # finds (or compiles) the graph
     assert "ok" == first.status
-    benchmark.extra_info.update(encoder=IMPLEMENTATION, backend="cryptominisat", first_run=_info(first))
+    benchmark.extra_info.update(encoder=IMPLEMENTATION, backend=default_backend(), first_run=_info(first))
 
     result = benchmark.pedantic(resolve, args=(request,), rounds=5, iterations=1)
 

@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable
 
 from olmkit._solver import (
-    DEFAULT_BACKEND,
     AtMost,
     Conflict,
     Dependency,
@@ -41,6 +40,7 @@ from olmkit._solver import (
     _encode,
     solve,
 )
+from olmkit._solver.backends import default_backend
 
 
 def olm256(seed: int = 9) -> list[Variable]:
@@ -159,7 +159,7 @@ if pytest is not None:
         rounds = 1 if problem.startswith("catalog-100k") and implementation == "pure" else 5
         variables = _CACHE.setdefault(problem, PROBLEMS[problem]())
         timer = PhaseTimer()
-        benchmark.extra_info.update(implementation=implementation, backend=DEFAULT_BACKEND, variables=len(variables))
+        benchmark.extra_info.update(implementation=implementation, backend=default_backend(), variables=len(variables))
         result = benchmark.pedantic(run, args=(variables, timer), rounds=rounds, iterations=1)
         benchmark.extra_info.update(result=result, phases=timer.phases, counters=timer.counters)
 

@@ -235,7 +235,7 @@ def solve_problem(
     if _overrides(rep, "on_guesses"):
         rep.on_guesses([variables[m - 1].id for m in guessed])
     if final is None:
-        final = _lexmin(oracle, acts, guessed, oracle.model)
+        final = _lexmin(oracle, acts, guessed, _fewer_extras(oracle, acts, guessed, oracle.model, n_total))
     rep.on_phase("minimize", perf_counter() - t2)
     _report_counters(rep, counters, oracle)
 
@@ -388,6 +388,46 @@ def _oracle_search(
     counters["guesses"] = len(guesses)
     oracle.model = bytes(model)
     return 1, (guesses, None), counters
+
+
+def _fewer_extras(oracle: _Oracle, acts: array[int], guessed: array[int], model: bytes, n_total: int) -> bytes:
+    """Upstream's minimisation of extras, as a head start for :func:`_lexmin`.
+
+    The variables ``model`` makes false stay false, and a counter (the cardinality
+    encoding of :func:`~olmkit._solver._pure.encode_counter`) over its extras (true, not
+    guessed) bounds how many of them stay true; the smallest bound with a model is found
+    by bisection. The canonical model does not depend on where :func:`_lexmin` starts,
+    only its number of calls does: each extra left costs one.
+    """
+    is_guessed = bytearray(len(model) + 1)
+    for g in guessed:
+        is_guessed[g] = 1
+    extras = array("i")
+    base = array("i", acts)
+    base.extend(guessed)
+    for p, bit in enumerate(model):
+        v = p + 1
+        if is_guessed[v]:
+            continue
+        if bit:
+            extras.append(v)
+        else:
+            base.append(-v)
+    if len(extras) < 2:
+        return model
+    counter, outs, _ = _encode.get().encode_counter(n_total + 1, extras)
+    oracle.add(counter)
+    best = model
+    lo, hi = -1, len(extras)  # no model with at most lo extras; one with at most hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        sat, found = oracle.solve(base + outs[mid : mid + 1])
+        if sat:
+            best = _model_bytes(found, len(model))
+            hi = sum(best[v - 1] for v in extras)
+        else:
+            lo = mid
+    return best
 
 
 def _lexmin(oracle: _Oracle, acts: array[int], guessed: array[int], model: bytes) -> bytes:
