@@ -146,7 +146,7 @@ class Searcher:
 
     def stats(self) -> dict[str, int]:
         """See :meth:`olmkit._solver._pure.Searcher.stats`."""
-        out = ffi.new("long long[5]")
+        out = ffi.new("long long[6]")
         lib.olm_searcher_stats(self._s, out)
         return {
             "guesses": out[0],
@@ -154,6 +154,7 @@ class Searcher:
             "propagations": out[2],
             "solver_calls": out[3],
             "proofs": out[4],
+            "clauses": out[5],
         }
 
 

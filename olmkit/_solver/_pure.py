@@ -194,6 +194,7 @@ class Searcher:
                 self.units_unsat = True
         self.root_unsat = self.root_unsat or self.units_unsat
         self.units_end = len(self.trail)
+        self.n_input = cid
         for v in range(self.n_vars + 1, self.n_vars + self.n_act + 1):
             if not self._enqueue(v, -2):
                 self.root_unsat = True
@@ -672,6 +673,7 @@ class Searcher:
             "propagations": self.n_propagations,
             "solver_calls": self.n_solver_calls,
             "proofs": self.n_proofs,
+            "clauses": self.n_input,
         }
 
 

@@ -96,7 +96,7 @@ class _Oracle:
 
     @property
     def conflicts(self) -> int:
-        """The solver's conflicts, when it counts them (see :func:`~olmkit._solver.backends.count_conflicts`)."""
+        """The solver's conflicts, when it counts them (see :func:`~olmkit._solver.backends.instrument`)."""
         return int(getattr(self._backend, "conflicts", 0) or 0) + self._absorbed_conflicts
 
     def absorb(self, other: _Oracle) -> None:
@@ -191,7 +191,8 @@ def solve_problem(
 
     oracle = _Oracle(factory, clauses)
     acts = array("i", range(n_vars + 1, n_vars + problem.n_act + 1))
-    counters: dict[str, int] = {"variables": n_total, "clauses": clauses.count(0), "switched": 0}
+    # the propagator counts the clauses as it loads them; otherwise counting reads the buffer
+    counters: dict[str, int] = {"variables": n_total, "clauses": 0, "switched": 0}
     searcher: Any = None
     if engine != "cryptominisat":
         searcher = impl.Searcher(
@@ -219,6 +220,7 @@ def solve_problem(
     if engine == "cryptominisat":
         status, model, found = _oracle_search(problem, oracle, acts)
         counters.update(found)
+        counters["clauses"] = clauses.count(0)
     t2 = perf_counter()
     rep.on_phase("search", t2 - t1)
 

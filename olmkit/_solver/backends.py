@@ -42,11 +42,11 @@ __all__ = [
     "BackendFactory",
     "CryptoMiniSatBackend",
     "backend_names",
-    "count_conflicts",
     "default_backend",
     "describe",
     "engine_of",
     "get_backend",
+    "instrument",
     "register_backend",
 ]
 
@@ -79,21 +79,21 @@ class Backend(Protocol):
 BackendFactory = Callable[[], Backend]
 
 
-_COUNT_CONFLICTS = False
+_INSTRUMENT = False
 _SOLVE_LINE = re.compile(rb"^c \[solve\] .*? confl: (\d+)", re.MULTILINE)
 
 
-def count_conflicts(enabled: bool) -> bool:
+def instrument(enabled: bool) -> bool:
     """Make new :class:`CryptoMiniSatBackend` s count their conflicts; return the old setting.
 
     pycryptosat has no statistics call: a counting solver runs each solve at verbosity 1
     with the process's standard output sent to a temporary file, and reads the
     ``c [solve] ... confl: N`` line CryptoMiniSat prints. That costs a little, so only
-    benchmarks turn it on.
+    benchmarks turn it on; the counter is 0 otherwise.
     """
-    global _COUNT_CONFLICTS
-    old = _COUNT_CONFLICTS
-    _COUNT_CONFLICTS = enabled
+    global _INSTRUMENT
+    old = _INSTRUMENT
+    _INSTRUMENT = enabled
     return old
 
 
@@ -101,7 +101,7 @@ class CryptoMiniSatBackend:
     """The SAT solver of every built-in backend: CryptoMiniSat through pycryptosat, single-threaded.
 
     ``calls`` counts :meth:`solve` calls; ``conflicts`` the solver's conflicts when
-    :func:`count_conflicts` was on at creation (else it stays 0).
+    :func:`instrument` was on at creation (else it stays 0).
     """
 
     name = "cryptominisat"
@@ -117,7 +117,7 @@ class CryptoMiniSatBackend:
         self.calls = 0
         self.conflicts = 0
         # closed with the backend (__del__): it lives as long as the solver does
-        self._log: IO[bytes] | None = tempfile.TemporaryFile() if _COUNT_CONFLICTS else None  # noqa: SIM115
+        self._log: IO[bytes] | None = tempfile.TemporaryFile() if _INSTRUMENT else None  # noqa: SIM115
 
     def __del__(self) -> None:
         if self._log is not None:

@@ -275,6 +275,7 @@ struct olm_searcher {
     int *lits;                  /* clause literals, watched ones first */
     int *cstart, *clen;
     int n_clauses;
+    long long n_input;          /* clauses in the buffer, units and tautologies included */
     wlist *watches;             /* per literal index: clauses watching it */
     int *trail, trail_len, qhead;
     int *trail_lim, n_levels;
@@ -462,6 +463,7 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     int *units = malloc((n + 1) * sizeof(int));
     size_t n_clauses = 0;
     for (size_t i = 0; i < n; i++) n_clauses += clauses[i] == 0;
+    s->n_input = (long long)n_clauses;
     s->lits = malloc((n + 1) * sizeof(int));
     s->cstart = malloc((n_clauses + 1) * sizeof(int));
     s->clen = malloc((n_clauses + 1) * sizeof(int));
@@ -956,6 +958,7 @@ void olm_searcher_stats(const olm_searcher *s, long long *out) {
     out[2] = s->n_propagations;
     out[3] = s->n_solver_calls;
     out[4] = s->n_proofs;
+    out[5] = s->n_input;
 }
 
 /* ---------------------------------------------------------------- expansion */

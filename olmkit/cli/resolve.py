@@ -305,7 +305,7 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     reload (``catalog``), which every resolution does. ``--manifests FILE`` also writes
     the workload as manifests, for ``olmkit resolve -f FILE``.
     """
-    from olmkit._solver.backends import count_conflicts, engine_of
+    from olmkit._solver.backends import engine_of, instrument
     from olmkit._solver.errors import SolverError
     from olmkit.resolver import resolve
     from olmkit.resolver._graph_cache import clear_graphs, graph_path
@@ -368,7 +368,7 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
         graph_path(catalog.digest, pm.registry, catalog.name).unlink(missing_ok=True)
     runs = []
     first_peak = 0.0
-    counting = count_conflicts(True)
+    counting = instrument(True)
     try:
         for _ in range(max(1, args.repeat)):
             cpu = time.process_time()
@@ -376,7 +376,7 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
             runs.append((resolution, time.process_time() - cpu))
             first_peak = first_peak or _peak_rss_mb()
     finally:
-        count_conflicts(counting)
+        instrument(counting)
 
     def figures(resolution: Any, cpu: float) -> dict[str, Any]:
         timings = dict(resolution.timings)

@@ -19,7 +19,7 @@ from olmkit._solver import (
     solve,
 )
 from olmkit._solver import _solve as solve_module
-from olmkit._solver.backends import ENGINES, count_conflicts, default_backend, engine_of
+from olmkit._solver.backends import ENGINES, default_backend, engine_of, instrument
 
 from .test_properties import package_problems, problems
 
@@ -123,18 +123,19 @@ def test_cryptominisat_does_the_search():
 
 
 def test_conflicts_are_counted_when_asked():
-    """With conflict counting on, CryptoMiniSat's conflicts reach the counters."""
+    """Instrumented, CryptoMiniSat's conflicts reach the counters (with the clause count)."""
 
-    old = count_conflicts(True)
+    old = instrument(True)
     try:
         rec = Record()
         with pytest.raises(NotSatisfiable):
             solve(pigeons(6), backend="cryptominisat", reporter=rec)
     finally:
-        count_conflicts(old)
+        instrument(old)
 
     assert rec.counters["conflicts"] > 0
     assert rec.counters["backend_calls"] > 0
+    assert rec.counters["clauses"] > rec.counters["variables"] > 0
 
 
 def gadget(holes: int) -> list[Variable]:
