@@ -146,7 +146,7 @@ class _LoadedSource:
 
 @pytest.fixture
 def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
-    """``resolve(subscriptions, catalogs, installed=(), namespace="operators")``: resolve a namespace.
+    """``resolve(subscriptions, catalogs, installed=(), namespace="operators", backend=None)``: resolve a namespace.
 
     ``subscriptions`` are ``"pkg"`` / ``"pkg/channel"`` strings or SubscriptionRef values (a string
     subscribes through the first catalog); ``catalogs`` are loaded catalogs (see ``make_catalog``)
@@ -160,6 +160,7 @@ def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
         catalogs: Sequence[Any],
         installed: Sequence[Any] = (),
         namespace: str = "operators",
+        backend: str | None = None,
     ) -> Any:
         refs = []
         for item in catalogs:
@@ -178,7 +179,12 @@ def resolve(olmkit_pm: PluginManager) -> Callable[..., Any]:
                 )
             subs.append(sub)
         request = ResolutionRequest(
-            namespace=namespace, registry=olmkit_pm.registry, subscriptions=subs, installed=installed, sources=refs
+            namespace=namespace,
+            registry=olmkit_pm.registry,
+            subscriptions=subs,
+            installed=installed,
+            sources=refs,
+            backend=backend,
         )
         return olmkit_pm.hook.olmkit_resolve(request=request)
 

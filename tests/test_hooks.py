@@ -86,6 +86,48 @@ def test_hook_olmkit_solver_backends(olmkit_pm: Any, olmkit_register: Any) -> No
     assert factory is olmkit_pm.registry.solver_backends["brute"].factory
 
 
+def test_plugin_solver_backend_answers_resolution(olmkit_register: Any, make_catalog: Any, resolve: Any) -> None:
+    """A plugin's SAT solver is used by name (--solver NAME): an unsatisfiable resolution
+    is explained with it."""
+    from olmkit._solver import backends
+
+    created: list[object] = []
+
+    def factory() -> object:
+        solver = backends.CryptoMiniSatBackend()
+        created.append(solver)
+        return solver
+
+    class Plugin:
+        @hookimpl
+        def olmkit_solver_backends(self) -> list[SolverBackend]:
+            return [SolverBackend(name="counted", factory=factory)]
+
+    olmkit_register(Plugin())
+    catalog = make_catalog(
+        [
+            {"schema": "olm.package", "name": "a", "defaultChannel": "stable"},
+            {"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]},
+            {
+                "schema": "olm.bundle",
+                "package": "a",
+                "name": "a.v1",
+                "properties": [
+                    {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
+                    {"type": "olm.gvk.required", "value": {"group": "x.io", "version": "v1", "kind": "Missing"}},
+                ],
+            },
+        ]
+    )
+    try:
+        resolution = resolve(["a"], [catalog], backend="counted")
+    finally:
+        backends._REGISTRY.pop("counted", None)
+
+    assert "unsatisfiable" == resolution.status
+    assert created, "the plugin's solver explained the failure"
+
+
 def test_hook_olmkit_catalog_loaded(
     olmkit_register: Any, embedded_cluster: EmbeddedCluster, tmp_path: Path, monkeypatch: Any
 ) -> None:

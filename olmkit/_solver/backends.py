@@ -46,6 +46,7 @@ __all__ = [
     "describe",
     "engine_of",
     "get_backend",
+    "get_backend_or_none",
     "instrument",
     "register_backend",
 ]
@@ -235,6 +236,11 @@ def get_backend(name: str | None = None) -> BackendFactory:
     except KeyError:
         known = ", ".join(backend_names())
         raise SolverError(f"unknown SAT backend {key!r} (available: {known})") from None
+
+
+def get_backend_or_none(name: str) -> BackendFactory | None:
+    """The SAT solver factory registered as ``name``, or ``None``."""
+    return _REGISTRY.get(name.strip())
 
 
 def backend_names() -> tuple[str, ...]:

@@ -307,9 +307,10 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     """
     from olmkit._solver.backends import engine_of, instrument
     from olmkit._solver.errors import SolverError
-    from olmkit.resolver import resolve
+    from olmkit.resolver import resolve, use_solver_backends
     from olmkit.resolver._graph_cache import clear_graphs, graph_path
 
+    use_solver_backends(pm.registry)
     try:
         backend, engine, _ = engine_of(args.solver)  # an unknown backend is a usage error before any work
     except SolverError as exc:

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from olmkit import hookimpl
-from olmkit._solver import NotSatisfiable, SolverReporter, solve_problem
+from olmkit._solver import NotSatisfiable, SolverReporter, register_backend, solve_problem
+from olmkit._solver.backends import ENGINES, get_backend_or_none
 from olmkit.errors import OlmkitError
 from olmkit.resolver._build import Entry, Problem
 from olmkit.resolver.explain import explain
@@ -49,6 +50,7 @@ __all__ = [
     "SubscriptionRef",
     "olmkit_resolve",
     "resolve",
+    "use_solver_backends",
 ]
 
 
@@ -94,12 +96,23 @@ def resolve(request: ResolutionRequest) -> Resolution:
             gc.enable()
 
 
+def use_solver_backends(registry: Any) -> None:
+    """Make the SAT solvers plugins register (``olmkit_solver_backends``) usable by name.
+
+    The built-in backends' names stay theirs: a plugin cannot replace them.
+    """
+    for record in registry.solver_backends.values():
+        if record.name not in ENGINES and get_backend_or_none(record.name) is not record.factory:
+            register_backend(record.name, record.factory, replace=True)
+
+
 def _resolve(request: ResolutionRequest) -> Resolution:
     start = time.perf_counter()
     problem = Problem(request)
     cel_before = _cel_count()
     try:
         solver_problem = problem.build()
+        use_solver_backends(request.registry)
         solve_start = time.perf_counter()
         chosen = solve_problem(
             solver_problem, backend=request.backend, reporter=_Timer(problem.timings, problem.counters)
