@@ -56,3 +56,22 @@ def test_repeated_resolutions_on_one_catalog_do_not_share_stale_matches(olmkit_p
         ["d.v1.0.0"],
         ["a.v1.0.0", "b.v1.0.0", "c.v1.0.0"],
     ] == answers
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_case_same_on_every_backend(path, olmkit_pm, tmp_path):
+    """Every solver backend gives the case the same resolution, explanation included, byte for byte."""
+    import attrs
+    import orjson
+
+    from olmkit._solver import backend_names
+    from resolver.casefile import case_request
+
+    request = case_request(yaml.safe_load(path.read_text()), tmp_path, olmkit_pm)
+    outcomes = {}
+    for backend in ("native", "cryptominisat", "pure"):
+        if backend in backend_names():
+            resolution = olmkit_pm.hook.olmkit_resolve(request=attrs.evolve(request, backend=backend))
+            outcomes[backend] = orjson.dumps(resolution.to_json(explain=True))
+
+    assert 1 == len(set(outcomes.values())), sorted(outcomes)
