@@ -20,6 +20,20 @@ SPECS = sorted(name for name in dir(hookspecs) if name.startswith("olmkit_"))
 TESTED = {name[len("test_hook_") :] for name in globals() if name.startswith("test_hook_")}
 
 
+def one_bundle(*properties: dict[str, Any]) -> list[dict[str, Any]]:
+    """A catalog of package ``a`` with one bundle ``a.v1`` (channel ``s``) carrying ``properties``."""
+    return [
+        {"schema": "olm.package", "name": "a", "defaultChannel": "s"},
+        {"schema": "olm.channel", "package": "a", "name": "s", "entries": [{"name": "a.v1"}]},
+        {
+            "schema": "olm.bundle",
+            "package": "a",
+            "name": "a.v1",
+            "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}, *properties],
+        },
+    ]
+
+
 @pytest.mark.parametrize("name", SPECS)
 def test_every_hook_is_documented_with_an_example(name: str) -> None:
     """Each spec says what it receives and returns, and shows an implementation."""
@@ -49,21 +63,7 @@ def test_hook_olmkit_property_types(olmkit_pm: Any, olmkit_register: Any, make_c
             return [PropertyType(name="example.io/tier", parse=str.upper, index_keys=lambda v: (v,))]
 
     olmkit_register(Tier())
-    catalog = make_catalog(
-        [
-            {"schema": "olm.package", "name": "a", "defaultChannel": "s"},
-            {"schema": "olm.channel", "package": "a", "name": "s", "entries": [{"name": "a.v1"}]},
-            {
-                "schema": "olm.bundle",
-                "package": "a",
-                "name": "a.v1",
-                "properties": [
-                    {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
-                    {"type": "example.io/tier", "value": "gold"},
-                ],
-            },
-        ]
-    )
+    catalog = make_catalog(one_bundle({"type": "example.io/tier", "value": "gold"}))
 
     bundle = catalog.bundle("a", "a.v1")
     assert ("GOLD",) == catalog.values(bundle, "example.io/tier")
@@ -105,19 +105,7 @@ def test_plugin_solver_backend_answers_resolution(olmkit_register: Any, make_cat
 
     olmkit_register(Plugin())
     catalog = make_catalog(
-        [
-            {"schema": "olm.package", "name": "a", "defaultChannel": "stable"},
-            {"schema": "olm.channel", "package": "a", "name": "stable", "entries": [{"name": "a.v1"}]},
-            {
-                "schema": "olm.bundle",
-                "package": "a",
-                "name": "a.v1",
-                "properties": [
-                    {"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}},
-                    {"type": "olm.gvk.required", "value": {"group": "x.io", "version": "v1", "kind": "Missing"}},
-                ],
-            },
-        ]
+        one_bundle({"type": "olm.gvk.required", "value": {"group": "x.io", "version": "v1", "kind": "Missing"}})
     )
     try:
         resolution = resolve(["a"], [catalog], backend="counted")
