@@ -11,7 +11,7 @@ naming both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from olmkit import hookspec
@@ -252,6 +252,30 @@ def olmkit_controllers(context: Any) -> Iterable[Any]:
                 yield MyController(context)
     """
     raise NotImplementedError
+
+
+@hookspec(firstresult=True)
+def olmkit_csv_targets_problem(csv: Mapping[str, Any], targets: Sequence[str]) -> tuple[str, str] | None:
+    """Whether a ClusterServiceVersion can watch the namespaces its OperatorGroup targets.
+
+    The CSV phase machine asks before it moves a member CSV; the first answer wins. The
+    built-in plugin checks ``spec.installModes`` as upstream OLM does.
+
+    Args:
+        csv: the CSV object (its own namespace is ``metadata.namespace``).
+        targets: the group's target namespaces, sorted (``[""]``: all namespaces).
+
+    Returns:
+        ``(reason, message)`` when it cannot (the CSV fails with them until the targets or
+        the CSV change), or ``None`` when it can or the plugin has no opinion.
+
+    Example:
+        @hookimpl
+        def olmkit_csv_targets_problem(csv, targets):
+            if len(targets) > 10:
+                return "TooManyTargets", "this operator watches at most 10 namespaces"
+            return None
+    """
 
 
 @hookspec(firstresult=True)

@@ -49,6 +49,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "olmkit.plugins.bundle_format",
     "olmkit.plugins.templates",
     "olmkit.plugins.deployment",
+    "olmkit.plugins.install_modes",
     "olmkit.plugins.bundle_content",
     "olmkit.plugins.simulated",
     "olmkit.plugins.admission",

@@ -279,13 +279,16 @@ class EmbeddedCluster:
             }
         )
 
-    def operator_group(self, namespace: str = "operators", name: str = "og") -> None:
+    def operator_group(
+        self, namespace: str = "operators", name: str = "og", *, targets: Sequence[str] | None = None
+    ) -> None:
+        """An OperatorGroup: global, or watching ``targets``."""
         self.apply(
             {
                 "apiVersion": "operators.coreos.com/v1",
                 "kind": "OperatorGroup",
                 "metadata": {"name": name, "namespace": namespace},
-                "spec": {},
+                "spec": {"targetNamespaces": list(targets)} if targets else {},
             }
         )
 

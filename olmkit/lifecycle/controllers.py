@@ -18,13 +18,17 @@ __all__ = ["olmkit_controllers"]
 
 @hookimpl(tryfirst=True)
 def olmkit_controllers(context: Any) -> Iterator[Any]:
-    """CatalogSources, Subscriptions (namespace resolution), InstallPlans, ClusterServiceVersions."""
+    """CatalogSources, Subscriptions (namespace resolution), InstallPlans, CSVs, OperatorGroups and their members."""
     from olmkit.lifecycle.catalogsource import CatalogSourceController
     from olmkit.lifecycle.csv import ClusterServiceVersionController
     from olmkit.lifecycle.installplan import InstallPlanController
+    from olmkit.lifecycle.members import MemberController
+    from olmkit.lifecycle.operatorgroups import OperatorGroupController
     from olmkit.lifecycle.subscriptions import SubscriptionController
 
     yield CatalogSourceController(context)
     yield SubscriptionController(context)
     yield InstallPlanController(context)
     yield ClusterServiceVersionController(context)
+    yield OperatorGroupController(context)
+    yield MemberController(context)

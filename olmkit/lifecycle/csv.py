@@ -12,6 +12,8 @@ Phases and reasons are upstream's::
     Replacing ──► Deleting (Replaced) once the newest CSV of the replacement chain Succeeded
     Deleting ──► removed
     any ──► Failed (NoOperatorGroup | TooManyOperatorGroups) without exactly one OperatorGroup
+    any ──► Failed (UnsupportedOperatorGroup | InterOperatorGroupOwnerConflict | ...) see
+            :mod:`olmkit.lifecycle.operatorgroups`; back to Pending once the cause is gone
 
 Requirements (``status.requirementStatus``): owned and required CRDs present and
 Established, required APIServices present, plus what the install strategy needs
@@ -42,6 +44,14 @@ from olmkit.lifecycle.kinds import (
     ROLE,
     ROLE_BINDING,
     SERVICE_ACCOUNT,
+)
+from olmkit.lifecycle.operatorgroups import (
+    PROVIDED_APIS_ANNOTATION,
+    Membership,
+    is_copied,
+    parse_apis,
+    provided_apis,
+    providers_of,
 )
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
 from olmkit.lifecycle.status import find_condition, owner_reference, spec_of, status_of
@@ -106,6 +116,7 @@ class ClusterServiceVersionController(Controller):
 
     def __init__(self, ctx: LifecycleContext) -> None:
         self.ctx = ctx
+        self.membership = Membership(ctx)
         store = ctx.store
 
         def csvs_in(namespace: str | None) -> list[tuple[str, str]]:
@@ -127,6 +138,17 @@ class ClusterServiceVersionController(Controller):
         def by_namespace(event: WatchEvent) -> list[tuple[str, str]]:
             return csvs_in(event.object["metadata"].get("namespace") or None)
 
+        def by_group(event: WatchEvent) -> list[tuple[str, str]]:
+            # the group's members, and every CSV providing one of its APIs: a conflict may be gone
+            apis = parse_apis((event.object["metadata"].get("annotations") or {}).get(PROVIDED_APIS_ANNOTATION))
+            return by_namespace(event) + providers_of(store, apis)
+
+        def by_same_apis(event: WatchEvent) -> list[tuple[str, str]]:
+            # a provider gone: CSVs that conflicted with it over its APIs may proceed now
+            if event.type != "DELETED" or is_copied(event.object):
+                return []
+            return providers_of(store, provided_apis(event.object))
+
         def by_owner(event: WatchEvent) -> list[tuple[str, str]]:
             return owners_of(event.object, CSV.kind)
 
@@ -146,9 +168,10 @@ class ClusterServiceVersionController(Controller):
         self.watches = (
             WatchSpec(CSV.api_version, CSV.kind),
             WatchSpec(CSV.api_version, CSV.kind, by_replaces),
+            WatchSpec(CSV.api_version, CSV.kind, by_same_apis),
             WatchSpec(CRD.api_version, CRD.kind, by_crd),
             WatchSpec(DEPLOYMENT.api_version, DEPLOYMENT.kind, by_owner),
-            WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, by_namespace),
+            WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, by_group),
             WatchSpec(OPERATOR_CONDITION.api_version, OPERATOR_CONDITION.kind, by_condition),
             WatchSpec(SERVICE_ACCOUNT.api_version, SERVICE_ACCOUNT.kind, by_namespace),
             WatchSpec(ROLE.api_version, ROLE.kind, by_namespace),
@@ -170,7 +193,7 @@ class ClusterServiceVersionController(Controller):
             self._cleanup(csv)
             return DONE
         status = status_of(csv)
-        if status.get("reason") == "Copied":
+        if is_copied(csv):
             return DONE
         if CLEANUP_FINALIZER not in (meta.get("finalizers") or ()):
             store.update(
@@ -189,8 +212,9 @@ class ClusterServiceVersionController(Controller):
                 "TooManyOperatorGroups",
                 "csv created in namespace with multiple operatorgroups, can't pick one automatically",
             )
-        if phase == "Failed" and status.get("reason") in ("NoOperatorGroup", "TooManyOperatorGroups"):
-            return self._to(csv, "Pending", "RequirementsUnknown", "requirements not yet checked")
+        verdict = self.membership.check(csv, groups[0])
+        if verdict is not None:
+            return self._to(csv, verdict.phase, verdict.reason, verdict.message) if verdict.phase else DONE
         self._ensure_operator_condition(csv)
 
         replacer = self._replacer(csv)

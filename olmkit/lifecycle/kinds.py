@@ -31,6 +31,7 @@ __all__ = [
     "KINDS",
     "LEASE",
     "NAMESPACE",
+    "OLM_CONFIG",
     "OPERATOR_CONDITION",
     "OPERATOR_GROUP",
     "ROLE",
@@ -88,6 +89,7 @@ CONFIG_MAP: Final = Kind("ConfigMap", "v1", "configmaps", ("cm",))
 SECRET: Final = Kind("Secret", "v1", "secrets")
 NAMESPACE: Final = Kind("Namespace", "v1", "namespaces", ("ns",), False)
 LEASE: Final = Kind("Lease", "coordination.k8s.io/v1", "leases")
+OLM_CONFIG: Final = Kind("OLMConfig", "operators.coreos.com/v1", "olmconfigs", (), False)
 
 #: The built-in table, by kind name.
 KINDS: Final[Mapping[str, Kind]] = {
@@ -110,6 +112,7 @@ KINDS: Final[Mapping[str, Kind]] = {
         SECRET,
         NAMESPACE,
         LEASE,
+        OLM_CONFIG,
         Kind("Service", "v1", "services", ("svc",)),
         Kind("APIService", "apiregistration.k8s.io/v1", "apiservices", (), False),
         Kind("Event", "v1", "events", ("ev",)),

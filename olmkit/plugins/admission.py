@@ -7,7 +7,7 @@ so ``olmkit apply`` can refuse a manifest in one clear line before anything is w
   ``Automatic`` or ``Manual``; ``channel``, ``startingCSV``, ``sourceNamespace`` strings.
 * ``CatalogSource``: ``spec.sourceType`` required string; ``priority`` an integer;
   ``updateStrategy.registryPoll.interval`` a Go duration (``30m0s``, ``10s``).
-* ``OperatorGroup``: ``targetNamespaces`` a list of names, ``selector`` a label selector, not both.
+* ``OperatorGroup``: ``targetNamespaces`` a list of names, ``selector`` a label selector.
 * ``InstallPlan``: ``spec.approval`` ``Automatic`` or ``Manual``; ``clusterServiceVersionNames``
   a list of names; ``approved`` a boolean.
 * ``OperatorCondition``: ``spec.conditions`` / ``overrides`` conditions (type, status True,
@@ -184,7 +184,7 @@ def check_catalog_source(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
 
 
 def check_operator_group(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
-    """An OperatorGroup: target namespaces or a selector (not both)."""
+    """An OperatorGroup: target namespaces, a selector (ignored when targetNamespaces is set)."""
     spec, problems = _spec(obj, required=False)
     yield from problems
     if spec is None:
@@ -200,8 +200,6 @@ def check_operator_group(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
             yield f"{where}: {exc.message}"
         except TypeError:  # matchExpressions of the wrong type
             yield "spec.selector is not a label selector (matchLabels, matchExpressions)"
-    if spec.get("targetNamespaces") and selector:
-        yield "spec.targetNamespaces and spec.selector cannot both be set"
     yield from _string(spec, "serviceAccountName", "spec.serviceAccountName")
     yield from _boolean(spec, "staticProvidedAPIs", "spec.staticProvidedAPIs")
 

@@ -11,7 +11,8 @@ service account). This strategy:
   the missing rules as dependents otherwise);
 * installs: creates or updates each Deployment, owned by the CSV (a newer CSV takes over
   a Deployment of the same name from the one it replaces), and the service accounts the
-  pod templates name;
+  pod templates name; the CSV's OperatorGroup annotations (``olm.targetNamespaces`` ...)
+  are projected into each pod template;
 * checks health from each Deployment's status, as ``kubectl rollout status`` does; a
   ``ProgressDeadlineExceeded`` Deployment fails at once.
 
@@ -47,6 +48,21 @@ NAME: Final = "deployment"
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 #: Kubernetes creates this account in every namespace; nothing needs to create it.
 DEFAULT_ACCOUNT: Final = "default"
+#: the OperatorGroup annotations of a member CSV, projected into its pod templates (the
+#: operator reads the namespaces to watch from there, through the downward API)
+PROJECTED_ANNOTATIONS: Final = ("olm.operatorGroup", "olm.operatorNamespace", "olm.targetNamespaces")
+
+
+def _project(csv: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The Deployment spec with the CSV's OperatorGroup annotations on its pod template (OLM's keys win)."""
+    csv_annotations = (csv.get("metadata") or {}).get("annotations") or {}
+    projected = {k: str(csv_annotations[k]) for k in PROJECTED_ANNOTATIONS if k in csv_annotations}
+    if not projected:
+        return spec
+    template = dict(spec.get("template") or {})
+    meta = dict(template.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), **projected}
+    return {**spec, "template": {**template, "metadata": meta}}
 
 
 def _spec(csv: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -256,7 +272,8 @@ class DeploymentInstaller:
         store = self.store
         ns = csv["metadata"]["namespace"]
         owner = owner_reference(csv)
-        for name, spec, labels in self._deployments(csv):
+        for name, raw, labels in self._deployments(csv):
+            spec = _project(csv, raw)
             account = (((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName")) or ""
             if account and account != DEFAULT_ACCOUNT:
                 with contextlib.suppress(AlreadyExists):

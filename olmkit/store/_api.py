@@ -41,6 +41,7 @@ CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
         ("certificates.k8s.io", "CertificateSigningRequest"),
         ("config.openshift.io", "ClusterVersion"),
+        ("operators.coreos.com", "OLMConfig"),
     }
 )
 

@@ -69,7 +69,6 @@ def test_checks_apply_to_their_group_only(olmkit_pm):
             {"targetNamespaces": "ns", "selector": {"matchLabels": {"a": "b"}}},
             [
                 "spec.targetNamespaces must be a list of strings, not a string",
-                "spec.targetNamespaces and spec.selector cannot both be set",
             ],
         ),
         (

@@ -214,8 +214,8 @@ BAD = [
     (
         "operator group",
         "apiVersion: operators.coreos.com/v1\nkind: OperatorGroup\nmetadata: {name: g}\n"
-        "spec: {targetNamespaces: [a], selector: {matchLabels: {x: y}}}\n",
-        "{path}: OperatorGroup/g: spec.targetNamespaces and spec.selector cannot both be set",
+        "spec: {targetNamespaces: [a], staticProvidedAPIs: 'yes'}\n",
+        "{path}: OperatorGroup/g: spec.staticProvidedAPIs must be true or false, not a string",
     ),
 ]
 

@@ -112,6 +112,8 @@ class B:
     never_ready: bool = False
     inline: bool = True
     properties: tuple[Mapping[str, Any], ...] = ()
+    install_modes: tuple[str, ...] | None = None  # the supported modes (None: the CSV declares none)
+    spec: Mapping[str, Any] | None = attrs.field(default=None, eq=False)  # merged into the CSV's spec
 
     @property
     def name(self) -> str:
@@ -157,6 +159,12 @@ def csv_manifest(b: B) -> dict[str, Any]:
     }
     if b.replaces:
         spec["replaces"] = b.replaces
+    if b.install_modes is not None:
+        spec["installModes"] = [
+            {"type": t, "supported": t in b.install_modes}
+            for t in ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
+        ]
+    spec.update(b.spec or {})
     return {"apiVersion": V1A1, "kind": "ClusterServiceVersion", "metadata": {"name": b.name}, "spec": spec}
 
 

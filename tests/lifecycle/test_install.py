@@ -114,8 +114,13 @@ def test_missing_operator_group_prevents_resolution(make_cluster) -> None:  # ty
 
 
 def test_one_operator_in_two_namespaces_keeps_each_namespace_s_cluster_rbac(cluster: Cluster) -> None:
-    """The same CSV in two namespaces gets cluster RBAC per namespace: neither overwrites nor deletes the other."""
-    cluster.operator_group("other")
+    """The same CSV in two namespaces gets cluster RBAC per namespace: neither overwrites nor deletes the other.
+
+    Each namespace's group watches only its own namespace: two global groups providing the
+    same APIs would conflict (InterOperatorGroupOwnerConflict).
+    """
+    cluster.operator_group("operators", targets=["operators"])
+    cluster.operator_group("other", targets=["other"])
     for ns in ("operators", "other"):
         cluster.subscribe("postgres-operator", channel="stable", namespace=ns)
     cluster.reconcile()

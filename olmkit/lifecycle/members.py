@@ -1,0 +1,296 @@
+"""The members of OperatorGroups: their generated RBAC and their copied CSVs.
+
+For every CSV that is an active member of its namespace's OperatorGroup (past the group
+checks of the phase machine, not failed for a group reason), the ``operatorgroup-members``
+controller keeps:
+
+* the per-API ClusterRoles and the RBAC of the CSV's ``permissions`` in the target
+  namespaces (:mod:`olmkit.lifecycle.rbac`), except while the CSV is failed with
+  ``InterOperatorGroupOwnerConflict``;
+* a copy of the CSV in every target namespace other than its own (every Namespace for a
+  global group): the source's spec, labels and annotations without ``olm.targetNamespaces``,
+  the label ``olm.copiedFrom: <operator namespace>``, and the source's status with reason
+  ``Copied``. Copies go when the source goes, stops being an active member, or its group stops
+  targeting their namespace; an ``OLMConfig`` named ``cluster`` with
+  ``spec.features.disableCopiedCSVs: true`` removes the copies of operators that watch all
+  namespaces (those of groups with named targets stay, as upstream keeps them).
+
+.. versionadded:: 0.2
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any, Final
+
+from olmkit.lifecycle.context import LifecycleContext
+from olmkit.lifecycle.kinds import (
+    CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
+    CSV,
+    NAMESPACE,
+    OLM_CONFIG,
+    OPERATOR_GROUP,
+    ROLE,
+    ROLE_BINDING,
+    Kind,
+)
+from olmkit.lifecycle.operatorgroups import (
+    COPIED_FROM_LABEL,
+    COPIED_REASON,
+    GROUP_FAILURE_REASONS,
+    OPERATOR_GROUP_ANNOTATION,
+    OPERATOR_NAMESPACE_ANNOTATION,
+    OWNER_CONFLICT,
+    TARGET_NAMESPACES_ANNOTATION,
+    ensure_object,
+    is_copied,
+)
+from olmkit.lifecycle.rbac import api_cluster_roles, copied_role, lifted_role
+from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of
+from olmkit.lifecycle.status import spec_of, status_of
+from olmkit.lifecycle.strategy import OWNER_LABEL, OWNER_NAMESPACE_LABEL
+from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
+
+__all__ = ["MemberController", "copied_csvs_disabled"]
+
+OLM_CONFIG_NAME: Final = "cluster"
+_ALL: Final = ""
+
+
+def copied_csvs_disabled(store: Any) -> bool:
+    """Whether the ``cluster`` OLMConfig turns copied CSVs off (for operators watching all namespaces)."""
+    try:
+        config = store.get(OLM_CONFIG.api_version, OLM_CONFIG.kind, OLM_CONFIG_NAME)
+    except NotFound:
+        return False
+    features = spec_of(config).get("features") or {}
+    return isinstance(features, dict) and features.get("disableCopiedCSVs") is True
+
+
+def _source_key(csv: Object) -> tuple[str, str]:
+    meta = csv["metadata"]
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    source_ns = labels.get(COPIED_FROM_LABEL) or annotations.get(OPERATOR_NAMESPACE_ANNOTATION) or ""
+    return str(source_ns), str(meta["name"])
+
+
+def _active(csv: Object, group: Object) -> bool:
+    status = status_of(csv)
+    if not status.get("phase"):
+        return False
+    if status.get("phase") == "Failed" and status.get("reason") in GROUP_FAILURE_REASONS:
+        return False
+    annotations = csv["metadata"].get("annotations") or {}
+    return bool(annotations.get(OPERATOR_GROUP_ANNOTATION) == group["metadata"]["name"])
+
+
+class MemberController(Controller):
+    """Keeps the RBAC and the copies of every member CSV."""
+
+    name = "operatorgroup-members"
+
+    def __init__(self, ctx: LifecycleContext) -> None:
+        self.ctx = ctx
+        store = ctx.store
+        #: per source CSV, the namespaces its copies were last seen in (skips a full scan when unchanged)
+        self._copies: dict[tuple[str, str], frozenset[str]] = {}
+
+        def members(namespaces: Iterable[str]) -> list[tuple[str, str]]:
+            return [
+                (c["metadata"]["namespace"], c["metadata"]["name"])
+                for ns in namespaces
+                for c in store.list(CSV.api_version, CSV.kind, ns)
+                if not is_copied(c)
+            ]
+
+        def by_csv(event: WatchEvent) -> list[tuple[str, str]]:
+            if is_copied(event.object):
+                return [_source_key(event.object)]
+            return [(event.object["metadata"]["namespace"], event.object["metadata"]["name"])]
+
+        def by_group(event: WatchEvent) -> list[tuple[str, str]]:
+            return members([event.object["metadata"]["namespace"]])
+
+        def by_namespace(event: WatchEvent) -> list[tuple[str, str]]:
+            name = event.object["metadata"]["name"]
+            groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
+            hit = [
+                g["metadata"]["namespace"]
+                for g in groups
+                if {_ALL, name} & set(status_of(g).get("namespaces") or ()) or g["metadata"]["namespace"] == name
+            ]
+            return members(sorted(set(hit)))
+
+        def by_config(event: WatchEvent) -> list[tuple[str, str]]:
+            groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
+            return members(sorted({g["metadata"]["namespace"] for g in groups}))
+
+        def by_owner(event: WatchEvent) -> list[tuple[str, str]]:
+            return owners_of(event.object, CSV.kind)
+
+        self.watches = (
+            WatchSpec(CSV.api_version, CSV.kind, by_csv),
+            WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, by_group),
+            WatchSpec(NAMESPACE.api_version, NAMESPACE.kind, by_namespace),
+            WatchSpec(OLM_CONFIG.api_version, OLM_CONFIG.kind, by_config),
+            WatchSpec(ROLE.api_version, ROLE.kind, by_owner),
+            WatchSpec(ROLE_BINDING.api_version, ROLE_BINDING.kind, by_owner),
+        )
+
+    # -- reconcile ------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> Result | None:
+        store = self.ctx.store
+        try:
+            csv = store.get(CSV.api_version, CSV.kind, name, namespace)
+        except NotFound:
+            self._sync_copies(namespace, name, None, set())
+            self._sync_copied_rbac(namespace, name, [], set())
+            return DONE
+        if is_copied(csv):
+            return DONE
+        groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace).items
+        group = groups[0] if len(groups) == 1 else None
+        targets = status_of(group).get("namespaces") if group is not None else None
+        if (
+            group is None
+            or not isinstance(targets, list)
+            or csv["metadata"].get("deletionTimestamp")
+            or not _active(csv, group)
+        ):
+            self._sync_copies(namespace, name, csv, set())
+            return DONE
+        everywhere = targets == [_ALL]
+        status = status_of(csv)
+        if not (status.get("phase") == "Failed" and status.get("reason") == OWNER_CONFLICT):
+            self._rbac(csv, group, targets)
+        if everywhere:
+            wanted = set() if copied_csvs_disabled(store) else self._namespaces()
+        else:
+            wanted = {str(t) for t in targets}
+        self._sync_copies(namespace, name, csv, wanted - {namespace})
+        return DONE
+
+    def _namespaces(self) -> set[str]:
+        return {ns["metadata"]["name"] for ns in self.ctx.store.list(NAMESPACE.api_version, NAMESPACE.kind)}
+
+    # -- RBAC -----------------------------------------------------------------------------
+
+    def _owned(self, csv: Object, kind: Kind) -> list[Object]:
+        uid = csv["metadata"].get("uid")
+        return [
+            o
+            for o in self.ctx.store.list(kind.api_version, kind.kind, csv["metadata"]["namespace"])
+            if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or ())
+        ]
+
+    def _rbac(self, csv: Object, group: Object, targets: list[str]) -> None:
+        store = self.ctx.store
+        for role in api_cluster_roles(csv, group["metadata"]["name"]):
+            ensure_object(store, role, ("rules",))
+        ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
+        owned = self._owned(csv, ROLE) + self._owned(csv, ROLE_BINDING)
+        lifted_kinds = ((ROLE, CLUSTER_ROLE, ("rules",)), (ROLE_BINDING, CLUSTER_ROLE_BINDING, ("roleRef", "subjects")))
+        if targets == [_ALL]:
+            for obj in owned:
+                fields = ("rules",) if obj["kind"] == ROLE.kind else ("roleRef", "subjects")
+                ensure_object(store, lifted_role(obj, csv), fields)
+            self._sync_copied_rbac(ns, name, owned, set())
+            return
+        # a group that stopped targeting all namespaces: the lifted twins go
+        for namespaced, cluster, _ in lifted_kinds:
+            for obj in owned:
+                if obj["kind"] != namespaced.kind:
+                    continue
+                with contextlib.suppress(NotFound):
+                    twin = store.get(cluster.api_version, cluster.kind, obj["metadata"]["name"])
+                    labels = twin["metadata"].get("labels") or {}
+                    if labels.get(OWNER_LABEL) == name and labels.get(OWNER_NAMESPACE_LABEL) == ns:
+                        store.delete(cluster.api_version, cluster.kind, obj["metadata"]["name"])
+        self._sync_copied_rbac(ns, name, owned, {str(t) for t in targets} - {ns})
+
+    def _sync_copied_rbac(self, ns: str, name: str, owned: list[Object], targets: set[str]) -> None:
+        """Copies of the owned Roles and RoleBindings in exactly ``targets``."""
+        store = self.ctx.store
+        selector = {"matchLabels": {OWNER_LABEL: name, OWNER_NAMESPACE_LABEL: ns, COPIED_FROM_LABEL: ns}}
+        wanted = {(o["kind"], t, o["metadata"]["name"]) for o in owned for t in targets}
+        for kind in (ROLE, ROLE_BINDING):
+            for obj in store.list(kind.api_version, kind.kind, None, selector):
+                meta = obj["metadata"]
+                if (kind.kind, meta["namespace"], meta["name"]) not in wanted:
+                    with contextlib.suppress(NotFound):
+                        store.delete(kind.api_version, kind.kind, meta["name"], meta["namespace"])
+        if not owned or not targets:
+            return
+        csv = {"kind": CSV.kind, "metadata": {"name": name, "namespace": ns}}
+        for obj in owned:
+            fields = ("rules",) if obj["kind"] == ROLE.kind else ("roleRef", "subjects")
+            for target in sorted(targets):
+                ensure_object(store, copied_role(obj, csv, target), fields)
+
+    # -- copied CSVs ----------------------------------------------------------------------
+
+    def _sync_copies(self, ns: str, name: str, csv: Object | None, wanted: set[str]) -> None:
+        """Copies of the CSV in exactly the ``wanted`` namespaces."""
+        store = self.ctx.store
+        key = (ns, name)
+        known = self._copies.get(key)
+        if known is None or known - wanted:
+            for copy in store.list(CSV.api_version, CSV.kind, None, {"matchLabels": {COPIED_FROM_LABEL: ns}}):
+                meta = copy["metadata"]
+                if meta["name"] == name and meta["namespace"] not in wanted:
+                    with contextlib.suppress(NotFound):
+                        store.delete(CSV.api_version, CSV.kind, name, meta["namespace"])
+        if csv is None:
+            self._copies.pop(key, None)
+            return
+        for target in sorted(wanted):
+            self._copy(csv, target)
+        self._copies[key] = frozenset(wanted)
+
+    def _copy(self, csv: Object, target: str) -> None:
+        store = self.ctx.store
+        meta = csv["metadata"]
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != TARGET_NAMESPACES_ANNOTATION}
+        labels = {**(meta.get("labels") or {}), COPIED_FROM_LABEL: meta["namespace"]}
+        status = {
+            **status_of(csv),
+            "reason": COPIED_REASON,
+            "message": f"The operator is running in {meta['namespace']} but is managing this namespace",
+        }
+        status.pop("lastUpdateTime", None)
+        try:
+            current = store.get(CSV.api_version, CSV.kind, meta["name"], target)
+        except NotFound:
+            body = {
+                "apiVersion": csv["apiVersion"],
+                "kind": csv["kind"],
+                "metadata": {"name": meta["name"], "namespace": target, "labels": labels, "annotations": annotations},
+                "spec": csv.get("spec") or {},
+            }
+            try:
+                current = store.create(body)
+            except AlreadyExists:
+                current = store.get(CSV.api_version, CSV.kind, meta["name"], target)
+        cmeta = current["metadata"]
+        if (cmeta.get("labels") or {}).get(COPIED_FROM_LABEL) != meta["namespace"]:
+            return  # an operator of its own with the same name lives there: leave it alone
+        if (
+            cmeta.get("annotations") != annotations
+            or cmeta.get("labels") != labels
+            or current.get("spec") != csv.get("spec")
+        ):
+            current = store.update(
+                {
+                    **current,
+                    "metadata": {**cmeta, "annotations": annotations, "labels": labels},
+                    "spec": csv.get("spec"),
+                }
+            )
+        have = status_of(current)
+        have.pop("lastUpdateTime", None)
+        if have != status:
+            store.update_status({**current, "status": {**status, "lastUpdateTime": self.ctx.now()}})
