@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.lifecycle.harness import EXAMPLES, Cluster
+from tests.lifecycle.harness import EXAMPLES, B, Cluster, write_catalog
 
 
 @pytest.fixture(autouse=True)
@@ -36,3 +37,16 @@ def cluster(make_cluster: Callable[..., Cluster]) -> Cluster:
     c.catalog_source("examples", EXAMPLES / "catalog")
     c.operator_group()
     return c
+
+
+@pytest.fixture
+def make(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> Callable[..., Cluster]:
+    """``make(*bundles)``: a cluster with a catalog of the bundles (no OperatorGroup yet)."""
+
+    def build(*bundles: B) -> Cluster:
+        catalog = write_catalog(tmp_path / "catalog", bundles)
+        cluster = make_cluster()
+        cluster.catalog_source("test", catalog)
+        return cluster
+
+    return build

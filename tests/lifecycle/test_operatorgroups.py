@@ -4,59 +4,15 @@ projection into Deployments, provided APIs and the intersection rules (the Opera
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.lifecycle.harness import V1A1, B, Cluster, write_catalog
+from tests.lifecycle.groups import ALL_MODES, OG, annotations, group, install, namespace, reason
+from tests.lifecycle.harness import V1A1, B, Cluster
 
-OG = "operators.coreos.com/v1"
 WIDGET = ("example.io", "v1", "Widget")
 GADGET = ("example.io", "v1", "Gadget")
-ALL_MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
-
-
-def namespace(cluster: Cluster, name: str, **labels: str) -> None:
-    """Create or relabel a Namespace."""
-    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
-    current = cluster.get("ns", name, None)
-    if (current["metadata"].get("labels") or {}) != labels:
-        cluster.store.update({**current, "metadata": {**current["metadata"], "labels": labels}})
-
-
-def group(cluster: Cluster, ns: str = "operators", name: str = "og", **spec: Any) -> None:
-    """Create an OperatorGroup, or replace the spec of an existing one."""
-    cluster.apply(
-        {"apiVersion": OG, "kind": "OperatorGroup", "metadata": {"name": name, "namespace": ns}, "spec": spec}
-    )
-
-
-def annotations(obj: dict[str, Any]) -> dict[str, str]:
-    return dict(obj["metadata"].get("annotations") or {})
-
-
-def reason(cluster: Cluster, csv: str, ns: str = "operators") -> tuple[str, str, str]:
-    status = cluster.get("csv", csv, ns).get("status") or {}
-    return status.get("phase"), status.get("reason"), status.get("message")
-
-
-@pytest.fixture
-def make(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> Callable[..., Cluster]:
-    """``make(*bundles)``: a cluster with a catalog of the bundles (no OperatorGroup yet)."""
-
-    def build(*bundles: B) -> Cluster:
-        catalog = write_catalog(tmp_path / "catalog", bundles)
-        cluster = make_cluster()
-        cluster.catalog_source("test", catalog)
-        return cluster
-
-    return build
-
-
-def install(cluster: Cluster, package: str, ns: str = "operators") -> None:
-    cluster.subscribe(package, source="test", namespace=ns)
-    cluster.reconcile()
 
 
 # --------------------------------------------------------------------------- target namespaces
