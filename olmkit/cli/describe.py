@@ -26,6 +26,7 @@ from olmkit.errors import UsageError
 from olmkit.lifecycle.kinds import (
     CRD,
     CSV,
+    OPERATOR_GROUP,
     kind_of,
 )
 from olmkit.store import Object, Store
@@ -236,13 +237,18 @@ _SECTIONED: Final = ("conditions", "plan", "requirementStatus")
 
 
 def describe_object(
-    obj: Mapping[str, Any], *, events: Sequence[Mapping[str, Any]] = (), now: datetime | None = None
+    obj: Mapping[str, Any],
+    *,
+    events: Sequence[Mapping[str, Any]] = (),
+    now: datetime | None = None,
+    members: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
     """A readable, kubectl-describe-like text of an object.
 
     Metadata first, then the spec (in brief for ClusterServiceVersions and CRDs), the status,
     the conditions (each with its reason and its full message, multi-line messages intact and
-    indented), an InstallPlan's steps, a CSV's requirement status, and ``events``.
+    indented), an InstallPlan's steps, a CSV's requirement status, an OperatorGroup's
+    ``members`` (the CSVs of its namespace, copies left out), and ``events``.
     """
     now = now or datetime.now(UTC)
     meta = obj.get("metadata") or {}
@@ -290,6 +296,8 @@ def describe_object(
         lines += _steps(status.get("plan"))
         lines += _requirements(status.get("requirementStatus"))
         lines += _conditions(status.get("conditions"), now)
+    if members is not None:
+        lines += ["Members:", *_table(members, _MEMBER_COLUMNS)] if members else _field("Members", "<none>")
 
     if events:
         rows = sorted(events, key=lambda e: str(e.get("lastTimestamp") or at(e, "metadata.creationTimestamp", "")))
@@ -309,6 +317,23 @@ def describe_object(
     else:
         lines += _field("Events", "<none>")
     return "\n".join(lines) + "\n"
+
+
+_MEMBER_COLUMNS: Final[Sequence[Column]] = (
+    ("name", obj_name),
+    ("phase", lambda c: at(c, "status.phase")),
+    ("reason", lambda c: at(c, "status.reason")),
+)
+
+
+def _members_of(store: Store, obj: Mapping[str, Any]) -> list[Object] | None:
+    """The CSVs an OperatorGroup's namespace holds (not copies), for ``describe og``."""
+    kind = kind_of(obj)
+    if (kind.group, kind.kind) != (OPERATOR_GROUP.group, OPERATOR_GROUP.kind):
+        return None
+    from olmkit.lifecycle.operatorgroups import is_copied  # the lifecycle's imports only when needed
+
+    return [c for c in store.list(CSV.api_version, CSV.kind, obj_namespace(obj)) if not is_copied(c)]
 
 
 def _events_of(store: Store, obj: Mapping[str, Any]) -> list[Object]:
@@ -339,7 +364,7 @@ def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
                 not_found(kind, name)
                 missing = True
                 continue
-            texts.append(describe_object(found, events=_events_of(store, found)))
+            texts.append(describe_object(found, events=_events_of(store, found), members=_members_of(store, found)))
         sys.stdout.write("\n".join(texts))
     return EXIT_NOT_FOUND if missing else 0
 
