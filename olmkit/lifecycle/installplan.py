@@ -13,6 +13,11 @@ with (they go when it goes, unless a newer CSV took them over); cluster-scoped o
 the ``olm.owner`` labels instead. CRDs are never owned: they outlive their operators.
 CRD updates follow the CRD upgrade rules (:mod:`olmkit.lifecycle.crds`).
 
+Before it creates anything, an ``Installing`` plan needs exactly one OperatorGroup managing
+its namespace, and the group's service account if it names one; otherwise it stays
+``Installing`` with ``Installed=False`` (``InstallCheckFailed``, upstream's message) and goes
+on once the group is fixed.
+
 A plan created by hand with only ``spec.clusterServiceVersionNames`` and
 ``spec.source``/``spec.sourceNamespace`` is planned from that catalog first.
 
@@ -28,11 +33,21 @@ import orjson
 
 from olmkit.errors import OlmkitError
 from olmkit.lifecycle.context import LifecycleContext
-from olmkit.lifecycle.kinds import CATALOG_SOURCE, CRD, CSV, INSTALL_PLAN, SUBSCRIPTION, kind_of
+from olmkit.lifecycle.kinds import (
+    CATALOG_SOURCE,
+    CRD,
+    CSV,
+    INSTALL_PLAN,
+    OPERATOR_GROUP,
+    SERVICE_ACCOUNT,
+    SUBSCRIPTION,
+    kind_of,
+)
+from olmkit.lifecycle.operatorgroups import install_plan_problem
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import owner_reference, set_condition, spec_of, status_of
 from olmkit.lifecycle.strategy import owner_labels
-from olmkit.store import AlreadyExists, Invalid, NotFound, Object, StoreError
+from olmkit.store import AlreadyExists, Invalid, NotFound, Object, StoreError, WatchEvent
 
 __all__ = ["InstallPlanController", "StepError"]
 
@@ -65,7 +80,22 @@ class InstallPlanController(Controller):
 
     def __init__(self, ctx: LifecycleContext) -> None:
         self.ctx = ctx
-        self.watches = (WatchSpec(INSTALL_PLAN.api_version, INSTALL_PLAN.kind),)
+        store = ctx.store
+
+        def installing_in(event: WatchEvent) -> list[tuple[str, str]]:
+            # a plan held for its namespace's OperatorGroup (or the group's service account) looks again
+            ns = event.object["metadata"].get("namespace")
+            return [
+                (p["metadata"]["namespace"], p["metadata"]["name"])
+                for p in store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns)
+                if status_of(p).get("phase") == "Installing"
+            ]
+
+        self.watches = (
+            WatchSpec(INSTALL_PLAN.api_version, INSTALL_PLAN.kind),
+            WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, installing_in),
+            WatchSpec(SERVICE_ACCOUNT.api_version, SERVICE_ACCOUNT.kind, installing_in),
+        )
         self._all_csvs: list[Object] | None = None
         self._replaces: dict[str, str | None] = {}
 
@@ -89,7 +119,27 @@ class InstallPlanController(Controller):
                 self._set_phase(plan, "Installing")
                 self.ctx.event(f"installplan {namespace}/{name}: approved")
             return DONE
+        problem = install_plan_problem(store, namespace)
+        if problem is not None:
+            return self._hold(plan, problem)
         return self._install(plan)
+
+    def _hold(self, plan: Object, problem: str) -> Result:
+        """No CSV is made while the namespace's OperatorGroup is unusable; the plan stays Installing and says why."""
+        now = self.ctx.now()
+        conditions = set_condition(
+            status_of(plan).get("conditions"),
+            "Installed",
+            "False",
+            reason="InstallCheckFailed",
+            message=problem,
+            now=now,
+        )
+        if conditions != status_of(plan).get("conditions"):
+            self._set_phase(plan, "Installing", conditions=conditions)
+            ns, name = plan["metadata"]["namespace"], plan["metadata"]["name"]
+            self.ctx.event(f"installplan {ns}/{name}: attenuated service account query failed - {problem}")
+        return DONE  # the group or its service account changing wakes the plan
 
     @staticmethod
     def _approval_phase(plan: Object) -> str:

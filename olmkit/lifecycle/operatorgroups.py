@@ -27,7 +27,7 @@ from typing import Any, Final
 import attrs
 
 from olmkit.lifecycle.context import LifecycleContext
-from olmkit.lifecycle.kinds import CLUSTER_ROLE, CSV, DEPLOYMENT, NAMESPACE, OPERATOR_GROUP
+from olmkit.lifecycle.kinds import CLUSTER_ROLE, CSV, DEPLOYMENT, NAMESPACE, OPERATOR_GROUP, SERVICE_ACCOUNT
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import spec_of, status_of
 from olmkit.lifecycle.strategy import OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL
@@ -47,6 +47,7 @@ __all__ = [
     "api_intersection",
     "format_apis",
     "group_annotations",
+    "install_plan_problem",
     "is_copied",
     "parse_apis",
     "provided_apis",
@@ -209,6 +210,31 @@ def providers_of(store: Store, apis: frozenset[str]) -> list[tuple[str, str]]:
         for c in store.list(CSV.api_version, CSV.kind)
         if not is_copied(c) and provided_apis(c) & apis
     ]
+
+
+def install_plan_problem(store: Store, namespace: str) -> str | None:
+    """Why an InstallPlan in ``namespace`` cannot install yet, as upstream says it (``None``: it can).
+
+    Exactly one OperatorGroup must manage the namespace (one whose status names its targets),
+    and the service account it names in ``spec.serviceAccountName``, if any, must exist.
+    """
+    groups = [
+        g
+        for g in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace)
+        if status_of(g).get("namespaces")
+    ]
+    if not groups:
+        return "no operator group found that is managing this namespace"
+    if len(groups) > 1:
+        return f"more than one operator group(s) are managing this namespace count={len(groups)}"
+    account = spec_of(groups[0]).get("serviceAccountName")
+    if account:
+        try:
+            store.get(SERVICE_ACCOUNT.api_version, SERVICE_ACCOUNT.kind, str(account), namespace)
+        except NotFound:
+            name = groups[0]["metadata"]["name"]
+            return f"please make sure the service account exists. sa={account} operatorgroup={namespace}/{name}"
+    return None
 
 
 def aggregated_cluster_roles(group: Mapping[str, Any]) -> list[dict[str, Any]]:

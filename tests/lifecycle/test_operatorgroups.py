@@ -344,3 +344,60 @@ def test_a_static_group_refuses_apis_it_does_not_list(make: Callable[..., Cluste
     assert "Succeeded" == cluster.phase("widget.v1.0.0")
     expected = "Prometheus.v1.monitoring.coreos.com,Widget.v1.example.io"
     assert expected == annotations(cluster.get("og", "og"))["olm.providedAPIs"]
+
+
+# --------------------------------------------------------------------------- InstallPlan checks
+
+
+@pytest.mark.parametrize(
+    ("break_group", "message"),
+    [
+        (
+            lambda c: group(c, name="second"),
+            "more than one operator group(s) are managing this namespace count=2",
+        ),
+        (
+            lambda c: c.store.delete(OG, "OperatorGroup", "og", "operators"),
+            "no operator group found that is managing this namespace",
+        ),
+        (
+            lambda c: group(c, serviceAccountName="installer"),
+            "please make sure the service account exists. sa=installer operatorgroup=operators/og",
+        ),
+    ],
+    ids=["two-groups", "no-group", "missing-service-account"],
+)
+def test_an_install_plan_waits_for_a_usable_operator_group(
+    make: Callable[..., Cluster], break_group: Callable[[Cluster], None], message: str
+) -> None:
+    """An approved plan in a namespace without exactly one group (or without the group's service account)
+    creates no CSV: it stays Installing with Installed=False InstallCheckFailed, and installs once fixed."""
+    cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
+    group(cluster)
+    cluster.subscribe("widget", source="test", approval="Manual")
+    cluster.reconcile()
+    (plan,) = cluster.plans()
+    break_group(cluster)
+    cluster.reconcile()
+
+    cluster.approve(plan["metadata"]["name"])
+    cluster.reconcile()
+
+    plan = cluster.get("ip", plan["metadata"]["name"])
+    assert "Installing" == plan["status"]["phase"]
+    installed = cluster.condition(plan, "Installed")
+    assert ("False", "InstallCheckFailed", message) == (installed["status"], installed["reason"], installed["message"])
+    assert not cluster.exists("csv", "widget.v1.0.0")
+
+    if cluster.exists("og", "second"):
+        cluster.store.delete(OG, "OperatorGroup", "second", "operators")
+    elif not cluster.exists("og", "og"):
+        group(cluster)
+    else:
+        cluster.apply(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "installer", "namespace": "operators"}}
+        )
+    cluster.reconcile()
+
+    assert "Complete" == cluster.get("ip", plan["metadata"]["name"])["status"]["phase"]
+    assert "Succeeded" == cluster.phase("widget.v1.0.0")
