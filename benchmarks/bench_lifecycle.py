@@ -46,6 +46,9 @@ def _seed(store: SqliteStore, namespaces: int, catalog: str, packages: tuple[str
                 "apiVersion": "operators.coreos.com/v1",
                 "kind": "OperatorGroup",
                 "metadata": {"name": ns, "namespace": ns},
+                # each namespace's operators watch that namespace: global groups providing the
+                # same APIs would conflict (InterOperatorGroupOwnerConflict)
+                "spec": {"targetNamespaces": [ns]},
             }
         )
         for package in packages:

@@ -56,6 +56,7 @@ from olmkit.lifecycle.operatorgroups import (
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
 from olmkit.lifecycle.status import find_condition, owner_reference, spec_of, status_of
 from olmkit.lifecycle.strategy import (
+    OWNER_KIND_LABEL,
     OWNER_LABEL,
     OWNER_NAMESPACE_LABEL,
     InstallContext,
@@ -89,6 +90,10 @@ def _descriptions(csv: Mapping[str, Any], section: str, which: str) -> list[Mapp
     defs = spec_of(csv).get(section) or {}
     items = defs.get(which) if isinstance(defs, Mapping) else None
     return [d for d in items or () if isinstance(d, Mapping)]
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return str(obj["metadata"]["namespace"]), str(obj["metadata"]["name"])
 
 
 def upgradeable(condition: Mapping[str, Any] | None) -> tuple[bool, str]:
@@ -138,6 +143,15 @@ class ClusterServiceVersionController(Controller):
         def by_namespace(event: WatchEvent) -> list[tuple[str, str]]:
             return csvs_in(event.object["metadata"].get("namespace") or None)
 
+        def by_cluster_rbac(event: WatchEvent) -> list[tuple[str, str]]:
+            # generated cluster RBAC names its owner: only that CSV (or none, for a group's) looks again
+            labels = event.object["metadata"].get("labels") or {}
+            if labels.get(OWNER_KIND_LABEL) == CSV.kind and labels.get(OWNER_LABEL):
+                return [(str(labels.get(OWNER_NAMESPACE_LABEL) or ""), str(labels[OWNER_LABEL]))]
+            if labels.get(OWNER_KIND_LABEL):
+                return []
+            return [key for c in store.list(CSV.api_version, CSV.kind) if not is_copied(c) for key in [_key(c)]]
+
         def by_group(event: WatchEvent) -> list[tuple[str, str]]:
             # the group's members, and every CSV providing one of its APIs: a conflict may be gone
             apis = parse_apis((event.object["metadata"].get("annotations") or {}).get(PROVIDED_APIS_ANNOTATION))
@@ -160,13 +174,21 @@ class ClusterServiceVersionController(Controller):
                     out.append((str(ns), csv["metadata"]["name"]))
             return out
 
+        def own(event: WatchEvent) -> list[tuple[str, str]]:
+            # copies in target namespaces have no phases of their own: their changes need no pass
+            if is_copied(event.object) and event.type != "DELETED":
+                return []
+            return [(str(event.object["metadata"]["namespace"]), str(event.object["metadata"]["name"]))]
+
         def by_replaces(event: WatchEvent) -> list[tuple[str, str]]:
+            if is_copied(event.object):
+                return []
             ns = event.object["metadata"].get("namespace")
             replaces = spec_of(event.object).get("replaces")
             return [(str(ns), str(replaces))] if replaces else []
 
         self.watches = (
-            WatchSpec(CSV.api_version, CSV.kind),
+            WatchSpec(CSV.api_version, CSV.kind, own),
             WatchSpec(CSV.api_version, CSV.kind, by_replaces),
             WatchSpec(CSV.api_version, CSV.kind, by_same_apis),
             WatchSpec(CRD.api_version, CRD.kind, by_crd),
@@ -176,8 +198,8 @@ class ClusterServiceVersionController(Controller):
             WatchSpec(SERVICE_ACCOUNT.api_version, SERVICE_ACCOUNT.kind, by_namespace),
             WatchSpec(ROLE.api_version, ROLE.kind, by_namespace),
             WatchSpec(ROLE_BINDING.api_version, ROLE_BINDING.kind, by_namespace),
-            WatchSpec(CLUSTER_ROLE.api_version, CLUSTER_ROLE.kind, by_namespace),
-            WatchSpec(CLUSTER_ROLE_BINDING.api_version, CLUSTER_ROLE_BINDING.kind, by_namespace),
+            WatchSpec(CLUSTER_ROLE.api_version, CLUSTER_ROLE.kind, by_cluster_rbac),
+            WatchSpec(CLUSTER_ROLE_BINDING.api_version, CLUSTER_ROLE_BINDING.kind, by_cluster_rbac),
         )
 
     # -- the machine ----------------------------------------------------------------------

@@ -95,8 +95,9 @@ class MemberController(Controller):
     def __init__(self, ctx: LifecycleContext) -> None:
         self.ctx = ctx
         store = ctx.store
-        #: per source CSV, the namespaces its copies were last seen in (skips a full scan when unchanged)
-        self._copies: dict[tuple[str, str], frozenset[str]] = {}
+        #: per source CSV, the namespaces holding its copies: read from the store once, then kept
+        #: as this controller writes them (and as the watch sees copies deleted by others)
+        self._index: dict[tuple[str, str], set[str]] | None = None
 
         def members(namespaces: Iterable[str]) -> list[tuple[str, str]]:
             return [
@@ -108,7 +109,13 @@ class MemberController(Controller):
 
         def by_csv(event: WatchEvent) -> list[tuple[str, str]]:
             if is_copied(event.object):
-                return [_source_key(event.object)]
+                # this controller's own writes to copies need no pass; a copy deleted by hand does
+                if event.type != "DELETED":
+                    return []
+                source = _source_key(event.object)
+                if self._index is not None:
+                    self._index.get(source, set()).discard(event.object["metadata"]["namespace"])
+                return [source]
             return [(event.object["metadata"]["namespace"], event.object["metadata"]["name"])]
 
         def by_group(event: WatchEvent) -> list[tuple[str, str]]:
@@ -233,25 +240,32 @@ class MemberController(Controller):
 
     # -- copied CSVs ----------------------------------------------------------------------
 
+    def _copies_of(self, key: tuple[str, str]) -> set[str]:
+        if self._index is None:
+            self._index = {}
+            for copy in self.ctx.store.list(CSV.api_version, CSV.kind, None, COPIED_FROM_LABEL):
+                source = _source_key(copy)
+                self._index.setdefault(source, set()).add(copy["metadata"]["namespace"])
+        return self._index.setdefault(key, set())
+
     def _sync_copies(self, ns: str, name: str, csv: Object | None, wanted: set[str]) -> None:
         """Copies of the CSV in exactly the ``wanted`` namespaces."""
         store = self.ctx.store
-        key = (ns, name)
-        known = self._copies.get(key)
-        if known is None or known - wanted:
-            for copy in store.list(CSV.api_version, CSV.kind, None, {"matchLabels": {COPIED_FROM_LABEL: ns}}):
-                meta = copy["metadata"]
-                if meta["name"] == name and meta["namespace"] not in wanted:
-                    with contextlib.suppress(NotFound):
-                        store.delete(CSV.api_version, CSV.kind, name, meta["namespace"])
+        have = self._copies_of((ns, name))
+        for target in sorted(have - wanted):
+            with contextlib.suppress(NotFound):
+                current = store.get(CSV.api_version, CSV.kind, name, target)
+                if (current["metadata"].get("labels") or {}).get(COPIED_FROM_LABEL) == ns:
+                    store.delete(CSV.api_version, CSV.kind, name, target)
+            have.discard(target)
         if csv is None:
-            self._copies.pop(key, None)
             return
         for target in sorted(wanted):
-            self._copy(csv, target)
-        self._copies[key] = frozenset(wanted)
+            if self._copy(csv, target):
+                have.add(target)
 
-    def _copy(self, csv: Object, target: str) -> None:
+    def _copy(self, csv: Object, target: str) -> bool:
+        """Create or update the copy in ``target``; ``False`` when a CSV of its own has the name there."""
         store = self.ctx.store
         meta = csv["metadata"]
         annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != TARGET_NAMESPACES_ANNOTATION}
@@ -277,7 +291,7 @@ class MemberController(Controller):
                 current = store.get(CSV.api_version, CSV.kind, meta["name"], target)
         cmeta = current["metadata"]
         if (cmeta.get("labels") or {}).get(COPIED_FROM_LABEL) != meta["namespace"]:
-            return  # an operator of its own with the same name lives there: leave it alone
+            return False  # an operator of its own with the same name lives there: leave it alone
         if (
             cmeta.get("annotations") != annotations
             or cmeta.get("labels") != labels
@@ -294,3 +308,4 @@ class MemberController(Controller):
         have.pop("lastUpdateTime", None)
         if have != status:
             store.update_status({**current, "status": {**status, "lastUpdateTime": self.ctx.now()}})
+        return True
