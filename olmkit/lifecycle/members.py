@@ -21,7 +21,7 @@ controller keeps:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any, Final
 
 from olmkit.lifecycle.context import LifecycleContext
@@ -48,7 +48,7 @@ from olmkit.lifecycle.operatorgroups import (
     is_copied,
 )
 from olmkit.lifecycle.rbac import api_cluster_roles, copied_role, lifted_role
-from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of
+from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
 from olmkit.lifecycle.status import spec_of, status_of
 from olmkit.lifecycle.strategy import OWNER_LABEL, OWNER_NAMESPACE_LABEL
 from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
@@ -57,6 +57,25 @@ __all__ = ["MemberController", "copied_csvs_disabled"]
 
 OLM_CONFIG_NAME: Final = "cluster"
 _ALL: Final = ""
+#: the key name that stands for every member CSV of the key's namespace
+EVERY_MEMBER: Final = ""
+#: phases a CSV passes through on its way to Succeeded; its copies wait until it rests in one
+PASSING_PHASES: Final = frozenset({"Pending", "InstallReady", "Installing"})
+#: seconds a CSV rests in a passing phase before it is copied
+SETTLE: Final = 2.0
+
+
+class _Lazy:
+    """A value computed on first use (the cluster's namespaces, once per pass)."""
+
+    def __init__(self, make: Callable[[], set[str]]) -> None:
+        self._make = make
+        self._value: set[str] | None = None
+
+    def get(self) -> set[str]:
+        if self._value is None:
+            self._value = self._make()
+        return self._value
 
 
 def copied_csvs_disabled(store: Any) -> bool:
@@ -98,14 +117,10 @@ class MemberController(Controller):
         #: per source CSV, the namespaces holding its copies: read from the store once, then kept
         #: as this controller writes them (and as the watch sees copies deleted by others)
         self._index: dict[tuple[str, str], set[str]] | None = None
-
-        def members(namespaces: Iterable[str]) -> list[tuple[str, str]]:
-            return [
-                (c["metadata"]["namespace"], c["metadata"]["name"])
-                for ns in namespaces
-                for c in store.list(CSV.api_version, CSV.kind, ns)
-                if not is_copied(c)
-            ]
+        #: per source CSV, its resourceVersion when its copies were last brought in line with it
+        self._synced: dict[tuple[str, str], str] = {}
+        #: per member CSV, the resourceVersions of it and its group when its RBAC was last generated
+        self._rbac_for: dict[tuple[str, str], tuple[str, str]] = {}
 
         def by_csv(event: WatchEvent) -> list[tuple[str, str]]:
             if is_copied(event.object):
@@ -119,24 +134,27 @@ class MemberController(Controller):
             return [(event.object["metadata"]["namespace"], event.object["metadata"]["name"])]
 
         def by_group(event: WatchEvent) -> list[tuple[str, str]]:
-            return members([event.object["metadata"]["namespace"]])
+            return [(event.object["metadata"]["namespace"], EVERY_MEMBER)]
 
         def by_namespace(event: WatchEvent) -> list[tuple[str, str]]:
             name = event.object["metadata"]["name"]
             groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
-            hit = [
+            hit = {
                 g["metadata"]["namespace"]
                 for g in groups
                 if {_ALL, name} & set(status_of(g).get("namespaces") or ()) or g["metadata"]["namespace"] == name
-            ]
-            return members(sorted(set(hit)))
+            }
+            return [(ns, EVERY_MEMBER) for ns in sorted(hit)]
 
         def by_config(event: WatchEvent) -> list[tuple[str, str]]:
             groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
-            return members(sorted({g["metadata"]["namespace"] for g in groups}))
+            return [(ns, EVERY_MEMBER) for ns in sorted({g["metadata"]["namespace"] for g in groups})]
 
         def by_owner(event: WatchEvent) -> list[tuple[str, str]]:
-            return owners_of(event.object, CSV.kind)
+            owners = owners_of(event.object, CSV.kind)
+            for owner in owners:
+                self._rbac_for.pop(owner, None)  # its RBAC changed: generate it again
+            return owners
 
         self.watches = (
             WatchSpec(CSV.api_version, CSV.kind, by_csv),
@@ -151,14 +169,30 @@ class MemberController(Controller):
 
     def reconcile(self, namespace: str, name: str) -> Result | None:
         store = self.ctx.store
+        namespaces = _Lazy(self._namespaces)
+        if name == EVERY_MEMBER:
+            results = [
+                self._member(csv, namespaces)
+                for csv in store.list(CSV.api_version, CSV.kind, namespace)
+                if not is_copied(csv)
+            ]
+            delays = [r.requeue_after for r in results if r.requeue_after is not None]
+            return Result(requeue_after=min(delays), waiting="copies wait for the CSV to settle") if delays else DONE
         try:
             csv = store.get(CSV.api_version, CSV.kind, name, namespace)
         except NotFound:
+            self._rbac_for.pop((namespace, name), None)
             self._sync_copies(namespace, name, None, set())
             self._sync_copied_rbac(namespace, name, [], set())
             return DONE
         if is_copied(csv):
             return DONE
+        return self._member(csv, namespaces)
+
+    def _member(self, csv: Object, namespaces: _Lazy) -> Result:
+        """Keep one member's RBAC and copies."""
+        store = self.ctx.store
+        namespace, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
         groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace).items
         group = groups[0] if len(groups) == 1 else None
         targets = status_of(group).get("namespaces") if group is not None else None
@@ -172,14 +206,34 @@ class MemberController(Controller):
             return DONE
         everywhere = targets == [_ALL]
         status = status_of(csv)
-        if not (status.get("phase") == "Failed" and status.get("reason") == OWNER_CONFLICT):
+        versions = (str(csv["metadata"].get("resourceVersion")), str(group["metadata"].get("resourceVersion")))
+        conflict = status.get("phase") == "Failed" and status.get("reason") == OWNER_CONFLICT
+        if not conflict and self._rbac_for.get((namespace, name)) != versions:
             self._rbac(csv, group, targets)
+            self._rbac_for[(namespace, name)] = versions
         if everywhere:
-            wanted = set() if copied_csvs_disabled(store) else self._namespaces()
+            wanted = set() if copied_csvs_disabled(store) else set(namespaces.get())
         else:
             wanted = {str(t) for t in targets}
-        self._sync_copies(namespace, name, csv, wanted - {namespace})
+        wanted.discard(namespace)
+        unsettled = self._unsettled(csv)
+        if unsettled and wanted - self._copies_of((namespace, name)):
+            # a CSV on its way through Pending, InstallReady and Installing changes its status
+            # every few moments: copy it once it rests (upstream copies it at every step)
+            return Result(requeue_after=unsettled, waiting="copies wait for the CSV to settle")
+        self._sync_copies(namespace, name, csv, wanted)
         return DONE
+
+    def _unsettled(self, csv: Object) -> float:
+        """Seconds until a CSV in a passing phase has rested long enough to be copied (0: copy now)."""
+        status = status_of(csv)
+        if status.get("phase") not in PASSING_PHASES or not status.get("lastTransitionTime"):
+            return 0.0
+        try:
+            since = parse_rfc3339(str(status["lastTransitionTime"]))
+        except ValueError:
+            return 0.0
+        return max(0.0, since + SETTLE - self.ctx.clock.now())
 
     def _namespaces(self) -> set[str]:
         return {ns["metadata"]["name"] for ns in self.ctx.store.list(NAMESPACE.api_version, NAMESPACE.kind)}
@@ -259,13 +313,21 @@ class MemberController(Controller):
                     store.delete(CSV.api_version, CSV.kind, name, target)
             have.discard(target)
         if csv is None:
+            self._synced.pop((ns, name), None)
             return
-        for target in sorted(wanted):
-            if self._copy(csv, target):
+        # a source unchanged since the last pass only needs its missing copies made
+        version = str(csv["metadata"].get("resourceVersion"))
+        todo = wanted if self._synced.get((ns, name)) != version else wanted - have
+        for target in sorted(todo):
+            if self._copy(csv, target, fresh=target not in have):
                 have.add(target)
+        self._synced[(ns, name)] = version
 
-    def _copy(self, csv: Object, target: str) -> bool:
-        """Create or update the copy in ``target``; ``False`` when a CSV of its own has the name there."""
+    def _copy(self, csv: Object, target: str, *, fresh: bool = False) -> bool:
+        """Create or update the copy in ``target``; ``False`` when a CSV of its own has the name there.
+
+        ``fresh``: no copy is known there, so creating comes first (no read).
+        """
         store = self.ctx.store
         meta = csv["metadata"]
         annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != TARGET_NAMESPACES_ANNOTATION}
@@ -276,9 +338,11 @@ class MemberController(Controller):
             "message": f"The operator is running in {meta['namespace']} but is managing this namespace",
         }
         status.pop("lastUpdateTime", None)
-        try:
-            current = store.get(CSV.api_version, CSV.kind, meta["name"], target)
-        except NotFound:
+        current: Object | None = None
+        if not fresh:
+            with contextlib.suppress(NotFound):
+                current = store.get(CSV.api_version, CSV.kind, meta["name"], target)
+        if current is None:
             body = {
                 "apiVersion": csv["apiVersion"],
                 "kind": csv["kind"],

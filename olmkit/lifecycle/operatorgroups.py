@@ -261,10 +261,12 @@ def ensure_object(store: Store, desired: Mapping[str, Any], fields: Sequence[str
     """Create ``desired``, or update the stored one when its labels or ``fields`` differ."""
     meta = desired["metadata"]
     try:
-        return store.create(dict(desired))
-    except AlreadyExists:
-        pass
-    current = store.get(desired["apiVersion"], desired["kind"], meta["name"], meta.get("namespace"))
+        current = store.get(desired["apiVersion"], desired["kind"], meta["name"], meta.get("namespace"))
+    except NotFound:
+        try:
+            return store.create(dict(desired))
+        except AlreadyExists:
+            current = store.get(desired["apiVersion"], desired["kind"], meta["name"], meta.get("namespace"))
     labels = {**_labels(current), **(meta.get("labels") or {})}
     if labels == _labels(current) and all(current.get(f) == desired.get(f) for f in fields):
         return current
