@@ -50,7 +50,7 @@ from olmkit.lifecycle.operatorgroups import (
 from olmkit.lifecycle.rbac import api_cluster_roles, copied_role, lifted_role
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
 from olmkit.lifecycle.status import spec_of, status_of
-from olmkit.lifecycle.strategy import OWNER_LABEL, OWNER_NAMESPACE_LABEL
+from olmkit.lifecycle.strategy import OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL
 from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
 
 __all__ = ["MemberController", "copied_csvs_disabled"]
@@ -156,7 +156,19 @@ class MemberController(Controller):
                 self._rbac_for.pop(owner, None)  # its RBAC changed: generate it again
             return owners
 
+        def by_deleted_cluster_rbac(event: WatchEvent) -> list[tuple[str, str]]:
+            # generated cluster RBAC deleted (by hand, or with a replaced CSV that last claimed it):
+            # every member generates its RBAC again
+            labels = event.object["metadata"].get("labels") or {}
+            if event.type != "DELETED" or labels.get(OWNER_KIND_LABEL) != CSV.kind:
+                return []
+            self._rbac_for.clear()
+            groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
+            return [(ns, EVERY_MEMBER) for ns in sorted({g["metadata"]["namespace"] for g in groups})]
+
         self.watches = (
+            WatchSpec(CLUSTER_ROLE.api_version, CLUSTER_ROLE.kind, by_deleted_cluster_rbac),
+            WatchSpec(CLUSTER_ROLE_BINDING.api_version, CLUSTER_ROLE_BINDING.kind, by_deleted_cluster_rbac),
             WatchSpec(CSV.api_version, CSV.kind, by_csv),
             WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, by_group),
             WatchSpec(NAMESPACE.api_version, NAMESPACE.kind, by_namespace),

@@ -195,3 +195,31 @@ def test_a_copy_never_replaces_an_operator_of_the_same_name(make: Callable[..., 
     assert own == mine["spec"]
     assert "olm.copiedFrom" not in (mine["metadata"].get("labels") or {})
     assert ("Failed", "NoOperatorGroup") == (mine["status"]["phase"], mine["status"]["reason"])
+
+
+def test_an_upgrade_replaces_the_copies(make: Callable[..., Cluster], tmp_path: Any) -> None:
+    """widget 1.0.0 -> 1.1.0 under a global group: the old CSV's copies go, the new one's come,
+    and the per-API ClusterRoles now belong to the new CSV."""
+    from tests.lifecycle.harness import write_catalog
+
+    old = B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES)
+    cluster = make(old)
+    for name in ("operators", "team-a"):
+        namespace(cluster, name)
+    group(cluster)
+    install(cluster, "widget")
+    assert ["team-a"] == copies(cluster)
+
+    write_catalog(
+        tmp_path / "catalog", [old, B("widget", "1.1.0", owns=(WIDGET,), replaces=CSV, install_modes=ALL_MODES)]
+    )
+    cluster.clock.advance(3600)
+    cluster.store.delete(V1A1, "CatalogSource", "test", "olm")
+    cluster.catalog_source("test", tmp_path / "catalog")
+    cluster.reconcile()
+
+    assert "Succeeded" == cluster.phase("widget.v1.1.0")
+    assert not cluster.exists("csv", CSV, "team-a")
+    assert "Copied" == cluster.get("csv", "widget.v1.1.0", "team-a")["status"]["reason"]
+    role = cluster.get("clusterrole", "widgets.example.io-v1-admin", None)
+    assert "widget.v1.1.0" == role["metadata"]["labels"]["olm.owner"]

@@ -243,3 +243,16 @@ def test_uninstalling_removes_the_copied_roles(widget: Callable[..., Cluster]) -
 
     assert [] == names(cluster, "role", "team-a")
     assert [] == names(cluster, "rolebinding", "team-a")
+
+
+def test_generated_cluster_roles_deleted_by_hand_come_back(widget: Callable[..., Cluster]) -> None:
+    """A per-API ClusterRole or a lifted one deleted by someone is generated again."""
+    cluster = widget()
+    (role,) = owned(cluster, "Role")
+
+    for name in ("widgets.example.io-v1-view-crdview", role["metadata"]["name"]):
+        cluster.store.delete(RBAC, "ClusterRole", name)
+    cluster.reconcile()
+
+    assert cluster.exists("clusterrole", "widgets.example.io-v1-view-crdview", None)
+    assert cluster.exists("clusterrole", role["metadata"]["name"], None)

@@ -401,3 +401,27 @@ def test_an_install_plan_waits_for_a_usable_operator_group(
 
     assert "Complete" == cluster.get("ip", plan["metadata"]["name"])["status"]["phase"]
     assert "Succeeded" == cluster.phase("widget.v1.0.0")
+
+
+def test_a_running_operator_that_comes_to_conflict_loses_its_deployment(make: Callable[..., Cluster]) -> None:
+    """Widening a group onto another group's API: the member fails InterOperatorGroupOwnerConflict and its
+    Deployment is removed; narrowing the group again reinstalls it."""
+    cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
+    group(cluster, targetNamespaces=["operators"])
+    group(cluster, ns="other", targetNamespaces=["other"])
+    install(cluster, "widget")
+    install(cluster, "widget", ns="other")
+    assert cluster.exists("deploy", "widget", "other")
+
+    group(cluster, ns="other")  # now global: it reaches operators, whose group provides Widget
+    cluster.reconcile()
+
+    assert "InterOperatorGroupOwnerConflict" == reason(cluster, "widget.v1.0.0", "other")[1]
+    assert not cluster.exists("deploy", "widget", "other")
+    assert "Succeeded" == cluster.phase("widget.v1.0.0")
+
+    group(cluster, ns="other", targetNamespaces=["other"])
+    cluster.reconcile()
+
+    assert "Succeeded" == cluster.phase("widget.v1.0.0", "other")
+    assert cluster.exists("deploy", "widget", "other")
