@@ -183,6 +183,9 @@ def check_catalog_source(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
                 )
 
 
+_UPGRADE_STRATEGIES: Final = ("Default", "TechPreviewUnsafeFailForward")
+
+
 def check_operator_group(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
     """An OperatorGroup: target namespaces, a selector (ignored when targetNamespaces is set)."""
     spec, problems = _spec(obj, required=False)
@@ -202,6 +205,10 @@ def check_operator_group(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
             yield "spec.selector is not a label selector (matchLabels, matchExpressions)"
     yield from _string(spec, "serviceAccountName", "spec.serviceAccountName")
     yield from _boolean(spec, "staticProvidedAPIs", "spec.staticProvidedAPIs")
+    yield from _object(spec, "upgradeStrategy", "spec.upgradeStrategy")
+    strategy = spec.get("upgradeStrategy")
+    if isinstance(strategy, Mapping):
+        yield from _string(strategy, "name", "spec.upgradeStrategy.name", choices=_UPGRADE_STRATEGIES)
 
 
 def check_install_plan(obj: Mapping[str, Any], context: Any) -> Iterator[str]:

@@ -43,3 +43,22 @@ def test_describe_a_group_without_members(olmkit, write):
     olmkit("apply", "-f", write("og.yaml", group))
 
     assert "Members:      <none>" in olmkit("describe", "og", "g", "-n", "x").out.splitlines()
+
+
+def test_an_unknown_upgrade_strategy_is_refused(olmkit, write):
+    """spec.upgradeStrategy.name is Default or TechPreviewUnsafeFailForward: anything else is exit 2."""
+    group = {
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OperatorGroup",
+        "metadata": {"name": "g", "namespace": "x"},
+        "spec": {"upgradeStrategy": {"name": "Fast"}},
+    }
+    path = write("og.yaml", group)
+
+    result = olmkit("apply", "-f", path)
+
+    assert 2 == result.code
+    expected = "spec.upgradeStrategy.name must be Default or TechPreviewUnsafeFailForward, not 'Fast'"
+    assert expected in result.err
+    group["spec"]["upgradeStrategy"]["name"] = "TechPreviewUnsafeFailForward"
+    assert 0 == olmkit("apply", "-f", write("og.yaml", group)).code
