@@ -3,7 +3,8 @@
 An OperatorGroup selects the namespaces its member operators watch:
 ``spec.targetNamespaces`` when set, else the Namespaces ``spec.selector`` matches, else all
 namespaces (``status.namespaces: [""]``). The ``operatorgroup`` controller keeps
-``status.namespaces`` and ``status.lastUpdated`` current, creates the group's three
+``status.namespaces`` and ``status.lastUpdated`` current (and ``status.serviceAccountRef`` once
+the service account ``spec.serviceAccountName`` names exists), creates the group's three
 aggregated ClusterRoles (``<group>-admin|edit|view``), annotates the CSVs of its namespace
 (``olm.operatorGroup``, ``olm.operatorNamespace``, ``olm.targetNamespaces``) and prunes
 its ``olm.providedAPIs`` annotation to what the member CSVs still provide.
@@ -388,6 +389,12 @@ class OperatorGroupController(Controller):
                 for g in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
             ]
 
+        def groups_in(event: WatchEvent) -> list[tuple[str, str]]:
+            ns = event.object["metadata"].get("namespace")
+            return [
+                (ns, g["metadata"]["name"]) for g in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, ns)
+            ]
+
         def group_of_csv(event: WatchEvent) -> list[tuple[str, str]]:
             if is_copied(event.object):
                 return []
@@ -400,6 +407,7 @@ class OperatorGroupController(Controller):
             WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind),
             WatchSpec(NAMESPACE.api_version, NAMESPACE.kind, every_group),
             WatchSpec(CSV.api_version, CSV.kind, group_of_csv),
+            WatchSpec(SERVICE_ACCOUNT.api_version, SERVICE_ACCOUNT.kind, groups_in),
         )
 
     def reconcile(self, namespace: str, name: str) -> Result | None:
@@ -413,11 +421,19 @@ class OperatorGroupController(Controller):
             return DONE
         targets = target_namespaces(store, group)
         status = status_of(group)
-        if sorted(status.get("namespaces") or ()) != targets or "namespaces" not in status:
-            status.update(namespaces=targets, lastUpdated=self.ctx.now())
+        account = self._account_ref(group)
+        moved = sorted(status.get("namespaces") or ()) != targets or "namespaces" not in status
+        if moved or status.get("serviceAccountRef") != account:
+            if moved:
+                status.update(namespaces=targets, lastUpdated=self.ctx.now())
+            if account is None:
+                status.pop("serviceAccountRef", None)
+            else:
+                status["serviceAccountRef"] = account
             group = store.update_status({**group, "status": status})
-            where = "all namespaces" if targets == [_ALL] else ", ".join(targets) or "no namespace"
-            self.ctx.event(f"operatorgroup {namespace}/{name}: targets {where}")
+            if moved:
+                where = "all namespaces" if targets == [_ALL] else ", ".join(targets) or "no namespace"
+                self.ctx.event(f"operatorgroup {namespace}/{name}: targets {where}")
         for role in aggregated_cluster_roles(group):
             ensure_object(store, role, ("aggregationRule",))
         members = [c for c in store.list(CSV.api_version, CSV.kind, namespace) if not is_copied(c)]
@@ -431,6 +447,24 @@ class OperatorGroupController(Controller):
                     store.update({**csv, "metadata": {**csv["metadata"], "annotations": {**current, **wanted}}})
         self._prune(group, members)
         return DONE
+
+    def _account_ref(self, group: Object) -> dict[str, str] | None:
+        """``status.serviceAccountRef``: the service account ``spec.serviceAccountName`` names, once it exists."""
+        account = spec_of(group).get("serviceAccountName")
+        if not account:
+            return None
+        ns = group["metadata"]["namespace"]
+        try:
+            found = self.ctx.store.get(SERVICE_ACCOUNT.api_version, SERVICE_ACCOUNT.kind, str(account), ns)
+        except NotFound:
+            return None
+        return {
+            "apiVersion": SERVICE_ACCOUNT.api_version,
+            "kind": SERVICE_ACCOUNT.kind,
+            "namespace": ns,
+            "name": str(account),
+            "uid": str(found["metadata"].get("uid", "")),
+        }
 
     def _prune(self, group: Object, members: list[Object]) -> None:
         """Drop APIs from ``olm.providedAPIs`` that no member CSV provides any more (not for static groups)."""

@@ -401,6 +401,11 @@ def test_an_install_plan_waits_for_a_usable_operator_group(
 
     assert "Complete" == cluster.get("ip", plan["metadata"]["name"])["status"]["phase"]
     assert "Succeeded" == cluster.phase("widget.v1.0.0")
+    if cluster.exists("sa", "installer"):
+        ref = cluster.get("og", "og")["status"]["serviceAccountRef"]
+        uid = cluster.get("sa", "installer")["metadata"]["uid"]
+        expected = {"apiVersion": "v1", "kind": "ServiceAccount", "namespace": "operators", "name": "installer"}
+        assert {**expected, "uid": uid} == ref
 
 
 def test_a_running_operator_that_comes_to_conflict_loses_its_deployment(make: Callable[..., Cluster]) -> None:
