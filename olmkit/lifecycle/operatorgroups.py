@@ -284,7 +284,8 @@ class Verdict:
     """What the membership check decided for a CSV.
 
     ``phase``/``reason``/``message`` set: record that phase. ``phase`` empty: the check
-    wrote something (annotations, the group's provided APIs); run the CSV again.
+    wrote something (annotations, the group's provided APIs) or waits for the group's status;
+    the change wakes the CSV again.
     """
 
     phase: str = ""
@@ -312,7 +313,7 @@ class Membership:
             return WROTE
         targets_text = current.get(TARGET_NAMESPACES_ANNOTATION)
         if targets_text is None:
-            return None  # the group has no status yet: its controller sets it, which wakes this CSV
+            return WROTE  # the group has no status yet: its controller sets it, which wakes this CSV
         status = status_of(csv)
         problem = self.ctx.pm.hook.olmkit_csv_targets_problem(csv=csv, targets=targets_text.split(","))
         if problem is not None:

@@ -430,3 +430,26 @@ def test_a_running_operator_that_comes_to_conflict_loses_its_deployment(make: Ca
 
     assert "Succeeded" == cluster.phase("widget.v1.0.0", "other")
     assert cluster.exists("deploy", "widget", "other")
+
+
+def test_a_member_waits_for_its_group_to_know_its_targets(make: Callable[..., Cluster]) -> None:
+    """Before the group's status names its targets, the CSV phase machine leaves a member CSV alone."""
+    from tests.lifecycle.harness import csv_manifest
+
+    cluster = make()
+    group(cluster)
+    manifest = csv_manifest(B("widget", "1.0.0", install_modes=ALL_MODES))
+    cluster.apply({**manifest, "metadata": {"name": "widget.v1.0.0", "namespace": "operators"}})
+    csvs = cluster.manager.controllers["clusterserviceversion"]
+
+    for _ in range(3):
+        csvs.reconcile("operators", "widget.v1.0.0")
+
+    csv = cluster.get("csv", "widget.v1.0.0")
+    assert {"olm.operatorGroup": "og", "olm.operatorNamespace": "operators"} == annotations(csv)
+    assert "phase" not in (csv.get("status") or {})
+
+    cluster.reconcile()
+
+    assert "" == annotations(cluster.get("csv", "widget.v1.0.0"))["olm.targetNamespaces"]
+    assert "Pending" == cluster.phase("widget.v1.0.0")  # its service account is missing: no InstallPlan made it
