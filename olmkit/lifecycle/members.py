@@ -34,7 +34,6 @@ from olmkit.lifecycle.kinds import (
     OPERATOR_GROUP,
     ROLE,
     ROLE_BINDING,
-    Kind,
 )
 from olmkit.lifecycle.operatorgroups import (
     COPIED_FROM_LABEL,
@@ -46,6 +45,7 @@ from olmkit.lifecycle.operatorgroups import (
     TARGET_NAMESPACES_ANNOTATION,
     ensure_object,
     is_copied,
+    owned_by,
 )
 from olmkit.lifecycle.rbac import api_cluster_roles, copied_role, lifted_role
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
@@ -252,20 +252,12 @@ class MemberController(Controller):
 
     # -- RBAC -----------------------------------------------------------------------------
 
-    def _owned(self, csv: Object, kind: Kind) -> list[Object]:
-        uid = csv["metadata"].get("uid")
-        return [
-            o
-            for o in self.ctx.store.list(kind.api_version, kind.kind, csv["metadata"]["namespace"])
-            if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or ())
-        ]
-
     def _rbac(self, csv: Object, group: Object, targets: list[str]) -> None:
         store = self.ctx.store
         for role in api_cluster_roles(csv, group["metadata"]["name"]):
             ensure_object(store, role, ("rules",))
         ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
-        owned = self._owned(csv, ROLE) + self._owned(csv, ROLE_BINDING)
+        owned = owned_by(store, csv, ROLE) + owned_by(store, csv, ROLE_BINDING)
         lifted_kinds = ((ROLE, CLUSTER_ROLE, ("rules",)), (ROLE_BINDING, CLUSTER_ROLE_BINDING, ("roleRef", "subjects")))
         if targets == [_ALL]:
             for obj in owned:

@@ -28,7 +28,7 @@ from typing import Any, Final
 import attrs
 
 from olmkit.lifecycle.context import LifecycleContext
-from olmkit.lifecycle.kinds import CLUSTER_ROLE, CSV, DEPLOYMENT, NAMESPACE, OPERATOR_GROUP, SERVICE_ACCOUNT
+from olmkit.lifecycle.kinds import CLUSTER_ROLE, CSV, DEPLOYMENT, NAMESPACE, OPERATOR_GROUP, SERVICE_ACCOUNT, Kind
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import spec_of, status_of
 from olmkit.lifecycle.strategy import OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL
@@ -50,6 +50,7 @@ __all__ = [
     "group_annotations",
     "install_plan_problem",
     "is_copied",
+    "owned_by",
     "parse_apis",
     "provided_apis",
     "providers_of",
@@ -258,6 +259,16 @@ def aggregated_cluster_roles(group: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def owned_by(store: Store, owner: Mapping[str, Any], kind: Kind) -> list[Object]:
+    """Objects of ``kind`` in the owner's namespace whose ownerReferences name it (by uid)."""
+    uid = owner["metadata"].get("uid")
+    return [
+        o
+        for o in store.list(kind.api_version, kind.kind, owner["metadata"]["namespace"])
+        if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or ())
+    ]
+
+
 def ensure_object(store: Store, desired: Mapping[str, Any], fields: Sequence[str]) -> Object:
     """Create ``desired``, or update the stored one when its labels or ``fields`` differ."""
     meta = desired["metadata"]
@@ -348,17 +359,9 @@ class Membership:
             return Verdict("Pending", "NeedsReinstall", "calculated deployment install is bad")
         return None
 
-    def _owned_deployments(self, csv: Object) -> list[Object]:
-        uid = csv["metadata"].get("uid")
-        return [
-            d
-            for d in self.ctx.store.list(DEPLOYMENT.api_version, DEPLOYMENT.kind, csv["metadata"]["namespace"])
-            if any(ref.get("uid") == uid for ref in d["metadata"].get("ownerReferences") or ())
-        ]
-
     def _stale_deployments(self, csv: Object, targets: str) -> bool:
         """Whether an operator Deployment still watches other namespaces than the group says."""
-        for dep in self._owned_deployments(csv):
+        for dep in owned_by(self.ctx.store, csv, DEPLOYMENT):
             template = ((dep.get("spec") or {}).get("template") or {}).get("metadata") or {}
             if (template.get("annotations") or {}).get(TARGET_NAMESPACES_ANNOTATION, targets) != targets:
                 return True
@@ -366,7 +369,7 @@ class Membership:
 
     def _remove_deployments(self, csv: Object) -> None:
         ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
-        for dep in self._owned_deployments(csv):
+        for dep in owned_by(self.ctx.store, csv, DEPLOYMENT):
             with contextlib.suppress(NotFound):
                 self.ctx.store.delete(DEPLOYMENT.api_version, DEPLOYMENT.kind, dep["metadata"]["name"], ns)
             self.ctx.event(f"csv {ns}/{name}: deployment {dep['metadata']['name']} removed")
