@@ -223,3 +223,26 @@ def test_an_upgrade_replaces_the_copies(make: Callable[..., Cluster], tmp_path: 
     assert "Copied" == cluster.get("csv", "widget.v1.1.0", "team-a")["status"]["reason"]
     role = cluster.get("clusterrole", "widgets.example.io-v1-admin", None)
     assert "widget.v1.1.0" == role["metadata"]["labels"]["olm.owner"]
+
+
+def test_each_copy_is_written_twice_on_its_way_to_succeeded(make: Callable[..., Cluster]) -> None:
+    """Copies wait until the source rests: created once and given its Succeeded status once, not rewritten
+    at every phase the source passes (the cost that dominates a global group over many namespaces)."""
+    cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
+    for name in ("operators", *(f"team-{n}" for n in range(5))):
+        namespace(cluster, name)
+    group(cluster)
+    start = cluster.store.latest_resource_version()
+    install(cluster, "widget")
+
+    with cluster.store.watch(V1A1, "ClusterServiceVersion", resource_version=start, timeout=0) as watch:
+        writes = [
+            (e.type, e.object["metadata"]["namespace"])
+            for e in watch
+            if e.object["metadata"]["namespace"] != "operators"
+        ]
+
+    assert 5 == len(copies(cluster))
+    assert sorted([("ADDED", f"team-{n}") for n in range(5)] + [("MODIFIED", f"team-{n}") for n in range(5)]) == sorted(
+        writes
+    )
