@@ -119,8 +119,8 @@ class MemberController(Controller):
         self._index: dict[tuple[str, str], set[str]] | None = None
         #: per source CSV, its resourceVersion when its copies were last brought in line with it
         self._synced: dict[tuple[str, str], str] = {}
-        #: per member CSV, the resourceVersions of it and its group when its RBAC was last generated
-        self._rbac_for: dict[tuple[str, str], tuple[str, str]] = {}
+        #: per member CSV, what its RBAC was last generated from
+        self._rbac_for: dict[tuple[str, str], tuple[str, ...]] = {}
 
         def by_csv(event: WatchEvent) -> list[tuple[str, str]]:
             if is_copied(event.object):
@@ -218,11 +218,18 @@ class MemberController(Controller):
             return DONE
         everywhere = targets == [_ALL]
         status = status_of(csv)
-        versions = (str(csv["metadata"].get("resourceVersion")), str(group["metadata"].get("resourceVersion")))
+        # what the RBAC is made from: the CSV's spec, the group and its targets (owned Roles
+        # changing and generated cluster RBAC deleted clear the entry)
+        inputs = (
+            str(csv["metadata"].get("uid")),
+            str(csv["metadata"].get("generation")),
+            str(group["metadata"].get("uid")),
+            ",".join(str(t) for t in targets),
+        )
         conflict = status.get("phase") == "Failed" and status.get("reason") == OWNER_CONFLICT
-        if not conflict and self._rbac_for.get((namespace, name)) != versions:
+        if not conflict and self._rbac_for.get((namespace, name)) != inputs:
             self._rbac(csv, group, targets)
-            self._rbac_for[(namespace, name)] = versions
+            self._rbac_for[(namespace, name)] = inputs
         if everywhere:
             wanted = set() if copied_csvs_disabled(store) else set(namespaces.get())
         else:
