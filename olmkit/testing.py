@@ -233,7 +233,15 @@ class EmbeddedCluster:
     .. versionadded:: 0.1
     """
 
-    def __init__(self, path: Path, pm: Any, *, kubelet: bool = True, install_timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        pm: Any,
+        *,
+        kubelet: bool = True,
+        install_timeout: float = 300.0,
+        protected_copied_csv_namespaces: Sequence[str] = (),
+    ) -> None:
         self.store = SqliteStore(str(path))
         self.pm = pm
         self.clock = FakeClock()
@@ -241,7 +249,11 @@ class EmbeddedCluster:
         self.manager = build_manager(
             self.store,
             pm,
-            options=LifecycleOptions(install_timeout=install_timeout, simulate_kubelet=kubelet),
+            options=LifecycleOptions(
+                install_timeout=install_timeout,
+                simulate_kubelet=kubelet,
+                protected_copied_csv_namespaces=tuple(protected_copied_csv_namespaces),
+            ),
             clock=self.clock,
             reporter=self.reporter,
         )

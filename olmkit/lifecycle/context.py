@@ -31,6 +31,9 @@ class LifecycleOptions:
         simulate_kubelet: with ``embedded``, let the simulated kubelet mark Deployments available.
         disk_cache: whether catalogs may be read from the on-disk cache.
         backend: the SAT backend for resolution (``None``: the default).
+        protected_copied_csv_namespaces: namespaces that keep the copies of operators watching
+            all namespaces when an OLMConfig disables copied CSVs (upstream's
+            ``--protectedCopiedCSVNamespaces``; OpenShift names ``openshift``).
     """
 
     global_namespace: str = "olm"
@@ -39,6 +42,7 @@ class LifecycleOptions:
     simulate_kubelet: bool = True
     disk_cache: bool = True
     backend: str | None = None
+    protected_copied_csv_namespaces: tuple[str, ...] = ()
 
 
 @attrs.define

@@ -22,7 +22,7 @@ def olmkit_controllers(context: Any) -> Iterator[Any]:
     from olmkit.lifecycle.catalogsource import CatalogSourceController
     from olmkit.lifecycle.csv import ClusterServiceVersionController
     from olmkit.lifecycle.installplan import InstallPlanController
-    from olmkit.lifecycle.members import MemberController
+    from olmkit.lifecycle.members import MemberController, OLMConfigController
     from olmkit.lifecycle.operatorgroups import OperatorGroupController
     from olmkit.lifecycle.subscriptions import SubscriptionController
 
@@ -32,3 +32,4 @@ def olmkit_controllers(context: Any) -> Iterator[Any]:
     yield ClusterServiceVersionController(context)
     yield OperatorGroupController(context)
     yield MemberController(context)
+    yield OLMConfigController(context)

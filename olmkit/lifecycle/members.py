@@ -13,7 +13,11 @@ controller keeps:
   ``Copied``. Copies go when the source goes, stops being an active member, or its group stops
   targeting their namespace; an ``OLMConfig`` named ``cluster`` with
   ``spec.features.disableCopiedCSVs: true`` removes the copies of operators that watch all
-  namespaces (those of groups with named targets stay, as upstream keeps them).
+  namespaces, except in the protected namespaces of the run's options (those of groups with
+  named targets stay, as upstream keeps them).
+
+The ``olmconfig`` controller reports on that OLMConfig's ``DisabledCopiedCSVs`` condition
+whether the copies of the operators watching all namespaces are where they should be.
 
 .. versionadded:: 0.2
 """
@@ -49,11 +53,11 @@ from olmkit.lifecycle.operatorgroups import (
 )
 from olmkit.lifecycle.rbac import api_cluster_roles, copied_role, lifted_role
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
-from olmkit.lifecycle.status import spec_of, status_of
+from olmkit.lifecycle.status import set_condition, spec_of, status_of
 from olmkit.lifecycle.strategy import OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL
 from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
 
-__all__ = ["MemberController", "copied_csvs_disabled"]
+__all__ = ["MemberController", "OLMConfigController", "copied_csvs_disabled"]
 
 OLM_CONFIG_NAME: Final = "cluster"
 _ALL: Final = ""
@@ -124,13 +128,19 @@ class MemberController(Controller):
 
         def by_csv(event: WatchEvent) -> list[tuple[str, str]]:
             if is_copied(event.object):
-                # this controller's own writes to copies need no pass; a copy deleted by hand does
-                if event.type != "DELETED":
-                    return []
-                source = _source_key(event.object)
-                if self._index is not None:
-                    self._index.get(source, set()).discard(event.object["metadata"]["namespace"])
-                return [source]
+                # this controller's own writes to copies need no pass; a copy deleted, or made, by
+                # someone else does (the index learns of it, and the pass removes or remakes it)
+                source, where = _source_key(event.object), event.object["metadata"]["namespace"]
+                if self._index is None:
+                    return [source] if event.type == "DELETED" else []
+                known = self._index.setdefault(source, set())
+                if event.type == "DELETED":
+                    known.discard(where)
+                    return [source]
+                if where not in known:
+                    known.add(where)
+                    return [source]
+                return []
             return [(event.object["metadata"]["namespace"], event.object["metadata"]["name"])]
 
         def by_group(event: WatchEvent) -> list[tuple[str, str]]:
@@ -231,7 +241,8 @@ class MemberController(Controller):
             self._rbac(csv, group, targets)
             self._rbac_for[(namespace, name)] = inputs
         if everywhere:
-            wanted = set() if copied_csvs_disabled(store) else set(namespaces.get())
+            protected = set(self.ctx.options.protected_copied_csv_namespaces)
+            wanted = protected if copied_csvs_disabled(store) else set(namespaces.get())
         else:
             wanted = {str(t) for t in targets}
         wanted.discard(namespace)
@@ -384,3 +395,93 @@ class MemberController(Controller):
         if have != status:
             store.update_status({**current, "status": {**status, "lastUpdateTime": self.ctx.now()}})
         return True
+
+
+#: the OLMConfig condition saying how copied CSVs stand
+CONDITION: Final = "DisabledCopiedCSVs"
+
+
+class OLMConfigController(Controller):
+    """Keeps the ``DisabledCopiedCSVs`` condition of the ``cluster`` OLMConfig (upstream's reasons and messages)."""
+
+    name = "olmconfig"
+
+    def __init__(self, ctx: LifecycleContext) -> None:
+        self.ctx = ctx
+        self._present = False
+        key = [("", OLM_CONFIG_NAME)]
+
+        def by_config(event: WatchEvent) -> list[tuple[str, str]]:
+            if event.object["metadata"]["name"] == OLM_CONFIG_NAME:
+                self._present = event.type != "DELETED"
+            return [("", str(event.object["metadata"]["name"]))]
+
+        def when_present(event: WatchEvent) -> list[tuple[str, str]]:
+            return key if self._present else []
+
+        self.watches = (
+            WatchSpec(OLM_CONFIG.api_version, OLM_CONFIG.kind, by_config),
+            WatchSpec(CSV.api_version, CSV.kind, when_present),
+            WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, when_present),
+            WatchSpec(NAMESPACE.api_version, NAMESPACE.kind, when_present),
+        )
+
+    def reconcile(self, namespace: str, name: str) -> Result | None:
+        store = self.ctx.store
+        if name != OLM_CONFIG_NAME:
+            return DONE
+        try:
+            config = store.get(OLM_CONFIG.api_version, OLM_CONFIG.kind, name)
+        except NotFound:
+            return DONE
+        enabled = not copied_csvs_disabled(store)
+        off = self._off_target(enabled)
+        if enabled:
+            state = (
+                "False",
+                "CopiedCSVsEnabled",
+                "Copied CSVs are enabled and at least one copied CSVs is missing"
+                if off
+                else "Copied CSVs are enabled and present across the cluster",
+            )
+        elif off:
+            state = (
+                "False",
+                "CopiedCSVsDisabled",
+                "Copied CSVs are disabled and at least one unexpected copied CSV was found for an operator "
+                "installed in AllNamespace mode",
+            )
+        else:
+            state = (
+                "True",
+                "CopiedCSVsDisabled",
+                "Copied CSVs are disabled and no unexpected copied CSVs were found for operators installed in "
+                "AllNamespace mode",
+            )
+        status = status_of(config)
+        conditions = set_condition(
+            status.get("conditions"), CONDITION, state[0], reason=state[1], message=state[2], now=self.ctx.now()
+        )
+        if conditions != status.get("conditions"):
+            store.update_status({**config, "status": {**status, "conditions": conditions}})
+        return DONE
+
+    def _off_target(self, enabled: bool) -> bool:
+        """Whether an active member of a global group has its copies anywhere but where they belong."""
+        store = self.ctx.store
+        namespaces = {ns["metadata"]["name"] for ns in store.list(NAMESPACE.api_version, NAMESPACE.kind)}
+        protected = set(self.ctx.options.protected_copied_csv_namespaces)
+        for group in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind):
+            if status_of(group).get("namespaces") != [_ALL]:
+                continue
+            ns = group["metadata"]["namespace"]
+            copied: dict[str, set[str]] = {}
+            for copy in store.list(CSV.api_version, CSV.kind, None, {"matchLabels": {COPIED_FROM_LABEL: ns}}):
+                copied.setdefault(copy["metadata"]["name"], set()).add(copy["metadata"]["namespace"])
+            for csv in store.list(CSV.api_version, CSV.kind, ns):
+                if is_copied(csv) or not _active(csv, group):
+                    continue
+                expected = (namespaces if enabled else protected) - {ns}
+                if copied.get(csv["metadata"]["name"], set()) != expected:
+                    return True
+        return False

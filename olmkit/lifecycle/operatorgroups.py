@@ -331,7 +331,7 @@ class Membership:
             return Verdict("Failed", *problem)
 
         apis = provided_apis(csv)
-        others = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind) if apis else []
+        others: Iterable[Object] = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind) if apis else []
         outcome = api_intersection(apis, group, others)
         static = spec_of(group).get("staticProvidedAPIs") is True
         failed_for = status.get("reason") if status.get("phase") == "Failed" else None

@@ -41,11 +41,11 @@ def cluster(make_cluster: Callable[..., Cluster]) -> Cluster:
 
 @pytest.fixture
 def make(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> Callable[..., Cluster]:
-    """``make(*bundles)``: a cluster with a catalog of the bundles (no OperatorGroup yet)."""
+    """``make(*bundles, **options)``: a cluster with a catalog of the bundles (no OperatorGroup yet)."""
 
-    def build(*bundles: B) -> Cluster:
+    def build(*bundles: B, **options: Any) -> Cluster:
         catalog = write_catalog(tmp_path / "catalog", bundles)
-        cluster = make_cluster()
+        cluster = make_cluster(**options)
         cluster.catalog_source("test", catalog)
         return cluster
 

@@ -246,3 +246,60 @@ def test_each_copy_is_written_twice_on_its_way_to_succeeded(make: Callable[..., 
     assert sorted([("ADDED", f"team-{n}") for n in range(5)] + [("MODIFIED", f"team-{n}") for n in range(5)]) == sorted(
         writes
     )
+
+
+def condition(cluster: Cluster) -> tuple[str, str, str]:
+    found = cluster.condition(cluster.get("olmconfig", "cluster", None), "DisabledCopiedCSVs")
+    assert found is not None
+    return found["status"], found["reason"], found["message"]
+
+
+def test_the_olm_config_says_how_the_copies_stand(widget: Callable[..., Cluster]) -> None:
+    """DisabledCopiedCSVs: False/CopiedCSVsEnabled while copies are on, True/CopiedCSVsDisabled once they are gone."""
+    cluster = widget("team-a")
+
+    olm_config(cluster, False)
+    cluster.reconcile()
+    assert ("False", "CopiedCSVsEnabled", "Copied CSVs are enabled and present across the cluster") == condition(
+        cluster
+    )
+
+    olm_config(cluster, True)
+    cluster.reconcile()
+    expected = (
+        "True",
+        "CopiedCSVsDisabled",
+        "Copied CSVs are disabled and no unexpected copied CSVs were found for operators installed in "
+        "AllNamespace mode",
+    )
+    assert expected == condition(cluster)
+
+
+def test_protected_namespaces_keep_their_copies_when_copies_are_disabled(make: Callable[..., Cluster]) -> None:
+    """With copies disabled, a global operator is still copied into the run's protected namespaces."""
+    cluster = make(
+        B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES), protected_copied_csv_namespaces=["openshift"]
+    )
+    for name in ("operators", "openshift", "team-a"):
+        namespace(cluster, name)
+    group(cluster)
+    olm_config(cluster, True)
+    install(cluster, "widget")
+
+    assert ["openshift"] == copies(cluster)
+    assert "True" == condition(cluster)[0]
+
+
+def test_a_stray_copy_is_removed(widget: Callable[..., Cluster]) -> None:
+    """A copy made by someone else where none belongs (copies disabled) is deleted again."""
+    cluster = widget("team-a")
+    olm_config(cluster, True)
+    cluster.reconcile()
+    stray = cluster.get("csv", CSV)
+    meta = {"name": CSV, "namespace": "team-a", "labels": {"olm.copiedFrom": "operators"}}
+    cluster.apply({"apiVersion": V1A1, "kind": "ClusterServiceVersion", "metadata": meta, "spec": stray["spec"]})
+
+    cluster.reconcile()
+
+    assert [] == copies(cluster)
+    assert "True" == condition(cluster)[0]
