@@ -303,3 +303,27 @@ def test_a_stray_copy_is_removed(widget: Callable[..., Cluster]) -> None:
 
     assert [] == copies(cluster)
     assert "True" == condition(cluster)[0]
+
+
+def test_a_selector_group_copies_into_the_namespaces_it_selects(make: Callable[..., Cluster]) -> None:
+    """Labelling a namespace into a selector group's targets brings the copy and the copied Roles; unlabelling
+    takes them away."""
+    cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
+    namespace(cluster, "operators", team="x")
+    namespace(cluster, "team-a", team="x")
+    namespace(cluster, "team-b")
+    group(cluster, selector={"matchLabels": {"team": "x"}})
+    install(cluster, "widget")
+    assert "Succeeded" == cluster.phase(CSV)
+    assert ["team-a"] == copies(cluster)
+    roles = cluster.names("role", "team-a")
+    assert 1 == len(roles)
+
+    namespace(cluster, "team-b", team="x")
+    namespace(cluster, "team-a")
+    cluster.reconcile()
+
+    assert ["team-b"] == copies(cluster)
+    assert roles == cluster.names("role", "team-b")
+    assert [] == cluster.names("role", "team-a")
+    assert "operators,team-b" == annotations(cluster.get("csv", CSV))["olm.targetNamespaces"]
