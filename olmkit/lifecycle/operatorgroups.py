@@ -207,9 +207,14 @@ def providers_of(store: Store, apis: frozenset[str]) -> list[tuple[str, str]]:
     """``(namespace, name)`` of every CSV (not a copy) that provides one of ``apis``."""
     if not apis:
         return []
+    # operators live next to their groups: reading those namespaces skips the copies elsewhere
+    namespaces = sorted(
+        {g["metadata"]["namespace"] for g in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)}
+    )
     return [
         (c["metadata"]["namespace"], c["metadata"]["name"])
-        for c in store.list(CSV.api_version, CSV.kind)
+        for ns in namespaces
+        for c in store.list(CSV.api_version, CSV.kind, ns)
         if not is_copied(c) and provided_apis(c) & apis
     ]
 
