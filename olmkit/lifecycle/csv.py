@@ -49,6 +49,7 @@ from olmkit.lifecycle.operatorgroups import (
     PROVIDED_APIS_ANNOTATION,
     Membership,
     is_copied,
+    operator_csvs,
     parse_apis,
     provided_apis,
     providers_of,
@@ -133,7 +134,7 @@ class ClusterServiceVersionController(Controller):
         def by_crd(event: WatchEvent) -> list[tuple[str, str]]:
             name = event.object["metadata"]["name"]
             out = []
-            for csv in store.list(CSV.api_version, CSV.kind):
+            for csv in operator_csvs(store):
                 crds = _descriptions(csv, "customresourcedefinitions", "owned")
                 crds += _descriptions(csv, "customresourcedefinitions", "required")
                 if any(d.get("name") == name for d in crds):
@@ -150,7 +151,7 @@ class ClusterServiceVersionController(Controller):
                 return [(str(labels.get(OWNER_NAMESPACE_LABEL) or ""), str(labels[OWNER_LABEL]))]
             if labels.get(OWNER_KIND_LABEL):
                 return []
-            return [key for c in store.list(CSV.api_version, CSV.kind) if not is_copied(c) for key in [_key(c)]]
+            return [_key(c) for c in operator_csvs(store)]
 
         def by_group(event: WatchEvent) -> list[tuple[str, str]]:
             # the group's members, and every CSV providing one of its APIs: a conflict may be gone

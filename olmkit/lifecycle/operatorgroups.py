@@ -50,6 +50,7 @@ __all__ = [
     "group_annotations",
     "install_plan_problem",
     "is_copied",
+    "operator_csvs",
     "owned_by",
     "parse_apis",
     "provided_apis",
@@ -207,16 +208,20 @@ def providers_of(store: Store, apis: frozenset[str]) -> list[tuple[str, str]]:
     """``(namespace, name)`` of every CSV (not a copy) that provides one of ``apis``."""
     if not apis:
         return []
-    # operators live next to their groups: reading those namespaces skips the copies elsewhere
-    namespaces = sorted(
-        {g["metadata"]["namespace"] for g in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)}
-    )
     return [
-        (c["metadata"]["namespace"], c["metadata"]["name"])
-        for ns in namespaces
-        for c in store.list(CSV.api_version, CSV.kind, ns)
-        if not is_copied(c) and provided_apis(c) & apis
+        (c["metadata"]["namespace"], c["metadata"]["name"]) for c in operator_csvs(store) if provided_apis(c) & apis
     ]
+
+
+def operator_csvs(store: Store) -> list[Object]:
+    """The CSVs of the namespaces that have an OperatorGroup, copies left out.
+
+    Operators live next to their groups (a CSV elsewhere fails with ``NoOperatorGroup`` until
+    one comes): reading only those namespaces skips the copies in every other namespace.
+    """
+    groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
+    namespaces = sorted({g["metadata"]["namespace"] for g in groups})
+    return [c for ns in namespaces for c in store.list(CSV.api_version, CSV.kind, ns) if not is_copied(c)]
 
 
 def install_plan_problem(store: Store, namespace: str) -> str | None:
