@@ -153,10 +153,22 @@ class ClusterServiceVersionController(Controller):
                 return []
             return [_key(c) for c in operator_csvs(store)]
 
+        seen: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] = {}
+
         def by_group(event: WatchEvent) -> list[tuple[str, str]]:
-            # the group's members, and every CSV providing one of its APIs: a conflict may be gone
-            apis = parse_apis((event.object["metadata"].get("annotations") or {}).get(PROVIDED_APIS_ANNOTATION))
-            return by_namespace(event) + providers_of(store, apis)
+            # the group's members; and when the group gave up APIs or namespaces (or went), every
+            # CSV providing one of its APIs: a conflict with it may be gone (a group that only grew
+            # cannot have resolved one)
+            obj = event.object
+            apis = parse_apis((obj["metadata"].get("annotations") or {}).get(PROVIDED_APIS_ANNOTATION))
+            reach = tuple(sorted(str(n) for n in (obj.get("status") or {}).get("namespaces") or ()))
+            key = _key(obj)
+            before = seen.pop(key, None)
+            if event.type != "DELETED":
+                seen[key] = (apis, reach)
+            if before is not None and event.type != "DELETED" and before[1] == reach and before[0] <= apis:
+                return by_namespace(event)
+            return by_namespace(event) + providers_of(store, apis | (before[0] if before else frozenset()))
 
         def by_same_apis(event: WatchEvent) -> list[tuple[str, str]]:
             # a provider gone: CSVs that conflicted with it over its APIs may proceed now
