@@ -31,5 +31,6 @@ def olmkit_controllers(context: Any) -> Iterator[Any]:
     yield InstallPlanController(context)
     yield ClusterServiceVersionController(context)
     yield OperatorGroupController(context)
-    yield MemberController(context)
-    yield OLMConfigController(context)
+    members = MemberController(context)
+    yield members
+    yield OLMConfigController(context, members)

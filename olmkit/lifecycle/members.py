@@ -316,6 +316,10 @@ class MemberController(Controller):
 
     # -- copied CSVs ----------------------------------------------------------------------
 
+    def copies_of(self, key: tuple[str, str]) -> set[str]:
+        """The namespaces holding copies of the CSV ``(namespace, name)``, as this controller knows them."""
+        return self._copies_of(key)
+
     def _copies_of(self, key: tuple[str, str]) -> set[str]:
         if self._index is None:
             self._index = {}
@@ -399,6 +403,8 @@ class MemberController(Controller):
 
 #: the OLMConfig condition saying how copied CSVs stand
 CONDITION: Final = "DisabledCopiedCSVs"
+#: seconds between two evaluations of the condition
+EVALUATE_EVERY: Final = 1.0
 
 
 class OLMConfigController(Controller):
@@ -406,9 +412,11 @@ class OLMConfigController(Controller):
 
     name = "olmconfig"
 
-    def __init__(self, ctx: LifecycleContext) -> None:
+    def __init__(self, ctx: LifecycleContext, members: MemberController | None = None) -> None:
         self.ctx = ctx
+        self.members = members
         self._present = False
+        self._last: float | None = None
         key = [("", OLM_CONFIG_NAME)]
 
         def by_config(event: WatchEvent) -> list[tuple[str, str]]:
@@ -434,6 +442,11 @@ class OLMConfigController(Controller):
             config = store.get(OLM_CONFIG.api_version, OLM_CONFIG.kind, name)
         except NotFound:
             return DONE
+        now = self.ctx.clock.now()
+        if self._last is not None and now - self._last < EVALUATE_EVERY:
+            # copies come by the thousand: look at most once a second
+            return Result(requeue_after=self._last + EVALUATE_EVERY - now, waiting="the copied CSVs are counted")
+        self._last = now
         enabled = not copied_csvs_disabled(store)
         off = self._off_target(enabled)
         if enabled:
@@ -475,13 +488,21 @@ class OLMConfigController(Controller):
             if status_of(group).get("namespaces") != [_ALL]:
                 continue
             ns = group["metadata"]["namespace"]
-            copied: dict[str, set[str]] = {}
-            for copy in store.list(CSV.api_version, CSV.kind, None, {"matchLabels": {COPIED_FROM_LABEL: ns}}):
-                copied.setdefault(copy["metadata"]["name"], set()).add(copy["metadata"]["namespace"])
             for csv in store.list(CSV.api_version, CSV.kind, ns):
                 if is_copied(csv) or not _active(csv, group):
                     continue
                 expected = (namespaces if enabled else protected) - {ns}
-                if copied.get(csv["metadata"]["name"], set()) != expected:
+                if self._copies(ns, csv["metadata"]["name"]) != expected:
                     return True
         return False
+
+    def _copies(self, ns: str, name: str) -> set[str]:
+        """Where the copies of a CSV are: the members controller's index, else the store."""
+        if self.members is not None:
+            return set(self.members.copies_of((ns, name)))
+        selector = {"matchLabels": {COPIED_FROM_LABEL: ns}}
+        return {
+            c["metadata"]["namespace"]
+            for c in self.ctx.store.list(CSV.api_version, CSV.kind, None, selector)
+            if c["metadata"]["name"] == name
+        }
