@@ -73,6 +73,7 @@ SUFFIXES: Final = ("admin", "edit", "view")
 OWNER_CONFLICT: Final = "InterOperatorGroupOwnerConflict"
 STATIC_CONFLICT: Final = "CannotModifyStaticOperatorGroupProvidedAPIs"
 INVALID_MODES: Final = "InvalidInstallModes"
+NO_TARGETS: Final = "NoTargetNamespaces"
 
 #: reasons of failures an OperatorGroup causes; a CSV leaves them for Pending once the cause is gone
 GROUP_FAILURE_REASONS: Final = frozenset(
@@ -83,6 +84,7 @@ GROUP_FAILURE_REASONS: Final = frozenset(
         OWNER_CONFLICT,
         STATIC_CONFLICT,
         INVALID_MODES,
+        NO_TARGETS,
     }
 )
 
@@ -335,6 +337,8 @@ class Membership:
         targets_text = current.get(TARGET_NAMESPACES_ANNOTATION)
         if targets_text is None:
             return WROTE  # the group has no status yet: its controller sets it, which wakes this CSV
+        if status_of(group).get("namespaces") == []:  # a selector that matches no namespace (not "": all)
+            return Verdict("Failed", NO_TARGETS, "no targetNamespaces are matched operatorgroups namespace selection")
         status = status_of(csv)
         problem = self.ctx.pm.hook.olmkit_csv_targets_problem(csv=csv, targets=targets_text.split(","))
         if problem is not None:

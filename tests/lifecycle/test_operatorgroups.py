@@ -453,3 +453,26 @@ def test_a_member_waits_for_its_group_to_know_its_targets(make: Callable[..., Cl
 
     assert "" == annotations(cluster.get("csv", "widget.v1.0.0"))["olm.targetNamespaces"]
     assert "Pending" == cluster.phase("widget.v1.0.0")  # its service account is missing: no InstallPlan made it
+
+
+def test_a_selector_that_matches_nothing_fails_the_csv_until_a_namespace_matches(make: Callable[..., Cluster]) -> None:
+    """status.namespaces [] (not [""]: all): the InstallPlan waits, a member fails NoTargetNamespaces with
+    upstream's message; labelling a namespace back in lets it run again."""
+    cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
+    namespace(cluster, "operators", team="x")
+    group(cluster, selector={"matchLabels": {"team": "x"}})
+    install(cluster, "widget")
+    assert "Succeeded" == cluster.phase("widget.v1.0.0")
+
+    namespace(cluster, "operators")
+    cluster.reconcile()
+
+    assert [] == cluster.get("og", "og")["status"]["namespaces"]
+    expected = ("Failed", "NoTargetNamespaces", "no targetNamespaces are matched operatorgroups namespace selection")
+    assert expected == reason(cluster, "widget.v1.0.0")
+
+    namespace(cluster, "operators", team="x")
+    cluster.reconcile()
+
+    assert "Succeeded" == cluster.phase("widget.v1.0.0")
+    assert "operators" == annotations(cluster.get("csv", "widget.v1.0.0"))["olm.targetNamespaces"]
