@@ -29,8 +29,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/_
 demo: $(STAMP)
 	OLMKIT=$(VENV)/bin/olmkit examples/demo.sh
 
-# The whole suite on the C path, then again on the pure-Python twin.
+# The import contracts (pyproject.toml), the whole suite on the C path, then again on the
+# pure-Python twin.
 test: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 	$(PY) -m pytest -q
 	OLMKIT_PURE_PYTHON=1 $(PY) -m pytest -q -p no:randomly tests/solver tests/resolver
 
@@ -38,6 +40,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check olmkit tests benchmarks plugins_contrib
 	$(VENV)/bin/ruff format --check olmkit tests benchmarks plugins_contrib
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 # The benchmark modules (pytest-benchmark; they generate their workloads with ../shared/bench).
 bench: $(STAMP)

@@ -14,6 +14,9 @@ from __future__ import annotations
 from olmkit._solver._encode import IMPLEMENTATION
 from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
 from olmkit._solver._problem import Problem
+
+# the constraint codes of Block templates and problem arrays
+from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
 from olmkit._solver._solve import solve, solve_problem
 from olmkit._solver.backends import (
     DEFAULT_BACKEND,
@@ -41,9 +44,13 @@ from olmkit._solver.errors import DuplicateIdentifier, InvalidInput, NotSatisfia
 from olmkit._solver.reporter import PHASES, SolverReporter
 
 __all__ = [
+    "CONFLICT",
     "DEFAULT_BACKEND",
+    "DEPENDENCY",
     "IMPLEMENTATION",
+    "MANDATORY",
     "PHASES",
+    "PROHIBITED",
     "And",
     "AppliedConstraint",
     "AtMost",

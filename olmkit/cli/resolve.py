@@ -307,8 +307,7 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
     """
     from olmkit._solver.backends import engine_of, instrument
     from olmkit._solver.errors import SolverError
-    from olmkit.resolver import resolve, use_solver_backends
-    from olmkit.resolver._graph_cache import clear_graphs, graph_path
+    from olmkit.resolver import clear_graphs, graph_path, resolve, use_solver_backends
 
     use_solver_backends(pm.registry)
     try:

@@ -4,7 +4,8 @@
 entries and installed CSVs become solver variables with upstream's constraints and
 message texts, solved by :func:`olmkit._solver.solve` (greedy preference search, then
 extras minimised). This module is also the kernel's ``olmkit_resolve`` implementation,
-so plugins can wrap resolution.
+so plugins can wrap resolution. :func:`clear_graphs` and :func:`graph_path` reach the
+resolution graphs kept per catalog (in memory and on disk), for cold-start measurements.
 
 Example:
     request = ResolutionRequest(namespace="operators", registry=pm.registry, ...)
@@ -25,6 +26,7 @@ from olmkit._solver import NotSatisfiable, SolverReporter, register_backend, sol
 from olmkit._solver.backends import ENGINES, get_backend_or_none
 from olmkit.errors import OlmkitError
 from olmkit.resolver._build import Entry, Problem
+from olmkit.resolver._graph_cache import clear_graphs, graph_path
 from olmkit.resolver.explain import explain
 from olmkit.resolver.request import (
     CONSTRAINTS_NOT_SATISFIABLE,
@@ -48,6 +50,8 @@ __all__ = [
     "SourceRef",
     "Step",
     "SubscriptionRef",
+    "clear_graphs",
+    "graph_path",
     "olmkit_resolve",
     "resolve",
     "use_solver_backends",

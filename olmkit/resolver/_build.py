@@ -24,6 +24,10 @@ from typing import Any
 import attrs
 
 from olmkit._solver import (
+    CONFLICT,
+    DEPENDENCY,
+    MANDATORY,
+    PROHIBITED,
     AtMost,
     Block,
     Conflict,
@@ -38,7 +42,6 @@ from olmkit._solver import (
     expand,
 )
 from olmkit._solver import Problem as SolverProblem
-from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import OlmkitError, ResolutionError
 from olmkit.registry import Registry
