@@ -9,8 +9,9 @@ v4, which differs from other semver libraries in ways that matter to catalogs:
   resolver uses for installed CSVs and CEL's ``semver_compare``.
 * :func:`parse_range` is blang's ``ParseRange``: parts separated by spaces are ANDed,
   ``||`` separates OR alternatives, comparators ``> >= < <= = == != !`` (none means
-  ``=``), wildcards ``1.x`` / ``1.2.x`` expanded as blang does. The version after an
-  operator is parsed strictly, so ``<v1.13.0`` is an error, as upstream.
+  ``=``), wildcards ``1.x`` / ``1.2.x`` expanded as blang does (a part with an ``x``
+  anywhere is treated as a wildcard, so ``1.0.0-xyz`` is invalid, as upstream). The
+  version after an operator is parsed strictly, so ``<v1.13.0`` is an error, as upstream.
 * Ordering follows semver 2.0: a pre-release sorts before its release
   (``1.0.0-alpha < 1.0.0``, so ``>=1.0.0`` does not match ``1.0.0-alpha``); build
   metadata is ignored when comparing.
@@ -378,7 +379,9 @@ def parse_range(text: str) -> Range:
                 op, ver = _split_comparator(part)
             except ValueError as exc:
                 raise ValueError(f"invalid range {text!r}: {exc}") from None
-            expanded += _expand_wildcard(op, ver) if ".x" in part else [part]
+            # as blang: any "x" makes a part a wildcard candidate, even one in a pre-release
+            # (``>=1.0.0-x`` keeps its version, ``>1.0.0-x`` or ``1.0.0-x`` are invalid)
+            expanded += _expand_wildcard(op, ver) if "x" in part else [part]
         comparisons = []
         for part in expanded:
             try:

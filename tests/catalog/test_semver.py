@@ -82,3 +82,27 @@ def test_matches_each_is_matches_for_each_version(text, versions):
     vs = [parse_version(v) for v in versions]
 
     assert [parsed.matches(v) for v in vs] == parsed.matches_each(vs)
+
+
+@pytest.mark.parametrize(
+    ("rng", "same_as"),
+    [
+        (">=1.0.0-xyz", ">=1.0.0-xyz"),
+        ("<1.0.0-alpha.xy", "<1.0.0-alpha.0y"),
+        ("<2.0.0 || >=1.0.0-x", "<2.0.0 || >=1.0.0-0"),
+    ],
+)
+def test_an_x_in_a_pre_release_is_read_as_blang_reads_it(rng, same_as):
+    """blang expands every range part holding an "x" as a wildcard: >= and < keep the version
+    (its first ".x" read as ".0"), the others need a next version there is none of (regression:
+    only ".x" was looked for, so ``>1.0.0-xyz`` was accepted)."""
+    versions = [parse_version(v) for v in ("0.9.0", "1.0.0-0", "1.0.0-alpha.0y", "1.0.0-xyz", "1.0.0", "2.0.0")]
+
+    assert parse_range(same_as).matches_each(versions) == parse_range(rng).matches_each(versions)
+
+
+@pytest.mark.parametrize("rng", [">1.0.0-xyz", "<=1.0.0-xyz", "1.0.0-xyz", "=1.0.0-rc.x", "!=1.0.0-x", "1.0.0+sha.x"])
+def test_an_x_in_a_pre_release_after_other_operators_is_invalid(rng):
+    """As in blang, these ranges do not parse (regression: they were accepted)."""
+    with pytest.raises(ValueError, match="invalid range"):
+        parse_range(rng)
