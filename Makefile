@@ -30,11 +30,11 @@ demo: $(STAMP)
 	OLMKIT=$(VENV)/bin/olmkit examples/demo.sh
 
 # The import contracts (pyproject.toml), the whole suite on the C path, then again on the
-# pure-Python twin.
+# pure-Python twin. Property tests draw the same examples every run (tests/conftest.py).
 test: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache --no-logo
-	$(PY) -m pytest -q
-	OLMKIT_PURE_PYTHON=1 $(PY) -m pytest -q -p no:randomly tests/solver tests/resolver
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q
+	HYPOTHESIS_PROFILE=ci OLMKIT_PURE_PYTHON=1 $(PY) -m pytest -q -p no:randomly tests/solver tests/resolver
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check olmkit tests benchmarks plugins_contrib
