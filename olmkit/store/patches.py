@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,17 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+#: an array index in a JSON pointer (RFC 6901): "0" or digits without a leading zero
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def _index(part: str) -> int:
+    """The array index ``part`` names; ``ValueError`` when it is not one (``-1``, ``01``, `` 1``)."""
+    if not _ARRAY_INDEX.fullmatch(part):
+        raise ValueError(f"bad array index {part!r}")
+    return int(part)
+
+
 def _pointer(path: Any, ref: Mapping[str, Any]) -> list[str]:
     if not isinstance(path, str) or (path and not path.startswith("/")):
         raise Invalid(f"invalid JSON pointer {path!r}", field="patch", **ref)
@@ -37,7 +49,7 @@ def _parent(doc: Any, parts: list[str], ref: Mapping[str, Any]) -> tuple[Any, st
     node = doc
     for part in parts[:-1]:
         try:
-            node = node[int(part)] if isinstance(node, list) else node[part]
+            node = node[_index(part)] if isinstance(node, list) else node[part]
         except (KeyError, IndexError, ValueError, TypeError):
             raise Invalid(f"path /{'/'.join(parts)} does not exist", field="patch", **ref) from None
     return node, parts[-1]
@@ -48,16 +60,18 @@ def _get(doc: Any, parts: list[str], ref: Mapping[str, Any]) -> Any:
         return doc
     parent, last = _parent(doc, parts, ref)
     try:
-        return parent[int(last)] if isinstance(parent, list) else parent[last]
+        return parent[_index(last)] if isinstance(parent, list) else parent[last]
     except (KeyError, IndexError, ValueError, TypeError):
         raise Invalid(f"path /{'/'.join(parts)} does not exist", field="patch", **ref) from None
 
 
 def _remove(doc: Any, parts: list[str], ref: Mapping[str, Any]) -> Any:
+    if not parts:
+        raise Invalid("the whole document cannot be removed (path '')", field="patch", **ref)
     value = _get(doc, parts, ref)
     parent, last = _parent(doc, parts, ref)
     if isinstance(parent, list):
-        del parent[int(last)]
+        del parent[_index(last)]
     else:
         del parent[last]
     return value
@@ -69,7 +83,7 @@ def _add(doc: Any, parts: list[str], value: Any, ref: Mapping[str, Any], replace
     parent, last = _parent(doc, parts, ref)
     if isinstance(parent, list):
         try:
-            index = len(parent) if last == "-" else int(last)
+            index = len(parent) if last == "-" else _index(last)
         except ValueError:
             raise Invalid(f"bad array index {last!r}", field="patch", **ref) from None
         if not 0 <= index <= len(parent) - (1 if replace else 0):
@@ -111,6 +125,11 @@ def json_patch(doc: Any, operations: Any, ref: Mapping[str, Any] | None = None) 
             result = _add(result, parts, copy.deepcopy(op["value"]), ref, replace=True)
         elif kind in ("move", "copy"):
             source = _pointer(op.get("from"), ref)
+            if kind == "move" and source == parts:
+                _get(result, source, ref)  # it must exist; moved onto itself, it stays (even the root)
+                continue
+            if kind == "move" and parts[: len(source)] == source:
+                raise Invalid(f"operation {n} (move) moves {op['from']} into its own child", field="patch", **ref)
             value = _remove(result, source, ref) if kind == "move" else copy.deepcopy(_get(result, source, ref))
             result = _add(result, parts, value, ref)
         elif kind == "test":
