@@ -28,7 +28,7 @@ from olmkit._solver.backends import CryptoMiniSatBackend
 NATIVE = "native" in _encode.available()
 needs_native = pytest.mark.skipif(not NATIVE, reason="the C accelerator is not built: there is no twin to compare")
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def any_problem() -> st.SearchStrategy[Any]:
@@ -139,7 +139,7 @@ def every_backend() -> Iterator[list[str]]:
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     # the fixture only lists the backends; it holds no state between examples
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
