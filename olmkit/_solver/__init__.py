@@ -4,7 +4,9 @@
 exactly: activation literals on every constraint, greedy breadth-first preference search
 from the anchors with chronological backtracking, minimisation of extras, and minimal
 explanations of failures. The hot path (clause encoding, unit propagation, the search
-loop) is C (``encode.c``) with a pure-Python twin; :data:`IMPLEMENTATION` says which runs.
+loop) is C (``encode.c``) with a pure-Python twin; :func:`implementation` says which runs
+(:data:`IMPLEMENTATION`: which ran when the module was imported), :func:`describe_implementation`
+says it for people.
 
 .. versionadded:: 0.1
 """
@@ -12,6 +14,8 @@ loop) is C (``encode.c``) with a pure-Python twin; :data:`IMPLEMENTATION` says w
 from __future__ import annotations
 
 from olmkit._solver._encode import IMPLEMENTATION
+from olmkit._solver._encode import current as implementation
+from olmkit._solver._encode import describe as describe_implementation
 from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
 from olmkit._solver._problem import Problem
 
@@ -76,8 +80,10 @@ __all__ = [
     "SolverReporter",
     "Variable",
     "backend_names",
+    "describe_implementation",
     "expand",
     "get_backend",
+    "implementation",
     "register_backend",
     "solve",
     "solve_problem",

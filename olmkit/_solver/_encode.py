@@ -12,7 +12,16 @@ from types import ModuleType
 
 from olmkit._solver import _pure
 
-__all__ = ["IMPLEMENTATION", "available", "describe", "get", "module", "set_implementation", "warn_if_not_built"]
+__all__ = [
+    "IMPLEMENTATION",
+    "available",
+    "current",
+    "describe",
+    "get",
+    "module",
+    "set_implementation",
+    "warn_if_not_built",
+]
 
 
 def _load_native() -> ModuleType | None:
@@ -54,6 +63,11 @@ def warn_if_not_built() -> None:
         " (same answers, much slower); reinstall with a C compiler to build it, or set"
         f" {QUIET_ENV}=1 to silence this\n"
     )
+
+
+def current() -> str:
+    """``"native"`` or ``"pure"``: the implementation in use now (:func:`set_implementation` changes it)."""
+    return IMPLEMENTATION
 
 
 def describe() -> str:

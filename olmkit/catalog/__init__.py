@@ -9,6 +9,8 @@ The public contract the resolver codes against:
   on-disk cache keyed by content digest.
 * :mod:`olmkit.catalog.semver`: OLM's version and range rules.
 * :mod:`olmkit.catalog.sources`: the catalog-source contract (``file``, ``configmap`` ...).
+* :func:`cache_dir` (``$OLMKIT_CACHE_DIR``, :data:`CACHE_ENV`) and :func:`write_atomic`: for
+  what a plugin keeps next to the catalog cache.
 
 ``deprecations`` maps a package to a :class:`Deprecation` holding the messages of its
 deprecations blob by what they deprecate (the package, channels, bundles).
@@ -19,7 +21,9 @@ deprecations blob by what they deprecate (the package, channels, bundles).
 from __future__ import annotations
 
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._files import write_atomic
 from olmkit.catalog._load import (
+    CACHE_ENV,
     LoadResult,
     build_catalog,
     cache_dir,
@@ -31,6 +35,7 @@ from olmkit.catalog._load import (
 from olmkit.catalog.problems import Problem
 
 __all__ = [
+    "CACHE_ENV",
     "Catalog",
     "Deprecation",
     "LoadResult",
@@ -41,4 +46,5 @@ __all__ = [
     "invalid_catalog",
     "load_catalog",
     "load_catalog_result",
+    "write_atomic",
 ]

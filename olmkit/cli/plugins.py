@@ -60,7 +60,7 @@ def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
 
 def _solver_row() -> dict[str, Any]:
     """The SAT layer as a row: its implementation (native C or pure Python) and backends."""
-    from olmkit._solver import _encode
+    from olmkit._solver import describe_implementation
     from olmkit._solver.backends import backend_names, default_backend
 
     return {
@@ -70,7 +70,7 @@ def _solver_row() -> dict[str, Any]:
         "version": None,
         "hooks": [],
         "registers": {
-            "solver implementation": [_encode.describe()],
+            "solver implementation": [describe_implementation()],
             "solver backends": [f"{n} (default)" if n == default_backend() else n for n in backend_names()],
         },
     }

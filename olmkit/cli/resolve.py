@@ -283,9 +283,9 @@ def _answer_digest(resolution: Any) -> str:
 
 def _solver_figures(counters: Any, backend: str, engine: str) -> dict[str, Any]:
     """What ran and how hard it worked: backend, implementation and the solver's counters."""
-    from olmkit._solver import _encode
+    from olmkit._solver import implementation
 
-    impl = _encode.IMPLEMENTATION if engine == "cryptominisat" else engine
+    impl = implementation() if engine == "cryptominisat" else engine
     out: dict[str, Any] = {"backend": backend, "implementation": "native C" if impl == "native" else "pure Python"}
     for key in ("variables", "clauses", "propagations", "backend_calls", "conflicts", "guesses", "backtracks"):
         out[key] = counters.get(f"sat_{key}", 0)

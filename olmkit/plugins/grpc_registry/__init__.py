@@ -215,7 +215,7 @@ def run_serve(args: argparse.Namespace, pm: Any) -> int:
     if not os.path.exists(args.path):
         raise InputError("no such file or directory", path=args.path)
     if args.cache_dir:
-        from olmkit.catalog._load import CACHE_ENV
+        from olmkit.catalog import CACHE_ENV
 
         os.environ[CACHE_ENV] = args.cache_dir
     from olmkit.plugins.grpc_registry.server import RegistryServer

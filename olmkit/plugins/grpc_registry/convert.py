@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from olmkit.catalog._files import write_atomic
+from olmkit.catalog import write_atomic
 from olmkit.errors import CatalogError
 from olmkit.model import Channel, ChannelEntry
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
