@@ -116,8 +116,9 @@ class InstallPlanController(Controller):
             return DONE
         if phase == "RequiresApproval":
             if spec_of(plan).get("approved"):
-                self._set_phase(plan, "Installing")
+                plan = self._set_phase(plan, "Installing")
                 self.ctx.event(f"installplan {namespace}/{name}: approved")
+                self.ctx.record_event(plan, "Normal", "Approved", "the InstallPlan was approved; installing")
             return DONE
         problem = install_plan_problem(store, namespace)
         if problem is not None:
@@ -249,10 +250,10 @@ class InstallPlanController(Controller):
             self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status=step["status"])
         now = self.ctx.now()
         conditions = set_condition(status_of(plan).get("conditions"), "Installed", "True", now=now)
-        self._set_phase(plan, "Complete", plan=steps, conditions=conditions)
-        self.ctx.event(
-            f"installplan {ns}/{name}: Complete ({', '.join(spec_of(plan).get('clusterServiceVersionNames') or [])})"
-        )
+        plan = self._set_phase(plan, "Complete", plan=steps, conditions=conditions)
+        csv_names = ", ".join(spec_of(plan).get("clusterServiceVersionNames") or [])
+        self.ctx.event(f"installplan {ns}/{name}: Complete ({csv_names})")
+        self.ctx.record_event(plan, "Normal", "InstallSucceeded", f"installed {csv_names} ({len(steps)} steps)")
         return DONE
 
     def _fail(self, ip: Object, reason: str, message: str, **extra: Any) -> None:
@@ -260,7 +261,8 @@ class InstallPlanController(Controller):
         conditions = set_condition(
             status_of(ip).get("conditions"), "Installed", "False", reason=reason, message=message, now=now
         )
-        self._set_phase(ip, "Failed", conditions=conditions, **extra)
+        failed = self._set_phase(ip, "Failed", conditions=conditions, **extra)
+        self.ctx.record_event(failed, "Warning", reason, message)
         self.ctx.event(f"installplan {ip['metadata']['namespace']}/{ip['metadata']['name']}: Failed: {message}")
 
     def _apply(self, ns: str, step: Mapping[str, Any], obj: dict[str, Any], csvs: dict[str, Object]) -> str:
