@@ -14,6 +14,7 @@ in Kubernetes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -169,8 +170,6 @@ class EventRecorder:
         events.sort(key=event_sort_key)
         excess = len(events) - self.limit
         for old in events[: max(excess, 0)]:
-            try:
+            with contextlib.suppress(NotFound):
                 self.store.delete("v1", "Event", old["metadata"]["name"], namespace)
-            except NotFound:
-                pass
         self._known[object_key] = min(len(events), self.limit)

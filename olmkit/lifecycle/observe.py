@@ -58,7 +58,7 @@ def parse_address(text: str) -> tuple[str, int] | None:
     if not sep or not port.isdigit() or int(port) > 65535:
         raise UsageError(f"--metrics-address {text!r}: expected HOST:PORT (port 0 picks a free one) or 0 to disable")
     host = host.strip("[]")
-    return (host or "0.0.0.0", int(port))  # noqa: S104 - ":PORT" asks for every interface
+    return (host or "0.0.0.0", int(port))
 
 
 def _label_value(value: str) -> str:
@@ -67,8 +67,9 @@ def _label_value(value: str) -> str:
 
 def render_metrics(collectors: Iterable[Any]) -> bytes:
     """The Prometheus text format of what ``collectors`` yield now."""
-    from prometheus_client.utils import floatToGoString
+    from prometheus_client import utils
 
+    go_float: Callable[[float], str] = utils.floatToGoString
     out: list[str] = []
     for collector in collectors:
         for metric in collector.collect():
@@ -82,7 +83,7 @@ def render_metrics(collectors: Iterable[Any]) -> bytes:
             for sample in samples:
                 labels = ",".join(f'{k}="{_label_value(str(v))}"' for k, v in sorted(sample.labels.items()))
                 out.append(f"{sample.name}{{{labels}}} " if labels else f"{sample.name} ")
-                out.append(f"{floatToGoString(sample.value)}\n")
+                out.append(f"{go_float(sample.value)}\n")
     return "".join(out).encode()
 
 
@@ -109,7 +110,7 @@ class ObservabilityServer:
     def address(self) -> str:
         """``HOST:PORT`` the server listens on (the real port when 0 was asked for)."""
         host, port = self._httpd.server_address[:2]
-        return f"{host}:{port}"
+        return f"{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     @property
     def url(self) -> str:
@@ -147,7 +148,7 @@ def _handler(server: ObservabilityServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "olmkit"
 
-        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             content_type = "text/plain; charset=utf-8"
             if path == "/metrics":
@@ -170,7 +171,7 @@ def _handler(server: ObservabilityServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # scrapes every few seconds would drown the controllers' lines
 
     return Handler

@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
@@ -148,7 +148,7 @@ def olmkit_resolve(request: Any) -> Iterator[None]:
     seconds = time.perf_counter() - start
     outcome = SUCCEEDED if resolution is not None and getattr(resolution, "ok", False) else FAILED
     METRICS.observe_resolution(outcome, seconds, resolution)
-    return resolution  # type: ignore[no-any-return]
+    return resolution
 
 
 @hookimpl
@@ -216,11 +216,11 @@ class _Families:
     """Builds ``prometheus_client`` metric families; counters keep their names exactly."""
 
     def __init__(self) -> None:
+        from prometheus_client import utils
         from prometheus_client.core import Metric
-        from prometheus_client.utils import floatToGoString
 
         self._metric = Metric
-        self._le = floatToGoString
+        self._le: Callable[[float], str] = utils.floatToGoString
 
     def family(self, name: str, doc: str, typ: str) -> Any:
         return self._metric(name, doc, typ)
@@ -305,14 +305,14 @@ class OlmCollector:
         sync_values: dict[tuple[tuple[str, str], ...], float] = {}
         for sub in subs:
             spec, status = sub.get("spec") or {}, sub.get("status") or {}
-            labels = (
+            key = (
                 ("name", _meta(sub, "name")),
                 ("installed", str(status.get("installedCSV") or "")),
                 ("channel", str(spec.get("channel") or "")),
                 ("package", str(spec.get("name") or "")),
                 ("approval", str(spec.get("installPlanApproval") or "Automatic")),
             )
-            sync_values[labels] = sync_values.get(labels, 0) + syncs.get(_meta(sub, "namespace"), 0)
+            sync_values[key] = sync_values.get(key, 0) + syncs.get(_meta(sub, "namespace"), 0)
         yield f.counter("subscription_sync_total", "Monotonic count of subscription syncs", sync_values)
         yield f.counter(
             "installplan_warnings_total",
