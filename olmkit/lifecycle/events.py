@@ -37,6 +37,8 @@ COMPONENT: Final = "operator-lifecycle-manager"
 #: events kept per involved object; older ones are deleted when a new one is recorded
 MAX_EVENTS_PER_OBJECT: Final = 16
 DEFAULT_NAMESPACE: Final = "default"
+#: Events remembered per process for one-write repeats
+CACHE_SIZE: Final = 4096
 
 
 def _involved(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,6 +104,8 @@ class EventRecorder:
         self.limit = limit
         # events this process knows per involved object; listed once, then counted
         self._known: dict[tuple[str, str, str], int] = {}
+        # the Events this process wrote last, so a repeat is one update (no read first)
+        self._last: dict[tuple[str, str], Object] = {}
 
     def record(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> Object | None:
         """Record one occurrence; returns the stored Event (``None`` when the store refused it).
@@ -119,23 +123,12 @@ class EventRecorder:
         key = "\0".join((str(ref.get("uid") or ""), str(ref["kind"]), str(ref["name"]), type_, reason, message))
         name = f"{str(ref['name'])[:200]}.{hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:16]}"
         now = self.now()
-        for _ in range(5):
+        cached = self._last.get((namespace, name))
+        if cached is not None:  # a repeat this process recorded: one write, unless someone else wrote in between
             try:
-                current = self.store.get("v1", "Event", name, namespace)
-            except NotFound:
-                break
-            updated = {
-                **current,
-                "count": int(current.get("count") or 1) + 1,
-                "lastTimestamp": now,
-                "involvedObject": ref,
-            }
-            try:
-                return self.store.update(updated)
-            except Conflict:
-                continue
-            except NotFound:
-                break
+                return self._remember(namespace, self.store.update(self._repeat(cached, ref, now)))
+            except (Conflict, NotFound):
+                self._last.pop((namespace, name), None)
         event = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -150,12 +143,31 @@ class EventRecorder:
             "source": {"component": self.component},
             "reportingComponent": self.component,
         }
-        try:
-            stored = self.store.create(event)
-        except AlreadyExists:  # another process recorded it in between: count it there
-            return self._record(obj, type_, reason, message)
-        self._prune(ref, namespace)
-        return stored
+        for _ in range(5):
+            try:
+                stored = self.store.create(event)
+            except AlreadyExists:  # recorded before (another process, an earlier run): count it there
+                pass
+            else:
+                self._prune(ref, namespace)
+                return self._remember(namespace, stored)
+            try:
+                current = self.store.get("v1", "Event", name, namespace)
+                return self._remember(namespace, self.store.update(self._repeat(current, ref, now)))
+            except (Conflict, NotFound):
+                continue
+        current = self.store.get("v1", "Event", name, namespace)  # still racing: a last try, errors go to record()
+        return self._remember(namespace, self.store.update(self._repeat(current, ref, now)))
+
+    @staticmethod
+    def _repeat(current: Mapping[str, Any], ref: Mapping[str, Any], now: str) -> Object:
+        return {**current, "count": int(current.get("count") or 1) + 1, "lastTimestamp": now, "involvedObject": ref}
+
+    def _remember(self, namespace: str, event: Object) -> Object:
+        if len(self._last) >= CACHE_SIZE:
+            self._last.clear()
+        self._last[(namespace, str(event["metadata"]["name"]))] = event
+        return event
 
     def _prune(self, ref: Mapping[str, Any], namespace: str) -> None:
         """Keep at most ``limit`` events for the object (the newest ones)."""
@@ -170,6 +182,7 @@ class EventRecorder:
         events.sort(key=event_sort_key)
         excess = len(events) - self.limit
         for old in events[: max(excess, 0)]:
+            self._last.pop((namespace, str(old["metadata"]["name"])), None)
             with contextlib.suppress(NotFound):
                 self.store.delete("v1", "Event", old["metadata"]["name"], namespace)
         self._known[object_key] = min(len(events), self.limit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -316,3 +317,29 @@ def test_hook_olmkit_metric_collectors(cluster: Cluster, olmkit_register: Any) -
 
     assert 1 == value(families, "widget_count")
     assert "csv_count" in families  # the built-in plugin's collector is there too
+
+
+def test_log_format_json_and_verbosity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--log-format json` writes one JSON object per line; -v adds reconciles, -vv what each waits for."""
+    from olmkit.cli import main
+    from tests.lifecycle.harness import seed_store
+
+    path = tmp_path / "c.db"
+    seed_store(path, "postgres-operator")
+
+    assert 0 == main(["reconcile", "--until-stable", "--store", str(path), "--log-format", "json", "-vv"])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    assert {"time", "level", "msg", "elapsed"} <= set(records[0])
+    assert any(r["level"] == "info" and "installplan" in r["msg"] and "Complete" in r["msg"] for r in records)
+    reconciled = [r for r in records if r["level"] == "debug"]
+    assert {"catalogsource", "subscription", "installplan", "clusterserviceversion"} <= {
+        r["key"].split(":")[0] for r in reconciled
+    }
+    assert any("requeue_after" in r for r in reconciled)  # -vv: what a reconcile asked for next
+    assert ("stable", 0) == (records[-1]["msg"], len(records[-1]["pending"]))
+
+    assert 0 == main(["reconcile", "--until-stable", "--store", str(path)])
+    text = capsys.readouterr().out
+    assert text.startswith("stable after")  # the text format; nothing left to do, so nothing else to say
+    assert "reconciled" not in text
