@@ -182,6 +182,7 @@ class _Stop:
     def __init__(self, reporter: ProgressReporter) -> None:
         self.reporter = reporter
         self.requested: str | None = None
+        self._said = False
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -193,14 +194,19 @@ class _Stop:
             signal.signal(signum, previous)
 
     def _handle(self, signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
+        # only a flag here: writing to the log from a signal handler could re-enter a write in progress
         if self.requested is not None:
             raise KeyboardInterrupt  # asked twice: stop now
-        self.requested = name
-        self.reporter.log(f"{name}: stopping after the reconcile in progress", signal=name)
+        self.requested = signal.Signals(signum).name
 
     def __call__(self) -> bool:
-        return self.requested is not None
+        if self.requested is None:
+            return False
+        if not self._said:
+            self._said = True
+            name = self.requested
+            self.reporter.log(f"{name}: stopping after the reconcile in progress", signal=name)
+        return True
 
 
 def _run(args: argparse.Namespace, pm: Any) -> int:

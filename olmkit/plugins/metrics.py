@@ -25,7 +25,8 @@ when scraped; counters and histograms count what this process did, from the hook
 arithmetic; ``prometheus_client`` is imported only when a ``/metrics`` endpoint is set up.
 
 For running the resolver at scale, the ``olmkit_`` metrics add: problem size per
-resolution (variables, constraints), seconds per resolution phase, unsatisfiable
+resolution (variables, constraints), seconds per resolution phase, the search's work
+(guesses, backtracks, SAT solver calls), unsatisfiable
 resolutions by constraint type, catalog load seconds and bundles, reconciles and their
 durations per controller, work-queue depth and retries.
 
@@ -104,6 +105,7 @@ class MetricsState:
     resolution_constraints: Histogram = attrs.field(factory=lambda: Histogram(SIZE_BUCKETS))
     resolution_phase_seconds: dict[str, float] = attrs.field(factory=dict)
     unsatisfiable: dict[str, int] = attrs.field(factory=dict)
+    search: dict[str, int] = attrs.field(factory=dict)
     snapshots: dict[tuple[str, str], int] = attrs.field(factory=dict)
     catalog_loads: dict[str, Histogram] = attrs.field(factory=dict)
     catalog_bundles: dict[str, int] = attrs.field(factory=dict)
@@ -127,6 +129,9 @@ class MetricsState:
             for phase, spent in timings.items():
                 if phase != "total":
                     self.resolution_phase_seconds[phase] = self.resolution_phase_seconds.get(phase, 0.0) + spent
+            for name, n in counters.items():
+                if name.startswith("sat_"):
+                    self.search[name[len("sat_") :]] = self.search.get(name[len("sat_") :], 0) + n
             if getattr(resolution, "status", None) == "unsatisfiable":
                 kinds = {k[len("unsat_") :]: v for k, v in counters.items() if k.startswith("unsat_")}
                 for kind in kinds or {"unknown": 1}:
@@ -353,6 +358,7 @@ class OlmCollector:
             constraints = state.resolution_constraints.copy()
             phases = dict(state.resolution_phase_seconds)
             unsat = dict(state.unsatisfiable)
+            search = dict(state.search)
             loads = {k: v.copy() for k, v in state.catalog_loads.items()}
             bundles = dict(state.catalog_bundles)
         yield f.histogram(
@@ -375,6 +381,11 @@ class OlmCollector:
             "olmkit_resolution_unsatisfiable_total",
             "Unsatisfiable resolutions, by the type of the constraints in the conflict",
             {(("constraint", k),): unsat[k] for k in sorted(unsat)},
+        )
+        yield f.counter(
+            "olmkit_resolution_search_total",
+            "What the solver's search did: guesses, backtracks, propagations, SAT solver calls, proofs",
+            {(("counter", k),): search[k] for k in sorted(search)},
         )
         yield f.histogram(
             "olmkit_catalog_load_seconds",

@@ -179,6 +179,7 @@ def test_resolver_and_controller_metrics(cluster: Cluster, serve: Callable[[], O
     assert 1 <= delta("olmkit_resolution_variables", "olmkit_resolution_variables_count")
     assert 0 < delta("olmkit_resolution_variables", "olmkit_resolution_variables_sum")
     assert 0 < delta("olmkit_resolution_phase_seconds_total", phase="variables")
+    assert 1 <= delta("olmkit_resolution_search_total", counter="propagations")
     unsat = {dict(labels)["constraint"] for (_, labels) in after["olmkit_resolution_unsatisfiable_total"][1]}
     assert {"mandatory", "prohibited"} <= unsat
     assert 1 <= delta("olmkit_reconcile_total", controller="subscription", result="success")
@@ -341,5 +342,7 @@ def test_log_format_json_and_verbosity(tmp_path: Path, capsys: pytest.CaptureFix
 
     assert 0 == main(["reconcile", "--until-stable", "--store", str(path)])
     text = capsys.readouterr().out
-    assert text.startswith("stable after")  # the text format; nothing left to do, so nothing else to say
-    assert "reconciled" not in text
+    lines = text.splitlines()
+    assert lines[-1].startswith("stable after")
+    assert all(line.startswith("[") for line in lines[:-1])  # the text format: "[elapsed] event"
+    assert "reconciled" not in text  # without -v, no line per reconcile

@@ -121,6 +121,11 @@ def csv_phases(store: Path, namespace: str) -> dict[str, str]:
         }
 
 
+def wait_for_succeeded(store: Path, csvs: list[str], what: str) -> None:
+    """Wait until exactly these CSVs are in ``demo``, all Succeeded."""
+    wait_until(lambda: csv_phases(store, "demo") == dict.fromkeys(csvs, "Succeeded"), what)
+
+
 @pytest.mark.slow
 def test_run_serves_metrics_health_and_events_through_install_and_upgrade(
     tmp_path: Path, env: dict[str, str], services: list[Service]
@@ -136,26 +141,14 @@ def test_run_serves_metrics_health_and_events_through_install_and_upgrade(
     service.wait_for_line(lambda rec: rec["msg"].startswith("ready"))
     assert (200, "ok\n") == _get(f"{url}/readyz")
     assert (200, "ok\n") == _get(f"{url}/healthz")
-    wait_until(
-        lambda: (
-            csv_phases(store, "demo")
-            == {"postgres-operator.v2.1.0": "Succeeded", "cert-manager-lite.v1.0.0": "Succeeded"}
-        ),
-        "the install",
-    )
+    wait_for_succeeded(store, ["postgres-operator.v2.1.0", "cert-manager-lite.v1.0.0"], "the install")
     installed = scrape(url)
     assert 1 == value(installed, "csv_succeeded", namespace="demo", name="postgres-operator.v2.1.0", version="2.1.0")
     assert 0 == value(installed, "csv_upgrade_count")
     assert (2, 2, 1) == tuple(value(installed, n) for n in ("csv_count", "subscription_count", "install_plan_count"))
 
     olmkit(store, env, "apply", "-f", str(EXAMPLES / "demo" / "catalogsource-v2.yaml"))
-    wait_until(
-        lambda: (
-            csv_phases(store, "demo")
-            == {"postgres-operator.v2.3.0": "Succeeded", "cert-manager-lite.v1.2.0": "Succeeded"}
-        ),
-        "the upgrade",
-    )
+    wait_for_succeeded(store, ["postgres-operator.v2.3.0", "cert-manager-lite.v1.2.0"], "the upgrade")
     upgraded = scrape(url)
 
     assert 1 == value(upgraded, "csv_succeeded", namespace="demo", name="postgres-operator.v2.3.0", version="2.3.0")
@@ -208,12 +201,8 @@ def test_sigterm_mid_install_leaves_a_store_the_next_run_finishes(
 
     second = Service(store, env, "--metrics-address", "127.0.0.1:0")
     services.append(second)
-    wait_until(
-        lambda: (
-            csv_phases(store, "demo")
-            == {"postgres-operator.v2.3.0": "Succeeded", "cert-manager-lite.v1.2.0": "Succeeded"}
-        ),
-        "the second run to finish the install",
+    wait_for_succeeded(
+        store, ["postgres-operator.v2.3.0", "cert-manager-lite.v1.2.0"], "the second run to finish the install"
     )
     families = scrape(second.url)
     assert 1 == value(families, "csv_succeeded", namespace="demo", name="postgres-operator.v2.3.0", version="2.3.0")
