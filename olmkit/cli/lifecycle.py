@@ -237,8 +237,15 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
                         server.set_ready(True)
                     reporter.log("ready: every controller has synced", reconciles=manager.reconciles)
 
+            def should_stop() -> bool:
+                if not stop():
+                    return False
+                if server is not None:
+                    server.begin_shutdown()  # not ready any more: traffic may drain elsewhere
+                return True
+
             try:
-                manager.run_forever(stop, on_idle=on_idle)
+                manager.run_forever(should_stop, on_idle=on_idle)
             except KeyboardInterrupt:
                 forced = True
     finally:

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_EVENTS_PER_OBJECT",
     "EventRecorder",
     "EventType",
+    "approval_message",
     "event_sort_key",
     "events_of",
 ]
@@ -59,6 +60,13 @@ def _same_object(ref: Mapping[str, Any], involved: Mapping[str, Any]) -> bool:
     if (ref.get("namespace") or "") != (involved.get("namespace") or ""):
         return False
     return not (ref.get("uid") and involved.get("uid") and ref["uid"] != involved["uid"])
+
+
+def approval_message(plan: Mapping[str, Any]) -> str:
+    """The message of an InstallPlan's ``RequiresApproval`` event."""
+    meta = plan.get("metadata") or {}
+    csvs = ", ".join((plan.get("spec") or {}).get("clusterServiceVersionNames") or [])
+    return f"{csvs} waits for approval: olmkit approve {meta.get('name')} -n {meta.get('namespace')}"
 
 
 def event_sort_key(event: Mapping[str, Any]) -> tuple[str, int, str]:

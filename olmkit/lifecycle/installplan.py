@@ -33,6 +33,7 @@ import orjson
 
 from olmkit.errors import OlmkitError
 from olmkit.lifecycle.context import LifecycleContext
+from olmkit.lifecycle.events import approval_message
 from olmkit.lifecycle.kinds import (
     CATALOG_SOURCE,
     CRD,
@@ -112,7 +113,7 @@ class InstallPlanController(Controller):
         if phase in ("", "Planning"):
             if not status.get("plan"):
                 return self._plan_by_hand(plan)
-            self._set_phase(plan, self._approval_phase(plan))
+            self._to_approval_phase(plan)
             return DONE
         if phase == "RequiresApproval":
             if spec_of(plan).get("approved"):
@@ -146,6 +147,12 @@ class InstallPlanController(Controller):
     def _approval_phase(plan: Object) -> str:
         spec = spec_of(plan)
         return "RequiresApproval" if spec.get("approval") == "Manual" and not spec.get("approved") else "Installing"
+
+    def _to_approval_phase(self, ip: Object, **extra: Any) -> None:
+        phase = self._approval_phase(ip)
+        stored = self._set_phase(ip, phase, **extra)
+        if phase == "RequiresApproval":
+            self.ctx.record_event(stored, "Normal", "RequiresApproval", approval_message(stored))
 
     def _set_phase(self, ip: Object, phase: str, **extra: Any) -> Object:
         status = {**status_of(ip), "phase": phase, **extra}
@@ -205,7 +212,7 @@ class InstallPlanController(Controller):
             self._fail(plan, "InstallCheckFailed", message)
             return DONE
         catalogs = [f"{source_ns}/{source}"]
-        self._set_phase(plan, self._approval_phase(plan), plan=plan_steps, catalogSources=catalogs)
+        self._to_approval_phase(plan, plan=plan_steps, catalogSources=catalogs)
         return DONE
 
     # -- installing ---------------------------------------------------------------------

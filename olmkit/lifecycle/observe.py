@@ -120,6 +120,10 @@ class ObservabilityServer:
         """Say whether the process is ready (``/readyz``)."""
         self.ready = ready
 
+    def begin_shutdown(self) -> None:
+        """The process is stopping: ``/readyz`` answers 503 from now on (``/metrics`` still serves)."""
+        self.stopping = True
+
     def stop(self) -> None:
         """Stop serving (``/readyz`` answers 503 until the socket closes)."""
         self.stopping = True

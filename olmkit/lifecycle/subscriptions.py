@@ -39,6 +39,7 @@ from olmkit.lifecycle.admission import AdmissionRefused, admit
 from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
 from olmkit.lifecycle.catalogs import source_label
 from olmkit.lifecycle.context import LifecycleContext
+from olmkit.lifecycle.events import approval_message
 from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, NAMESPACE, OPERATOR_GROUP, SUBSCRIPTION
 from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
@@ -655,7 +656,10 @@ class SubscriptionController(Controller):
         phase = "RequiresApproval" if approval == "Manual" and not spec_of(plan).get("approved") else "Installing"
         catalogs = sorted({f"{s['resource']['sourceNamespace']}/{s['resource']['sourceName']}" for s in steps})
         status = {"phase": phase, "plan": steps, "catalogSources": catalogs, "conditions": []}
-        return self.ctx.store.update_status({**plan, "status": status})
+        stored = self.ctx.store.update_status({**plan, "status": status})
+        if phase == "RequiresApproval":
+            self.ctx.record_event(stored, "Normal", "RequiresApproval", approval_message(stored))
+        return stored
 
     def _plan_steps(self, ns: str, plan_name: str, steps: Sequence[Step]) -> list[dict[str, Any]]:
         """The InstallPlan's steps for the resolved bundles, CSVs first, then CRDs, then the rest."""

@@ -165,6 +165,46 @@ def test_resolution_failure_is_recorded_on_the_namespace_and_counted(make_cluste
     assert [("Subscription", "postgres-operator", "Warning", "ResolutionFailed", counts[-1])] == sub_events
 
 
+def test_manual_approval_is_recorded_on_the_install_plan(cluster: Cluster) -> None:
+    """A Manual plan records RequiresApproval (saying how to approve), then Approved and InstallSucceeded."""
+    cluster.subscribe("postgres-operator", channel="stable", approval="Manual")
+    cluster.reconcile()
+    plan = cluster.plans()[0]["metadata"]["name"]
+
+    (waiting,) = [e for e in cluster.store.list("v1", "Event", "operators") if e["involvedObject"]["name"] == plan]
+    assert ("Normal", "RequiresApproval") == (waiting["type"], waiting["reason"])
+    assert f"olmkit approve {plan} -n operators" in waiting["message"]
+
+    cluster.approve(plan)
+    cluster.reconcile()
+
+    reasons = [e.get("reason") for e in events_of(cluster.store, cluster.get("ip", plan))]
+    assert ["RequiresApproval", "Approved", "InstallSucceeded"] == reasons
+
+
+def test_hand_written_plan_planned_from_a_catalog_waits_with_an_event(cluster: Cluster) -> None:
+    """A hand-written Manual InstallPlan is planned from its catalog, then records RequiresApproval."""
+    cluster.apply(
+        {
+            "apiVersion": V1A1,
+            "kind": "InstallPlan",
+            "metadata": {"name": "by-hand", "namespace": "operators"},
+            "spec": {
+                "clusterServiceVersionNames": ["cert-manager-lite.v1.2.0"],
+                "source": "examples",
+                "sourceNamespace": "olm",
+                "approval": "Manual",
+                "approved": False,
+            },
+        }
+    )
+    cluster.reconcile()
+
+    plan = cluster.get("ip", "by-hand")
+    assert "RequiresApproval" == plan["status"]["phase"]
+    assert [("InstallPlan", "by-hand", "Normal", "RequiresApproval", 1)] == _events(cluster.store, "operators")
+
+
 def test_failed_install_plan_records_a_warning(make_cluster: Callable[..., Cluster], tmp_path: Path) -> None:
     """An InstallPlan that cannot be planned fails with a Warning Event carrying its condition's reason."""
     cluster = make_cluster()

@@ -201,6 +201,9 @@ def test_health_readiness_and_unknown_paths(cluster: Cluster, serve: Callable[[]
     server.set_ready(True)
     assert (200, "ok\n") == _get(f"{server.url}/readyz")
     assert 404 == _get(f"{server.url}/nope")[0]
+    server.begin_shutdown()
+    assert (503, "not ready: shutting down\n") == _get(f"{server.url}/readyz")
+    assert 200 == _get(f"{server.url}/metrics")[0]  # still scraped while the last reconcile finishes
 
     sick = ObservabilityServer("127.0.0.1", 0, [], health=lambda: "the store is gone")
     try:
