@@ -74,7 +74,7 @@ class LifecycleContext:
             disk_cache=self.options.disk_cache,
             on_loaded=self.pm.hook.olmkit_catalog_loaded,
         )
-        self.events = EventRecorder(self.store, self.now)
+        self.events = EventRecorder(self.store, self.now, clock=self.clock.now)
 
     @property
     def registry(self) -> Registry:

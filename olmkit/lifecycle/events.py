@@ -6,6 +6,9 @@ client-go's event correlator does. Its name is derived from that key, so two pro
 sharing a store aggregate onto the same object. An object keeps at most
 :data:`MAX_EVENTS_PER_OBJECT` events: when a new one would exceed that, the oldest go.
 
+Events expire ``ttl`` seconds (an hour, as the Kubernetes API server's default) after
+they last happened; each namespace is swept for them when a new Event is written there.
+
 Events of cluster-scoped objects (a Namespace ...) live in the ``default`` namespace, as
 in Kubernetes.
 
@@ -16,13 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
+from olmkit.lifecycle.runtime import rfc3339
 from olmkit.store import AlreadyExists, Conflict, NotFound, Object, Store, StoreError
 
 __all__ = [
     "COMPONENT",
+    "EVENT_TTL",
     "MAX_EVENTS_PER_OBJECT",
     "EventRecorder",
     "EventType",
@@ -38,6 +44,8 @@ COMPONENT: Final = "operator-lifecycle-manager"
 #: events kept per involved object; older ones are deleted when a new one is recorded
 MAX_EVENTS_PER_OBJECT: Final = 16
 DEFAULT_NAMESPACE: Final = "default"
+#: seconds an Event is kept after it last happened (the Kubernetes API server's default --event-ttl)
+EVENT_TTL: Final = 3600.0
 #: Events remembered per process for one-write repeats
 CACHE_SIZE: Final = 4096
 
@@ -96,6 +104,8 @@ class EventRecorder:
         now: the current time as a Kubernetes timestamp.
         component: ``source.component`` of the events.
         limit: events kept per object.
+        ttl: seconds an Event is kept after it last happened (the API server's ``--event-ttl``).
+        clock: the current time in seconds (for ``ttl``; ``None``: the wall clock).
     """
 
     def __init__(
@@ -105,11 +115,17 @@ class EventRecorder:
         *,
         component: str = COMPONENT,
         limit: int = MAX_EVENTS_PER_OBJECT,
+        ttl: float = EVENT_TTL,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.store = store
         self.now = now
         self.component = component
         self.limit = limit
+        self.ttl = ttl
+        self.clock = clock or time.time
+        # when this process last swept each namespace for expired Events
+        self._swept: dict[str, float] = {}
         # events this process knows per involved object; listed once, then counted
         self._known: dict[tuple[str, str, str], int] = {}
         # the Events this process wrote last, so a repeat is one update (no read first)
@@ -158,6 +174,7 @@ class EventRecorder:
                 pass
             else:
                 self._prune(ref, namespace)
+                self._expire(namespace)
                 return self._remember(namespace, stored)
             try:
                 current = self.store.get("v1", "Event", name, namespace)
@@ -176,6 +193,22 @@ class EventRecorder:
             self._last.clear()
         self._last[(namespace, str(event["metadata"]["name"]))] = event
         return event
+
+    def _expire(self, namespace: str) -> None:
+        """Delete the namespace's Events that last happened more than ``ttl`` ago (at most every ``ttl/6``)."""
+        now = self.clock()
+        if now - self._swept.get(namespace, now - self.ttl) < self.ttl / 6:
+            return
+        self._swept[namespace] = now
+        cutoff = rfc3339(now - self.ttl)  # Kubernetes timestamps compare as strings
+        for event in self.store.list("v1", "Event", namespace):
+            if (
+                str(event.get("lastTimestamp") or "") < cutoff
+                and event.get("source", {}).get("component") == self.component
+            ):
+                self._last.pop((namespace, str(event["metadata"]["name"])), None)
+                with contextlib.suppress(NotFound):
+                    self.store.delete("v1", "Event", event["metadata"]["name"], namespace)
 
     def _prune(self, ref: Mapping[str, Any], namespace: str) -> None:
         """Keep at most ``limit`` events for the object (the newest ones)."""

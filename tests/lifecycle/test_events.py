@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from olmkit.cli import main
-from olmkit.lifecycle.events import MAX_EVENTS_PER_OBJECT, EventRecorder, events_of
+from olmkit.lifecycle.events import EVENT_TTL, MAX_EVENTS_PER_OBJECT, EventRecorder, events_of
 from olmkit.lifecycle.runtime import FakeClock, rfc3339
 from olmkit.lifecycle.subscriptions import ERROR_RETRY
 from olmkit.store import MemoryStore, SqliteStore
@@ -32,7 +32,7 @@ def _events(store: Any, namespace: str) -> list[tuple[str, str, str, str, int]]:
 
 
 def _recorder(store: Any, clock: FakeClock, **kwargs: Any) -> EventRecorder:
-    return EventRecorder(store, lambda: rfc3339(clock.now()), **kwargs)
+    return EventRecorder(store, lambda: rfc3339(clock.now()), clock=clock.now, **kwargs)
 
 
 def _csv(name: str = "op.v1.0.0", uid: str = "u-1") -> dict[str, Any]:
@@ -103,6 +103,21 @@ def test_events_are_pruned_per_object() -> None:
     assert ["step 6", "step 7", "step 8", "step 9"] == mine
     assert ["kept"] == [e["message"] for e in events_of(store, _csv("other.v1", uid="u-2"))]
     assert 16 == MAX_EVENTS_PER_OBJECT
+
+
+def test_events_expire_an_hour_after_they_last_happened() -> None:
+    """Writing a new Event sweeps its namespace (at most every ttl/6) for Events older than the ttl."""
+    store, clock = MemoryStore(), FakeClock()
+    recorder = _recorder(store, clock)
+    recorder.record(_csv("old.v1", uid="u-old"), "Normal", "InstallSucceeded", "long ago")
+    recorder.record(_csv("busy.v1", uid="u-busy"), "Warning", "InstallCheckFailed", "again and again")
+    for _ in range(4):
+        clock.advance(EVENT_TTL / 3)
+        recorder.record(_csv("busy.v1", uid="u-busy"), "Warning", "InstallCheckFailed", "again and again")
+    recorder.record(_csv("new.v1", uid="u-new"), "Normal", "RequirementsUnknown", "just now")
+
+    kept = {e["involvedObject"]["name"]: e["count"] for e in store.list("v1", "Event", "ns")}
+    assert {"busy.v1": 5, "new.v1": 1} == kept  # the repeated one stays; the one from over an hour ago went
 
 
 def test_events_of_cluster_scoped_objects_go_to_default() -> None:
