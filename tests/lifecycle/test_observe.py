@@ -352,3 +352,21 @@ def test_log_format_json_and_verbosity(tmp_path: Path, capsys: pytest.CaptureFix
     assert lines[-1].startswith("stable after")
     assert all(line.startswith("[") for line in lines[:-1])  # the text format: "[elapsed] event"
     assert "reconciled" not in text  # without -v, no line per reconcile
+
+
+def test_run_refuses_a_bad_metrics_address(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed --metrics-address or a port in use: one line naming the option, exit 2, nothing run."""
+    from olmkit.cli import main
+
+    store = str(tmp_path / "c.db")
+    assert 2 == main(["run", "--store", store, "--metrics-address", "localhost"])
+    assert "--metrics-address 'localhost': expected HOST:PORT" in capsys.readouterr().err
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert 2 == main(["run", "--store", store, "--metrics-address", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert f"--metrics-address 127.0.0.1:{port}: cannot listen" in err
+    assert "Traceback" not in err
