@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -87,6 +88,10 @@ def render_metrics(collectors: Iterable[Any]) -> bytes:
     return "".join(out).encode()
 
 
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class ObservabilityServer:
     """A running metrics and health server (see :func:`start_observability_server`)."""
 
@@ -101,7 +106,8 @@ class ObservabilityServer:
         self.health = health
         self.ready = False
         self.stopping = False
-        self._httpd = ThreadingHTTPServer((host, port), _handler(self))
+        server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
+        self._httpd = server_class((host, port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="olmkit-metrics", daemon=True)
         self._thread.start()
@@ -110,7 +116,8 @@ class ObservabilityServer:
     def address(self) -> str:
         """``HOST:PORT`` the server listens on (the real port when 0 was asked for)."""
         host, port = self._httpd.server_address[:2]
-        return f"{host.decode() if isinstance(host, bytes) else host}:{port}"
+        host = host.decode() if isinstance(host, bytes) else host
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     @property
     def url(self) -> str:

@@ -205,6 +205,18 @@ def test_health_readiness_and_unknown_paths(cluster: Cluster, serve: Callable[[]
     assert (503, "not ready: shutting down\n") == _get(f"{server.url}/readyz")
     assert 200 == _get(f"{server.url}/metrics")[0]  # still scraped while the last reconcile finishes
 
+    if socket.has_ipv6:
+        try:
+            six = ObservabilityServer("::1", 0, [])
+        except OSError:  # no IPv6 loopback in this container
+            six = None
+        if six is not None:
+            try:
+                assert six.address.startswith("[::1]:")
+                assert (200, "ok\n") == _get(f"{six.url}/healthz")
+            finally:
+                six.stop()
+
     sick = ObservabilityServer("127.0.0.1", 0, [], health=lambda: "the store is gone")
     try:
         status, text = _get(f"{sick.url}/healthz")
