@@ -382,3 +382,23 @@ def test_run_refuses_a_bad_metrics_address(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err
     assert f"--metrics-address 127.0.0.1:{port}: cannot listen" in err
     assert "Traceback" not in err
+
+
+def test_the_metrics_plugin_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OLMKIT_DISABLE_PLUGINS=metrics: /metrics serves nothing of OLM's, health still answers."""
+    from olmkit.manager import get_plugin_manager
+    from olmkit.store import MemoryStore
+
+    monkeypatch.setenv("OLMKIT_DISABLE_PLUGINS", "metrics")
+    pm = get_plugin_manager(entrypoints=False)
+    server = start_observability_server("127.0.0.1:0", store=MemoryStore(), pm=pm)
+    assert server is not None
+    try:
+        status, text = _get(f"{server.url}/metrics")
+        health = _get(f"{server.url}/healthz")
+    finally:
+        server.stop()
+
+    assert (200, "") == (status, text)
+    assert (200, "ok\n") == health
+    assert not pm.has_plugin("olmkit.plugins.metrics")
