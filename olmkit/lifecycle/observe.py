@@ -4,7 +4,8 @@
 ``http.server``):
 
 * ``/metrics``: the Prometheus text format (0.0.4) of every collector the plugins
-  contribute through ``olmkit_metric_collectors``, collected at scrape time;
+  contribute through ``olmkit_metric_collectors``, collected at scrape time, and the
+  process's own metrics (``process_*``, ``python_*``);
 * ``/healthz``: ``200 ok`` while the process works and its store answers, else ``503``;
 * ``/readyz``: ``200 ok`` once the caller said the process is ready (``olmkit run``:
   every controller has synced once), ``503`` before that and while shutting down.
@@ -209,7 +210,17 @@ def start_observability_server(
     parsed = parse_address(address)
     if parsed is None:
         return None
-    collectors = [c for contributed in pm.hook.olmkit_metric_collectors(store=store) for c in contributed]
+    from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+
+    # the process's own (CPU, memory, open files, Python's GC), as every Prometheus client exports
+    # them; registered in a scratch registry only because their constructors insist on one
+    scratch = CollectorRegistry()
+    collectors: list[Any] = [
+        ProcessCollector(registry=scratch),
+        PlatformCollector(registry=scratch),
+        GCCollector(registry=scratch),
+    ]
+    collectors += [c for contributed in pm.hook.olmkit_metric_collectors(store=store) for c in contributed]
 
     def check() -> str | None:
         store.latest_resource_version()  # raises when the store cannot be read
