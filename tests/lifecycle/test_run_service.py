@@ -121,6 +121,14 @@ def csv_phases(store: Path, namespace: str) -> dict[str, str]:
         }
 
 
+def subscribed_store(tmp_path: Path, env: dict[str, str], catalog: str) -> Path:
+    """A store with a demo CatalogSource (``catalogsource-v1``/``-v2``), postgres-operator subscribed in ``demo``."""
+    store = tmp_path / "cluster.db"
+    olmkit(store, env, "apply", "-f", str(EXAMPLES / "demo" / f"catalogsource-{catalog}.yaml"))
+    olmkit(store, env, "install", "postgres-operator", "-n", "demo", "--channel", "stable")
+    return store
+
+
 def wait_for_succeeded(store: Path, csvs: list[str], what: str) -> None:
     """Wait until exactly these CSVs are in ``demo``, all Succeeded."""
     wait_until(lambda: csv_phases(store, "demo") == dict.fromkeys(csvs, "Succeeded"), what)
@@ -130,10 +138,8 @@ def wait_for_succeeded(store: Path, csvs: list[str], what: str) -> None:
 def test_run_serves_metrics_health_and_events_through_install_and_upgrade(
     tmp_path: Path, env: dict[str, str], services: list[Service]
 ) -> None:
-    """Install, then upgrade, while `olmkit run` serves; scrape each state; SIGTERM ends it with exit 0."""
-    store = tmp_path / "cluster.db"
-    olmkit(store, env, "apply", "-f", str(EXAMPLES / "demo" / "catalogsource-v1.yaml"))
-    olmkit(store, env, "install", "postgres-operator", "-n", "demo", "--channel", "stable")
+    """Install, then upgrade, while `olmkit run` serves; scrape each state; SIGINT (Ctrl-C) ends it with exit 0."""
+    store = subscribed_store(tmp_path, env, "v1")
     service = Service(store, env, "--metrics-address", "127.0.0.1:0")
     services.append(service)
     url = service.url
@@ -169,31 +175,30 @@ def test_run_serves_metrics_health_and_events_through_install_and_upgrade(
     assert 5 == by_reason[("ClusterServiceVersion", "AllRequirementsMet")]  # every CSV of the chains, once
     assert all(e["type"] == "Normal" for e in events)
 
-    code, seconds = service.stop(signal.SIGTERM)
+    code, seconds = service.stop(signal.SIGINT)
     assert 0 == code, "".join(service.raw)
     assert seconds < 5
     assert service.lines[-1]["msg"].startswith("stopped after")
-    assert any(rec.get("signal") == "SIGTERM" for rec in service.lines)
+    assert any(rec.get("signal") == "SIGINT" for rec in service.lines)
 
 
 @pytest.mark.slow
 def test_sigterm_mid_install_leaves_a_store_the_next_run_finishes(
     tmp_path: Path, env: dict[str, str], services: list[Service]
 ) -> None:
-    """SIGTERM while a CSV is still installing: exit 0 within seconds, consistent store; a second run finishes."""
-    store = tmp_path / "cluster.db"
-    olmkit(store, env, "apply", "-f", str(EXAMPLES / "demo" / "catalogsource-v2.yaml"))
-    olmkit(store, env, "install", "postgres-operator", "-n", "demo", "--channel", "stable")
+    """SIGTERM while CSVs are installing: exit 0 within seconds, consistent store; a second run finishes."""
+    store = subscribed_store(tmp_path, env, "v2")
     # without the simulated kubelet no Deployment becomes available: the install stays in progress
     first = Service(store, env, "--metrics-address", "0", "--no-simulated-kubelet")
     services.append(first)
     wait_until(lambda: "Installing" in csv_phases(store, "demo").values(), "an install in progress")
 
-    code, seconds = first.stop(signal.SIGINT)
+    code, seconds = first.stop(signal.SIGTERM)
 
     assert 0 == code, "".join(first.raw)
     assert seconds < 5
     assert not any("address" in rec for rec in first.lines)  # --metrics-address 0: nothing served
+    assert any(rec.get("signal") == "SIGTERM" for rec in first.lines)
     with SqliteStore(str(store)) as db:
         (plan,) = db.list(V1A1, "InstallPlan", "demo")
         assert "Complete" == plan["status"]["phase"]
