@@ -11,7 +11,8 @@ Upstream's metrics keep upstream's names, types and labels:
 ``csv_abnormal{namespace,name,version,...}``  gauge      1 per CSV not ``Succeeded`` (+ phase, reason)
 ``csv_upgrade_count``                         counter    CSVs that went ``Replacing``
 ``install_plan_count``                        gauge      InstallPlans in the store
-``installplan_warnings_total``                counter    API warnings while applying steps
+``installplan_warnings_total``                counter    API warnings while applying steps (a step's
+                                                         ``warnings``; the embedded store gives none)
 ``olm_resolution_duration_seconds{outcome}``  histogram  resolutions, ``succeeded`` / ``failed``
 ``subscription_count``                        gauge      Subscriptions in the store
 ``subscription_sync_total{name,...}``         counter    syncs per Subscription (installed, channel,
@@ -26,9 +27,9 @@ arithmetic; ``prometheus_client`` is imported only when a ``/metrics`` endpoint 
 
 For running the resolver at scale, the ``olmkit_`` metrics add: problem size per
 resolution (variables, constraints), seconds per resolution phase, the search's work
-(guesses, backtracks, SAT solver calls), unsatisfiable
-resolutions by constraint type, catalog load seconds and bundles, reconciles and their
-durations per controller, work-queue depth and retries.
+(guesses, backtracks, SAT solver calls), unsatisfiable resolutions by constraint type,
+catalog load seconds and bundles, reconciles and their durations per controller, the
+work queue's depth and retries, and InstallPlan steps by status.
 
 Upstream's ``olm_resolution_duration_seconds`` is a summary with quantiles, which the
 Python client cannot compute; it is a histogram here (``_count`` and ``_sum`` match).
