@@ -31,6 +31,7 @@ step reconcile --until-stable
 step get installplans -n demo -o wide
 step get csv -n demo
 step list -n demo
+step get events -n demo --for subscription/cert-manager-lite-stable-examples-olm
 
 say "3. A subscription that cannot be satisfied, and why"
 step install legacy-monitor -n demo --channel stable --starting-csv legacy-monitor.v0.1.0

@@ -340,6 +340,71 @@ def olmkit_install_plan_step(plan: Mapping[str, Any], step: Mapping[str, Any], s
     """
 
 
+@hookspec
+def olmkit_reconciled(
+    context: Any,
+    controller: str,
+    namespace: str,
+    name: str,
+    seconds: float,
+    error: BaseException | None,
+    queue_depth: int,
+) -> None:
+    """Called after every reconcile of a lifecycle controller (notification only).
+
+    Called once per reconcile, on the thread that ran it, so an implementation must be
+    cheap (count, time; no store reads): it runs for every key of every controller.
+
+    Args:
+        context: the :class:`olmkit.lifecycle.LifecycleContext` of the run.
+        controller: the controller's name (``subscription``, ``installplan`` ...).
+        namespace: the key's namespace (``""`` for cluster-scoped keys).
+        name: the key's name.
+        seconds: wall time the reconcile took.
+        error: what the reconcile raised (it will be retried with backoff), or ``None``.
+        queue_depth: keys queued after this reconcile (ready or delayed).
+
+    Example:
+        @hookimpl
+        def olmkit_reconciled(context, controller, namespace, name, seconds, error, queue_depth):
+            RECONCILE_SECONDS.labels(controller).observe(seconds)
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def olmkit_metric_collectors(store: Any) -> Iterable[Any]:
+    """Contribute Prometheus collectors to the ``/metrics`` endpoint of ``olmkit run``.
+
+    Called each time a metrics endpoint is set up (once per process for ``olmkit run``).
+    A collector is any object with a ``collect()`` method yielding
+    ``prometheus_client`` metric families; it runs at every scrape, so values read from
+    ``store`` there are true at scrape time. Import ``prometheus_client`` inside the
+    implementation: commands that serve no metrics must not pay for it.
+
+    Args:
+        store: the cluster store the process runs on.
+
+    Returns:
+        An iterable of collectors.
+
+    Example:
+        @hookimpl
+        def olmkit_metric_collectors(store):
+            from prometheus_client.core import GaugeMetricFamily
+
+            class Widgets:
+                def collect(self):
+                    yield GaugeMetricFamily("widget_count", "Widgets", value=len(store.list("v1", "ConfigMap")))
+
+            yield Widgets()
+
+    .. versionadded:: 0.2
+    """
+    raise NotImplementedError
+
+
 # --------------------------------------------------------------------------- command line
 
 

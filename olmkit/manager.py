@@ -54,6 +54,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "olmkit.plugins.simulated",
     "olmkit.plugins.admission",
     "olmkit.plugins.grpc_registry",
+    "olmkit.plugins.metrics",
 )
 
 DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"

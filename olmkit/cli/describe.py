@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from olmkit.cli.fields import age, at, obj_name, obj_namespace
 from olmkit.cli.options import (
-    DEFAULT_NAMESPACE,
     EXIT_NOT_FOUND,
     add_namespace_option,
     add_store_option,
@@ -23,6 +22,7 @@ from olmkit.cli.options import (
 from olmkit.cli.output import Column, render_table
 from olmkit.cli.refs import get_or_none, kind_and_names, not_found
 from olmkit.errors import UsageError
+from olmkit.lifecycle.events import event_sort_key, events_of
 from olmkit.lifecycle.kinds import (
     CRD,
     CSV,
@@ -300,7 +300,7 @@ def describe_object(
         lines += ["Members:", *_table(members, _MEMBER_COLUMNS)] if members else _field("Members", "<none>")
 
     if events:
-        rows = sorted(events, key=lambda e: str(e.get("lastTimestamp") or at(e, "metadata.creationTimestamp", "")))
+        rows = sorted(events, key=event_sort_key)
         lines += [
             "Events:",
             *_table(
@@ -308,7 +308,7 @@ def describe_object(
                 [
                     ("type", lambda e: e.get("type")),
                     ("reason", lambda e: e.get("reason")),
-                    ("age", lambda e: age(e.get("lastTimestamp") or at(e, "metadata.creationTimestamp"), now)),
+                    ("age", lambda e: _event_age(e, now)),
                     ("from", lambda e: at(e, "source.component")),
                     ("message", lambda e: e.get("message")),
                 ],
@@ -336,18 +336,17 @@ def _members_of(store: Store, obj: Mapping[str, Any]) -> list[Object] | None:
     return [c for c in store.list(CSV.api_version, CSV.kind, obj_namespace(obj)) if not is_copied(c)]
 
 
+def _event_age(event: Mapping[str, Any], now: datetime) -> str:
+    """kubectl's ``Age`` of an event: ``5m``, or ``2m (x4 over 9m)`` when it repeated."""
+    last = age(event.get("lastTimestamp") or at(event, "metadata.creationTimestamp"), now)
+    count = int(event.get("count") or 1)
+    if count > 1 and event.get("firstTimestamp"):
+        return f"{last} (x{count} over {age(event.get('firstTimestamp'), now)})"
+    return last
+
+
 def _events_of(store: Store, obj: Mapping[str, Any]) -> list[Object]:
-    namespace = obj_namespace(obj) or DEFAULT_NAMESPACE
-    uid = at(obj, "metadata.uid")
-    out = []
-    for event in store.list("v1", "Event", namespace):
-        involved = event.get("involvedObject") or {}
-        if involved.get("kind") != obj.get("kind") or involved.get("name") != obj_name(obj):
-            continue
-        if involved.get("uid") and uid and involved["uid"] != uid:
-            continue
-        out.append(event)
-    return out
+    return events_of(store, obj)
 
 
 def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:

@@ -22,6 +22,7 @@ from olmkit.cli.options import (
 from olmkit.cli.output import Column, add_output_option, dump_json, dump_yaml, render_table
 from olmkit.cli.refs import get_or_none, kind_and_names, not_found, resource_ref
 from olmkit.errors import UsageError
+from olmkit.lifecycle.events import event_sort_key
 from olmkit.lifecycle.kinds import (
     CATALOG_SOURCE,
     CSV,
@@ -61,6 +62,31 @@ def _target_namespaces(obj: Mapping[str, Any]) -> str:
 def _containers(obj: Mapping[str, Any], field: str) -> str:
     containers = at(obj, "spec.template.spec.containers", [])
     return ",".join(str(c.get(field, "")) for c in containers if isinstance(c, Mapping))
+
+
+def _involved_ref(event: Mapping[str, Any]) -> str:
+    involved = event.get("involvedObject") or {}
+    return f"{str(involved.get('kind') or '').lower()}/{involved.get('name') or ''}"
+
+
+def _is_event(kind: Kind) -> bool:
+    return kind.group == "" and kind.kind == "Event"
+
+
+def _events_for(store: Store, events: list[Object], target: str | None) -> list[Object]:
+    """Events about ``KIND/NAME`` only (all when ``target`` is ``None``), oldest first, as kubectl sorts them."""
+    if target is not None:
+        kind_arg, sep, name = target.partition("/")
+        if not sep or not kind_arg or not name:
+            raise UsageError(f"--for {target!r}: expected KIND/NAME (for example csv/my-operator.v1.0.0)")
+        kind = resolve_kind(kind_arg, store)
+        events = [
+            e
+            for e in events
+            if (e.get("involvedObject") or {}).get("kind") == kind.kind
+            and (e.get("involvedObject") or {}).get("name") == name
+        ]
+    return sorted(events, key=event_sort_key)
 
 
 def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]:
@@ -122,6 +148,22 @@ def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]
                     ("state", lambda o: at(o, "status.connectionState.lastObservedState")),
                 ],
             )
+    if kind.group == "" and kind.kind == "Event":
+        return (
+            [
+                ("last seen", lambda o: age(o.get("lastTimestamp") or at(o, "metadata.creationTimestamp"), now)),
+                ("type", lambda o: o.get("type")),
+                ("reason", lambda o: o.get("reason")),
+                ("object", _involved_ref),
+                ("message", lambda o: o.get("message")),
+            ],
+            [
+                ("source", lambda o: at(o, "source.component")),
+                ("first seen", lambda o: age(o.get("firstTimestamp"), now)),
+                ("count", lambda o: o.get("count", 1)),
+                name,
+            ],
+        )
     if kind.group == OPERATOR_GROUP.group and kind.kind == OPERATOR_GROUP.kind:
         return [name, age_col], [("target-namespaces", _target_namespaces)]
     if kind.group == DEPLOYMENT.group and kind.kind == DEPLOYMENT.kind:
@@ -197,6 +239,8 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
         if names and args.selector:
             raise UsageError("name resources or select them with -l, not both")
         namespace = None if args.all_namespaces else namespace_arg(args)
+        if args.for_object is not None and not any(_is_event(kind) for kind in kinds):
+            raise UsageError("--for KIND/NAME selects events: use it with `get events`")
         missing = False
         groups: list[tuple[Kind, list[Object]]] = []
         for kind in kinds:
@@ -211,6 +255,8 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
                         objects.append(found)
             else:
                 objects = list(store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector))
+            if _is_event(kind):
+                objects = _events_for(store, objects, args.for_object)
             groups.append((kind, objects))
         found_any = any(objects for _, objects in groups)
         if not names and not found_any and args.output in ("table", "wide", "name"):
@@ -245,6 +291,13 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("names", nargs="*", metavar="NAME")
     add_namespace_option(p, all_namespaces=True)
     p.add_argument("-l", "--selector", default=None, help="label selector (app=x,tier in (a,b))")
+    p.add_argument(
+        "--for",
+        dest="for_object",
+        default=None,
+        metavar="KIND/NAME",
+        help="with `get events`: only the events about this object (csv/NAME, ip/NAME, sub/NAME, namespace/NAME)",
+    )
     add_output_option(p, formats=("table", "wide", "yaml", "json", "name"))
     add_store_option(p)
     p.set_defaults(func=run_get)

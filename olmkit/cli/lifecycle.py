@@ -11,10 +11,10 @@ per event; ``-q`` keeps only the summary).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
 import sys
 import time
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from olmkit.cli.options import namespace_name
@@ -23,37 +23,84 @@ from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
 from olmkit.lifecycle.runtime import Key, Result
 from olmkit.store import MemoryStore, SqliteStore, Store, open_store
 
-__all__ = ["ProgressReporter", "add_commands", "add_lifecycle_options", "options_from_args"]
+#: where ``olmkit run`` serves metrics unless told otherwise (kept here: importing the server is lazy)
+DEFAULT_ADDRESS = "127.0.0.1:8080"
+
+__all__ = ["DEFAULT_ADDRESS", "ProgressReporter", "add_commands", "add_lifecycle_options", "options_from_args"]
 
 
 class ProgressReporter(Reporter):
-    """Prints controller events, with the elapsed time, as they happen."""
+    """Prints controller events, with the elapsed time, as they happen.
 
-    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, verbose: bool = False) -> None:
+    Args:
+        stream: where lines go (default standard output).
+        quiet: print nothing but the summary.
+        verbose: 0 events and first failures; 1 (``-v``) also every reconcile and every
+            failure with its traceback; 2 (``-vv``) also what each reconcile asked for next.
+        log_format: ``text`` (a line per event, for people) or ``json`` (an object per line).
+    """
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        quiet: bool = False,
+        verbose: int | bool = 0,
+        log_format: str = "text",
+    ) -> None:
         self.stream = stream or sys.stdout
         self.quiet = quiet
-        self.verbose = verbose
+        self.verbose = int(verbose)
+        self.json = log_format == "json"
         self.start = time.monotonic()
         self.errors = 0
 
-    def _line(self, text: str) -> None:
-        self.stream.write(f"[{time.monotonic() - self.start:6.2f}s] {text}\n")
+    def log(self, message: str, *, level: str = "info", **fields: Any) -> None:
+        """Write one line (text) or one JSON object (json) with ``fields``."""
+        elapsed = time.monotonic() - self.start
+        if self.json:
+            import orjson
+
+            record = {
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "level": level,
+                "msg": message,
+                "elapsed": round(elapsed, 3),
+                **fields,
+            }
+            self.stream.write(orjson.dumps(record, default=str).decode() + "\n")
+        else:
+            self.stream.write(f"[{elapsed:6.2f}s] {message}\n")
         self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        self.log(text)
 
     def on_event(self, message: str) -> None:
         if not self.quiet:
-            self._line(message)
+            self.log(message)
 
     def on_error(self, key: Key, error: BaseException, attempt: int, retry_in: float) -> None:
         self.errors += 1
+        notes = "".join(getattr(error, "__notes__", None) or ())
         if self.verbose or attempt in (1, 5, 10):
-            self._line(f"{key}: {error} (attempt {attempt}, retrying in {retry_in:.2f}s)")
-        if self.verbose and getattr(error, "__notes__", None):
-            self.stream.write("".join(error.__notes__))
+            fields: dict[str, Any] = {"key": str(key), "attempt": attempt, "retry_in": round(retry_in, 3)}
+            if self.verbose and notes and self.json:
+                fields["traceback"] = notes
+            self.log(f"{key}: {error} (attempt {attempt}, retrying in {retry_in:.2f}s)", level="error", **fields)
+        if self.verbose and notes and not self.json:
+            self.stream.write(notes)
 
     def on_reconcile(self, key: Key, seconds: float, result: Result | None) -> None:
-        if self.verbose:
-            self._line(f"reconciled {key} in {seconds * 1000:.1f} ms")
+        if not self.verbose:
+            return
+        fields: dict[str, Any] = {"key": str(key), "seconds": round(seconds, 6)}
+        text = f"reconciled {key} in {seconds * 1000:.1f} ms"
+        if self.verbose >= 2 and result is not None and result.requeue_after is not None:
+            fields.update(requeue_after=result.requeue_after, resync=result.resync, waiting=result.waiting)
+            kind = "resync" if result.resync else "again"
+            text += f"; {kind} in {result.requeue_after:g}s" + (f" ({result.waiting})" if result.waiting else "")
+        self.log(text, level="debug", **fields)
 
 
 def add_lifecycle_options(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +119,19 @@ def add_lifecycle_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="do not use the on-disk catalog cache")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print every reconcile and error")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v: every reconcile and every error with its traceback; -vv: also what each reconcile waits for",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text: a line per event (default); json: one JSON object per line",
+    )
 
 
 def _embedded(store: Store) -> bool:
@@ -94,11 +153,20 @@ def options_from_args(args: argparse.Namespace, store: Store) -> LifecycleOption
 
 def _reconcile(args: argparse.Namespace, pm: Any) -> int:
     store = open_store(args.store)
-    reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose)
+    reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose, log_format=args.log_format)
     with store:
         manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
         outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
     elapsed = time.monotonic() - reporter.start
+    if reporter.json:
+        reporter.log(
+            "stable" if outcome.stable else "not stable",
+            level="info" if outcome.stable else "warning",
+            reconciles=outcome.reconciles,
+            seconds=round(elapsed, 3),
+            pending=list(outcome.pending),
+        )
+        return 0 if outcome.stable else 1
     if outcome.stable:
         print(f"stable after {outcome.reconciles} reconciles in {elapsed:.2f}s")
         return 0
@@ -108,22 +176,86 @@ def _reconcile(args: argparse.Namespace, pm: Any) -> int:
     return 1
 
 
+class _Stop:
+    """SIGTERM/SIGINT: the first asks the run to stop after the reconcile in progress, a second forces it."""
+
+    def __init__(self, reporter: ProgressReporter) -> None:
+        self.reporter = reporter
+        self.requested: str | None = None
+        self._said = False
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous[signum] = signal.signal(signum, self._handle)
+
+    def restore(self) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        # only a flag here: writing to the log from a signal handler could re-enter a write in progress
+        if self.requested is not None:
+            raise KeyboardInterrupt  # asked twice: stop now
+        self.requested = signal.Signals(signum).name
+
+    def __call__(self) -> bool:
+        if self.requested is None:
+            return False
+        if not self._said:
+            self._said = True
+            name = self.requested
+            self.reporter.log(f"{name}: stopping after the reconcile in progress", signal=name)
+        return True
+
+
 def _run(args: argparse.Namespace, pm: Any) -> int:
-    store = open_store(args.store)
-    reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose)
-    stop = False
+    from olmkit.lifecycle.observe import start_observability_server
 
-    def handle(signum: int, frame: Any) -> None:
-        nonlocal stop
-        stop = True
+    reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose, log_format=args.log_format)
+    stop = _Stop(reporter)
+    stop.install()
+    server = None
+    forced = False
+    try:
+        with open_store(args.store) as store:
+            manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
+            server = start_observability_server(args.metrics_address, store=store, pm=pm)
+            if server is not None:
+                reporter.log(
+                    f"serving metrics on {server.url}/metrics (health: /healthz, /readyz)", address=server.address
+                )
+            controllers = list(manager.controllers)
+            reporter.log("controllers running (Ctrl-C to stop): " + ", ".join(controllers), controllers=controllers)
+            ready = False
 
-    signal.signal(signal.SIGTERM, handle)
-    with store:
-        manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
-        print("controllers running (Ctrl-C to stop): " + ", ".join(manager.controllers))
-        with contextlib.suppress(KeyboardInterrupt):
-            manager.run_forever(lambda: stop)
-    print(f"stopped after {manager.reconciles} reconciles")
+            def on_idle() -> None:
+                nonlocal ready
+                if not ready:
+                    ready = True
+                    if server is not None:
+                        server.set_ready(True)
+                    reporter.log("ready: every controller has synced", reconciles=manager.reconciles)
+
+            def should_stop() -> bool:
+                if not stop():
+                    return False
+                if server is not None:
+                    server.begin_shutdown()  # not ready any more: traffic may drain elsewhere
+                return True
+
+            try:
+                manager.run_forever(should_stop, on_idle=on_idle)
+            except KeyboardInterrupt:
+                forced = True
+    finally:
+        if server is not None:
+            server.stop()
+        stop.restore()
+    if forced:
+        reporter.log(f"interrupted after {manager.reconciles} reconciles", level="warning")
+        return 130
+    reporter.log(f"stopped after {manager.reconciles} reconciles", reconciles=manager.reconciles)
     return 0
 
 
@@ -142,6 +274,16 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     p.set_defaults(func=_reconcile)
 
-    p = subparsers.add_parser("run", help="run the controllers until interrupted")
+    p = subparsers.add_parser(
+        "run",
+        help="run the controllers until interrupted (SIGTERM/SIGINT end it after the reconcile in progress)",
+    )
     add_lifecycle_options(p)
+    p.add_argument(
+        "--metrics-address",
+        default=DEFAULT_ADDRESS,
+        metavar="HOST:PORT",
+        help=f"serve /metrics, /healthz and /readyz here (default {DEFAULT_ADDRESS}; port 0 picks a free port; "
+        "0 turns the server off)",
+    )
     p.set_defaults(func=_run)

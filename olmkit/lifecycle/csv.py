@@ -493,6 +493,7 @@ class ClusterServiceVersionController(Controller):
         )
         if same:
             return DONE
+        noted = old_phase != phase or status.get("reason") != reason or status.get("message") != message
         now = self.ctx.now()
         status.update(extra)
         status.update(phase=phase, reason=reason, message=message, lastUpdateTime=now)
@@ -510,6 +511,9 @@ class ClusterServiceVersionController(Controller):
             ]
             status["conditions"] = history[-HISTORY:]
         stored = self.ctx.store.update_status({**csv, "status": status})
+        # upstream records an Event whenever phase, reason or message change (SetPhaseWithEventIfChanged)
+        if noted:
+            self.ctx.record_event(stored, "Warning" if phase == "Failed" else "Normal", reason, message)
         if old_phase != phase:
             ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
             self.ctx.event(f"csv {ns}/{name}: {phase} ({reason})" + (f": {message}" if phase in ("Failed",) else ""))

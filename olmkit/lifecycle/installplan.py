@@ -33,6 +33,7 @@ import orjson
 
 from olmkit.errors import OlmkitError
 from olmkit.lifecycle.context import LifecycleContext
+from olmkit.lifecycle.events import approval_message
 from olmkit.lifecycle.kinds import (
     CATALOG_SOURCE,
     CRD,
@@ -112,12 +113,13 @@ class InstallPlanController(Controller):
         if phase in ("", "Planning"):
             if not status.get("plan"):
                 return self._plan_by_hand(plan)
-            self._set_phase(plan, self._approval_phase(plan))
+            self._to_approval_phase(plan)
             return DONE
         if phase == "RequiresApproval":
             if spec_of(plan).get("approved"):
-                self._set_phase(plan, "Installing")
+                plan = self._set_phase(plan, "Installing")
                 self.ctx.event(f"installplan {namespace}/{name}: approved")
+                self.ctx.record_event(plan, "Normal", "Approved", "the InstallPlan was approved; installing")
             return DONE
         problem = install_plan_problem(store, namespace)
         if problem is not None:
@@ -145,6 +147,12 @@ class InstallPlanController(Controller):
     def _approval_phase(plan: Object) -> str:
         spec = spec_of(plan)
         return "RequiresApproval" if spec.get("approval") == "Manual" and not spec.get("approved") else "Installing"
+
+    def _to_approval_phase(self, ip: Object, **extra: Any) -> None:
+        phase = self._approval_phase(ip)
+        stored = self._set_phase(ip, phase, **extra)
+        if phase == "RequiresApproval":
+            self.ctx.record_event(stored, "Normal", "RequiresApproval", approval_message(stored))
 
     def _set_phase(self, ip: Object, phase: str, **extra: Any) -> Object:
         status = {**status_of(ip), "phase": phase, **extra}
@@ -204,7 +212,7 @@ class InstallPlanController(Controller):
             self._fail(plan, "InstallCheckFailed", message)
             return DONE
         catalogs = [f"{source_ns}/{source}"]
-        self._set_phase(plan, self._approval_phase(plan), plan=plan_steps, catalogSources=catalogs)
+        self._to_approval_phase(plan, plan=plan_steps, catalogSources=catalogs)
         return DONE
 
     # -- installing ---------------------------------------------------------------------
@@ -249,10 +257,10 @@ class InstallPlanController(Controller):
             self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status=step["status"])
         now = self.ctx.now()
         conditions = set_condition(status_of(plan).get("conditions"), "Installed", "True", now=now)
-        self._set_phase(plan, "Complete", plan=steps, conditions=conditions)
-        self.ctx.event(
-            f"installplan {ns}/{name}: Complete ({', '.join(spec_of(plan).get('clusterServiceVersionNames') or [])})"
-        )
+        plan = self._set_phase(plan, "Complete", plan=steps, conditions=conditions)
+        csv_names = ", ".join(spec_of(plan).get("clusterServiceVersionNames") or [])
+        self.ctx.event(f"installplan {ns}/{name}: Complete ({csv_names})")
+        self.ctx.record_event(plan, "Normal", "InstallSucceeded", f"installed {csv_names} ({len(steps)} steps)")
         return DONE
 
     def _fail(self, ip: Object, reason: str, message: str, **extra: Any) -> None:
@@ -260,7 +268,8 @@ class InstallPlanController(Controller):
         conditions = set_condition(
             status_of(ip).get("conditions"), "Installed", "False", reason=reason, message=message, now=now
         )
-        self._set_phase(ip, "Failed", conditions=conditions, **extra)
+        failed = self._set_phase(ip, "Failed", conditions=conditions, **extra)
+        self.ctx.record_event(failed, "Warning", reason, message)
         self.ctx.event(f"installplan {ip['metadata']['namespace']}/{ip['metadata']['name']}: Failed: {message}")
 
     def _apply(self, ns: str, step: Mapping[str, Any], obj: dict[str, Any], csvs: dict[str, Object]) -> str:

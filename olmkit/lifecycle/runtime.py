@@ -246,6 +246,10 @@ class WorkQueue:
     def failures(self, key: Key) -> int:
         return self._failures.get(key, 0)
 
+    def depth(self) -> int:
+        """How many keys wait: ready ones plus delayed ones (retries, pending work, resyncs)."""
+        return len(self._ready) + len(self._due)
+
     def _promote(self) -> None:
         now = self.clock.now()
         while self._delayed and self._delayed[0][0] <= now:
@@ -457,20 +461,33 @@ class ControllerManager:
             else:
                 self._idle(due)
 
-    def run_forever(self, should_stop: Callable[[], bool] = lambda: False) -> None:
-        """Run until ``should_stop()`` is true (``olmkit run``)."""
+    def run_forever(
+        self,
+        should_stop: Callable[[], bool] = lambda: False,
+        *,
+        on_idle: Callable[[], None] | None = None,
+    ) -> None:
+        """Run until ``should_stop()`` is true (``olmkit run``).
+
+        ``should_stop`` is checked between reconciles and while idle, so a stop request
+        lets the reconcile in progress finish and ends the run within half a second of
+        idling. ``on_idle`` is called each time nothing is ready to reconcile; the first
+        call means every controller has handled what it found at start-up.
+        """
         while not should_stop():
             self._poll_when_due()
             if self.queue.has_ready():
                 self.process_one()
                 continue
+            if on_idle is not None:
+                on_idle()
             due = self.queue.next_due()
-            self._idle(due if due is not None else self.clock.now() + 1.0)
+            self._idle(due if due is not None else self.clock.now() + 1.0, should_stop)
 
-    def _idle(self, until: float) -> None:
-        """Wait for ``until`` or the next change in the store, whichever comes first."""
+    def _idle(self, until: float, should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Wait for ``until`` or the next change in the store (or a stop request), whichever comes first."""
         step = 0.05
-        while self.clock.now() < until:
+        while self.clock.now() < until and not should_stop():
             if self.poll():
                 return
             self.clock.sleep(min(step, until - self.clock.now()))

@@ -39,7 +39,8 @@ from olmkit.lifecycle.admission import AdmissionRefused, admit
 from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
 from olmkit.lifecycle.catalogs import source_label
 from olmkit.lifecycle.context import LifecycleContext
-from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, OPERATOR_GROUP, SUBSCRIPTION
+from olmkit.lifecycle.events import approval_message
+from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, NAMESPACE, OPERATOR_GROUP, SUBSCRIPTION
 from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import (
@@ -251,6 +252,7 @@ class SubscriptionController(Controller):
                 message = f"{message}\n{tree}"
             self._fail_all(subs, RESOLUTION_FAILED, resolution.reason or "ErrorPreventedResolution", message)
             self.ctx.event(f"namespace {ns}: resolution failed: {resolution.message}")
+            self._record_resolution_failed(ns, subs, resolution.message or "resolution failed")
             if resolution.status == "unsatisfiable":
                 self._settled[ns] = inputs  # terminal until something changes
                 return DONE
@@ -293,6 +295,13 @@ class SubscriptionController(Controller):
                 # keep currentCSV, so the same inputs are recognised and not planned again
                 status.update(installPlanRef=ref, installPlanGeneration=generation, lastUpdated=now)
             elif matched is not None:
+                if matched.replaces and matched.bundle != status.get("currentCSV"):
+                    self.ctx.record_event(
+                        sub,
+                        "Normal",
+                        "UpgradePending",
+                        f"upgrading from {matched.replaces} to {matched.bundle} (installplan {plan_name})",
+                    )
                 status.update(
                     currentCSV=matched.bundle,
                     installPlanRef=ref,
@@ -647,7 +656,10 @@ class SubscriptionController(Controller):
         phase = "RequiresApproval" if approval == "Manual" and not spec_of(plan).get("approved") else "Installing"
         catalogs = sorted({f"{s['resource']['sourceNamespace']}/{s['resource']['sourceName']}" for s in steps})
         status = {"phase": phase, "plan": steps, "catalogSources": catalogs, "conditions": []}
-        return self.ctx.store.update_status({**plan, "status": status})
+        stored = self.ctx.store.update_status({**plan, "status": status})
+        if phase == "RequiresApproval":
+            self.ctx.record_event(stored, "Normal", "RequiresApproval", approval_message(stored))
+        return stored
 
     def _plan_steps(self, ns: str, plan_name: str, steps: Sequence[Step]) -> list[dict[str, Any]]:
         """The InstallPlan's steps for the resolved bundles, CSVs first, then CRDs, then the rest."""
@@ -764,6 +776,16 @@ class SubscriptionController(Controller):
             except OlmkitError as exc:
                 out[_source_key(src)] = str(exc)
         return out
+
+    def _record_resolution_failed(self, ns: str, subs: Iterable[Object], message: str) -> None:
+        """Upstream records ``ResolutionFailed`` on the Namespace; olmkit also on each Subscription."""
+        try:
+            namespace = self.ctx.store.get(NAMESPACE.api_version, NAMESPACE.kind, ns)
+        except NotFound:
+            namespace = {"apiVersion": NAMESPACE.api_version, "kind": NAMESPACE.kind, "metadata": {"name": ns}}
+        self.ctx.record_event(namespace, "Warning", RESOLUTION_FAILED, message)
+        for sub in subs:
+            self.ctx.record_event(sub, "Warning", RESOLUTION_FAILED, message)
 
     def _fail_all(self, subs: Iterable[Object], type_: str, reason: str, message: str) -> None:
         now = self.ctx.now()

@@ -124,6 +124,9 @@ def _resolve(request: ResolutionRequest) -> Resolution:
         problem.timings["solve"] = time.perf_counter() - solve_start
     except NotSatisfiable as exc:
         problem.timings["total"] = time.perf_counter() - start
+        for applied in exc.applied:  # the conflict's constraints by type, for metrics
+            key = "unsat_" + type(applied.constraint).__name__.lower()
+            problem.counters[key] = problem.counters.get(key, 0) + 1
         return Resolution(
             namespace=request.namespace,
             status="unsatisfiable",

@@ -130,7 +130,7 @@ def test_run_keeps_reconciling_until_terminated(tmp_path: Path) -> None:
     path = tmp_path / "cluster.db"
     _seed(path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "olmkit", "run", "--store", str(path)],
+        [sys.executable, "-m", "olmkit", "run", "--store", str(path), "--metrics-address", "127.0.0.1:0"],
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
