@@ -1,0 +1,135 @@
+"""``Table`` responses (``meta.k8s.io/v1``): what ``kubectl get`` prints, computed by the server.
+
+Columns are Name plus a resource's printer columns (see :mod:`olmkit.apiserver.resources`);
+each row carries the object's metadata (``includeObject=Metadata``, the default), the whole
+object (``Object``) or nothing (``None``).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import orjson
+
+from olmkit.apiserver.resources import Column, Resource
+
+__all__ = ["human_duration", "json_path", "partial_metadata", "table"]
+
+_NAME_COLUMN: Final = {
+    "name": "Name",
+    "type": "string",
+    "format": "name",
+    "description": "Name must be unique within a namespace.",
+    "priority": 0,
+}
+_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+
+def json_path(obj: Any, path: str) -> Any:
+    """The value at a simple JSONPath (``.spec.a.b``, ``.items[0].c``, braces allowed), or ``None``."""
+    path = path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    node = obj
+    for field, index in _STEP.findall(path):
+        if field:
+            node = node.get(field) if isinstance(node, Mapping) else None
+        else:
+            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+        if node is None:
+            return None
+    return node
+
+
+def human_duration(seconds: float) -> str:
+    """Kubernetes' short age (``45s``, ``12m``, ``3h5m``, ``4d``, ``2y``)."""
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if days < 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    return f"{days // 365}y"
+
+
+def _cell(value: Any, column: Column, now: float) -> Any:
+    if value is None:
+        return None
+    if column.type == "date" and isinstance(value, str):
+        try:
+            stamp = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return value
+        return human_duration(now - stamp)
+    if isinstance(value, (list, dict)):
+        return orjson.dumps(value).decode()
+    return value
+
+
+def partial_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``PartialObjectMetadata`` of an object."""
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+
+
+def table(
+    resource: Resource,
+    objects: Iterable[Mapping[str, Any]],
+    *,
+    resource_version: str = "",
+    continue_token: str = "",
+    include_object: str = "Metadata",
+    headers: bool = True,
+) -> dict[str, Any]:
+    """A ``Table`` of ``objects`` with the resource's columns."""
+    now = time.time()
+    columns = resource.columns
+    rows = []
+    for obj in objects:
+        row: dict[str, Any] = {
+            "cells": [obj.get("metadata", {}).get("name"), *(_cell(json_path(obj, c.json_path), c, now) for c in columns)]
+        }
+        if include_object == "Object":
+            row["object"] = obj
+        elif include_object != "None":
+            row["object"] = partial_metadata(obj)
+        rows.append(row)
+    metadata: dict[str, Any] = {"resourceVersion": resource_version}
+    if continue_token:
+        metadata["continue"] = continue_token
+    result: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "rows": rows}
+    if headers:
+        result["columnDefinitions"] = [
+            _NAME_COLUMN,
+            *(
+                {
+                    "name": c.name,
+                    "type": "string" if c.type == "date" else c.type,
+                    "format": c.format,
+                    "description": c.description,
+                    "priority": c.priority,
+                }
+                for c in columns
+            ),
+        ]
+    return result
