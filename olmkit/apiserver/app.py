@@ -570,6 +570,13 @@ class ApiServer:
         if not raw.strip():
             raise ApiError.bad_request("the request body is empty")
         ctype = request.content_type
+        if "protobuf" in ctype or "cbor" in ctype:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format ({ctype}) - accepted media types include: "
+                "application/json, application/yaml",
+            )
         try:
             if "yaml" in ctype:
                 return yaml.safe_load(raw)
