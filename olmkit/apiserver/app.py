@@ -589,16 +589,15 @@ class ApiServer:
         r = target.resource
         if not isinstance(body, dict):
             raise ApiError.bad_request(f"the request body must be an object, not {type(body).__name__}")
-        api_version, kind = body.get("apiVersion"), body.get("kind")
+        # as the API server decodes: a missing apiVersion or kind is the URL's, another one is refused
+        api_version = body.setdefault("apiVersion", r.api_version) or r.api_version
+        kind = body.setdefault("kind", r.kind) or r.kind
+        body["apiVersion"], body["kind"] = api_version, kind
         if api_version != r.api_version:
-            if not api_version:
-                raise ApiError.bad_request("Object 'apiVersion' is missing in the request body")
             raise ApiError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version ({r.api_version})"
             )
         if kind != r.kind:
-            if not kind:
-                raise ApiError.bad_request("Object 'Kind' is missing in the request body")
             raise ApiError.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({r.kind})")
         meta = body.get("metadata")
         if meta is None:

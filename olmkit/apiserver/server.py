@@ -91,9 +91,9 @@ async def _serve(
     from aiohttp import web
 
     api = ApiServer(store, registry, ServerOptions(token=credentials.token, bookmark_interval=config.bookmark_interval))
-    runner = web.AppRunner(api.app(), handle_signals=False, access_log=None)
+    runner = web.AppRunner(api.app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=_tls(credentials), backlog=1024, shutdown_timeout=1.0)
+    site = web.TCPSite(runner, config.host, config.port, ssl_context=_tls(credentials), backlog=1024)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -189,9 +189,9 @@ def start_in_process(store: Store, directory: Path, **options: Any) -> InProcess
     api = ApiServer(store, get_plugin_manager().registry, ServerOptions(token=credentials.token, **options))
 
     async def start() -> tuple[Any, int]:
-        runner = web.AppRunner(api.app(), access_log=None)
+        runner = web.AppRunner(api.app(), access_log=None, shutdown_timeout=0.5)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=_tls(credentials), shutdown_timeout=0.5)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=_tls(credentials))
         await site.start()
         return runner, runner.addresses[0][1]
 
