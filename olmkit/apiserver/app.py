@@ -299,7 +299,7 @@ class ApiServer:
                 return await self._patch(request, target)
             if method == "DELETE":
                 return await self._delete(request, target)
-        raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource")
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
     # -- discovery --------------------------------------------------------------------
 
@@ -561,7 +561,12 @@ class ApiServer:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return orjson.dumps({"type": "BOOKMARK", "object": {"kind": r.kind, "apiVersion": r.api_version, "metadata": meta}}) + b"\n"
+        return (
+            orjson.dumps(
+                {"type": "BOOKMARK", "object": {"kind": r.kind, "apiVersion": r.api_version, "metadata": meta}}
+            )
+            + b"\n"
+        )
 
     # -- writing ----------------------------------------------------------------------
 
@@ -583,7 +588,9 @@ class ApiServer:
             return orjson.loads(raw)
         except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
             detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ApiError.bad_request(f"the request body is not valid {'YAML' if 'yaml' in ctype else 'JSON'}: {detail}") from None
+            raise ApiError.bad_request(
+                f"the request body is not valid {'YAML' if 'yaml' in ctype else 'JSON'}: {detail}"
+            ) from None
 
     def _object_body(self, body: Any, target: Target) -> dict[str, Any]:
         r = target.resource
@@ -648,7 +655,9 @@ class ApiServer:
         if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
         if meta.get("resourceVersion"):
-            raise ApiError.invalid(r, str(meta.get("name") or ""), [("metadata.resourceVersion", "must be empty on create")])
+            raise ApiError.invalid(
+                r, str(meta.get("name") or ""), [("metadata.resourceVersion", "must be empty on create")]
+            )
         name = str(meta.get("name") or "")
         if not name:
             raise ApiError.invalid(r, "", [("metadata.name", "Required value: name or generateName is required")])
@@ -706,7 +715,8 @@ class ApiServer:
             raise ApiError(
                 415,
                 "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}",
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join(accepted),
             )
         patch = await self._body(request)
         if ctype == _APPLY:
@@ -722,7 +732,9 @@ class ApiServer:
             try:
                 new = self._patched(copy.deepcopy(old), patch, ctype, target)
             except Invalid as exc:
-                raise ApiError(422, "Invalid", f'{r.qualified_kind} "{target.name}" is invalid: {exc.message}') from None
+                raise ApiError(
+                    422, "Invalid", f'{r.qualified_kind} "{target.name}" is invalid: {exc.message}'
+                ) from None
             new = self._object_body(new, target)
             new["metadata"]["resourceVersion"] = precondition or old["metadata"]["resourceVersion"]
             if target.subresource != "status":
@@ -742,7 +754,11 @@ class ApiServer:
             except StoreError as exc:
                 raise from_store_error(exc, r, target.name) from None
             return _json(self._written(target, updated))
-        raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {r.qualified} "{target.name}": too many concurrent writes; try again')
+        raise ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {r.qualified} "{target.name}": too many concurrent writes; try again',
+        )
 
     async def _apply(self, request: web.Request, target: Target, config: Any) -> web.StreamResponse:
         from olmkit.apiserver.apply import server_side_apply
@@ -761,7 +777,9 @@ class ApiServer:
                 old = None
             except StoreError as exc:
                 raise from_store_error(exc, r, target.name) from None
-            new = server_side_apply(old, config, manager, force=force, resource=r, status=target.subresource == "status")
+            new = server_side_apply(
+                old, config, manager, force=force, resource=r, status=target.subresource == "status"
+            )
             prepared = await self.run(self._admit, new, target)
             if self._dry_run(request):
                 return _json(self._view(prepared, r), 200 if old else 201)
@@ -779,7 +797,11 @@ class ApiServer:
                     continue
                 raise from_store_error(exc, r, target.name) from None
             return _json(self._written(target, written), 200 if old else 201)
-        raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {r.qualified} "{target.name}": too many concurrent writes; try again')
+        raise ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {r.qualified} "{target.name}": too many concurrent writes; try again',
+        )
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await request.read()
@@ -810,7 +832,8 @@ class ApiServer:
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         options = await self._delete_options(request)
         propagation = self._propagation(request, options)
-        pre = options.get("preconditions") if isinstance(options.get("preconditions"), dict) else {}
+        given = options.get("preconditions")
+        pre: dict[str, Any] = given if isinstance(given, dict) else {}
         try:
             if self._dry_run(request) or "All" in (options.get("dryRun") or []):
                 obj = await self.run(self.store.get, r.api_version, r.kind, target.name, target.namespace)
@@ -843,7 +866,12 @@ class ApiServer:
             try:
                 if not self._dry_run(request):
                     obj = await self.run(
-                        self.store.delete, r.api_version, r.kind, meta["name"], meta.get("namespace"), propagation=propagation
+                        self.store.delete,
+                        r.api_version,
+                        r.kind,
+                        meta["name"],
+                        meta.get("namespace"),
+                        propagation=propagation,
                     )
             except NotFound:
                 continue

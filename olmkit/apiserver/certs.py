@@ -70,7 +70,19 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def _sign(directory: Path, name: str, subject: str, extensions: str) -> None:
     (directory / f"{name}.ext").write_text(extensions)
-    _openssl("req", "-new", *_CURVE, "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=directory)
+    _openssl(
+        "req",
+        "-new",
+        *_CURVE,
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        "-subj",
+        subject,
+        cwd=directory,
+    )
     _openssl(
         "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
         "-out", f"{name}.crt", "-days", _DAYS, "-extfile", f"{name}.ext", cwd=directory,

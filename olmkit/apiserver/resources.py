@@ -128,7 +128,11 @@ _COLUMNS: Final[Mapping[tuple[str, str], tuple[Column, ...]]] = {
         Column("Channel", ".spec.channel", description="The channel of updates to subscribe to"),
     ),
     ("operators.coreos.com", "InstallPlan"): (
-        Column("CSV", ".spec.clusterServiceVersionNames[0]", description="The first CSV in the list of clusterServiceVersionNames"),
+        Column(
+            "CSV",
+            ".spec.clusterServiceVersionNames[0]",
+            description="The first CSV in the list of clusterServiceVersionNames",
+        ),
         Column("Approval", ".spec.approval", description="The approval mode"),
         Column("Approved", ".spec.approved", "boolean"),
     ),

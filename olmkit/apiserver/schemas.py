@@ -145,7 +145,10 @@ _OPERATOR_GROUP: Final = object_schema(
             "upgradeStrategy": _obj("How operators of this group are upgraded."),
         },
     ),
-    _obj("OperatorGroupStatus reports the namespaces selected.", {"namespaces": {"type": "array", "items": {"type": "string"}}}),
+    _obj(
+        "OperatorGroupStatus reports the namespaces selected.",
+        {"namespaces": {"type": "array", "items": {"type": "string"}}},
+    ),
 )
 
 _CSV: Final = object_schema(

@@ -87,10 +87,11 @@ def from_store_error(exc: StoreError, resource: Resource, name: str = "") -> Api
         return ApiError(409, "AlreadyExists", f'{resource.qualified} "{name}" already exists', details)
     if isinstance(exc, Conflict):
         detail = (
-            exc.message
-            or "the object has been modified; please apply your changes to the latest version and try again"
+            exc.message or "the object has been modified; please apply your changes to the latest version and try again"
         )
-        return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {resource.qualified} "{name}": {detail}', details)
+        return ApiError(
+            409, "Conflict", f'Operation cannot be fulfilled on {resource.qualified} "{name}": {detail}', details
+        )
     if isinstance(exc, Expired):
         return ApiError(410, "Expired", f"too old resource version: {exc.resource_version} ({exc.oldest})")
     if isinstance(exc, Invalid):

@@ -107,7 +107,10 @@ def table(
     rows = []
     for obj in objects:
         row: dict[str, Any] = {
-            "cells": [obj.get("metadata", {}).get("name"), *(_cell(json_path(obj, c.json_path), c, now) for c in columns)]
+            "cells": [
+                obj.get("metadata", {}).get("name"),
+                *(_cell(json_path(obj, c.json_path), c, now) for c in columns),
+            ]
         }
         if include_object == "Object":
             row["object"] = obj

@@ -44,7 +44,9 @@ class Subscriber:
             return
         if self.matches(event.object):
             if self.queue.qsize() >= self.limit:
-                self.fail(Expired(kind=str(event.object.get("kind")), resource_version=str(self.progress), oldest=str(rv)))
+                self.fail(
+                    Expired(kind=str(event.object.get("kind")), resource_version=str(self.progress), oldest=str(rv))
+                )
                 return
             self.queue.put_nowait(("event", event))
         self.progress = max(self.progress, rv)

@@ -86,10 +86,10 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         action="store_true",
         help="do not run OLM's controllers (the simulated API server and kubelet still run)",
     )
+    p.add_argument("--kubeconfig-out", metavar="PATH", help="where to write the kubeconfig (default: beside the store)")
     p.add_argument(
-        "--kubeconfig-out", metavar="PATH", help="where to write the kubeconfig (default: beside the store)"
+        "--pki-dir", metavar="DIR", help="where the certificates and token are kept (default: beside the store)"
     )
-    p.add_argument("--pki-dir", metavar="DIR", help="where the certificates and token are kept (default: beside the store)")
     p.add_argument(
         "--bookmark-interval", type=float, default=10.0, metavar="SECONDS", help="seconds between watch bookmarks"
     )

@@ -39,8 +39,8 @@ def json_patch(doc: Any, operations: Any, ref: Mapping[str, Any] | None = None) 
     Raises:
         Invalid: a malformed operation, a missing path or a failed ``test`` (nothing is applied).
     """
-    import jsonpatch  # type: ignore[import-untyped]
-    import jsonpointer  # type: ignore[import-untyped]
+    import jsonpatch  # type: ignore[import-untyped,unused-ignore]
+    import jsonpointer  # type: ignore[import-untyped,unused-ignore]
 
     ref = dict(ref or {})
     if not isinstance(operations, list):

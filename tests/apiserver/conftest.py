@@ -94,7 +94,9 @@ class ServeProcess:
     log: Any = None
     notes: dict[str, Any] = attrs.field(factory=dict)
 
-    def kubectl(self, *args: str, check: bool = True, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, check: bool = True, timeout: float = 60, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
             [self.kubectl_bin, "--kubeconfig", str(self.kubeconfig), *args],
             capture_output=True,

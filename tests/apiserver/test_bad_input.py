@@ -20,7 +20,9 @@ def _cm(name: str = "a") -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
 
 
-def _reason(in_process: InProcessServer, method: str, path: str, body: object = None, **kwargs: object) -> tuple[int, str]:
+def _reason(
+    in_process: InProcessServer, method: str, path: str, body: object = None, **kwargs: object
+) -> tuple[int, str]:
     status, answer = in_process.http.json(method, path, body, **kwargs)
     assert "Status" == answer["kind"], answer
     assert status == answer["code"]
@@ -39,7 +41,9 @@ def test_malformed_json_body_is_400(in_process: InProcessServer) -> None:
 
 def test_malformed_yaml_body_is_400(in_process: InProcessServer) -> None:
     """A YAML body that does not parse: 400 BadRequest."""
-    assert (400, "BadRequest") == _reason(in_process, "POST", CMS, b"kind: [unclosed\n  - :", content_type="application/yaml")
+    assert (400, "BadRequest") == _reason(
+        in_process, "POST", CMS, b"kind: [unclosed\n  - :", content_type="application/yaml"
+    )
     _nothing_stored(in_process)
 
 
@@ -115,7 +119,9 @@ def test_watch_from_a_compacted_resource_version_is_410(in_process: InProcessSer
     _, created = in_process.http.json("POST", CMS, _cm())
     for n in range(10):
         in_process.http.json("PATCH", f"{CMS}/a", {"data": {"k": str(n)}}, content_type="application/merge-patch+json")
-    response = in_process.http.request("GET", f"{CMS}?watch=true&resourceVersion={created['metadata']['resourceVersion']}")
+    response = in_process.http.request(
+        "GET", f"{CMS}?watch=true&resourceVersion={created['metadata']['resourceVersion']}"
+    )
     events = [orjson.loads(line) for line in response.data.splitlines()]
 
     assert 1 == len(events)
@@ -131,7 +137,8 @@ def test_a_client_that_disconnects_mid_watch_leaves_the_server_serving(in_proces
         raw = socket.create_connection((host, int(port)))
         conn = context.wrap_socket(raw, server_hostname=host)
         conn.sendall(
-            f"GET {CMS}?watch=true HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {credentials.token}\r\n\r\n".encode()
+            f"GET {CMS}?watch=true HTTP/1.1\r\nHost: {host}\r\n"
+            f"Authorization: Bearer {credentials.token}\r\n\r\n".encode()
         )
         assert conn.recv(100).startswith(b"HTTP/1.1 200")
         conn.close()
@@ -157,7 +164,9 @@ def test_unsupported_patch_types_and_methods(in_process: InProcessServer) -> Non
         in_process, "PATCH", f"{SUBS}/s", {"spec": {}}, content_type="application/strategic-merge-patch+json"
     )
     assert (405, "MethodNotAllowed") == _reason(in_process, "POST", f"{SUBS}/s", sub)
-    assert (404, "NotFound") == _reason(in_process, "PATCH", f"{SUBS}/nope", {}, content_type="application/merge-patch+json")
+    assert (404, "NotFound") == _reason(
+        in_process, "PATCH", f"{SUBS}/nope", {}, content_type="application/merge-patch+json"
+    )
 
 
 def test_bad_json_patch_is_422_and_changes_nothing(in_process: InProcessServer) -> None:
@@ -167,7 +176,11 @@ def test_bad_json_patch_is_422_and_changes_nothing(in_process: InProcessServer) 
 
     assert (422, "Invalid") == _reason(in_process, "PATCH", f"{CMS}/a", ops, content_type="application/json-patch+json")
     assert (422, "Invalid") == _reason(
-        in_process, "PATCH", f"{CMS}/a", [{"op": "remove", "path": "/nope/x"}], content_type="application/json-patch+json"
+        in_process,
+        "PATCH",
+        f"{CMS}/a",
+        [{"op": "remove", "path": "/nope/x"}],
+        content_type="application/json-patch+json",
     )
     assert {"k": "v"} == in_process.store.get("v1", "ConfigMap", "a", "ns")["data"]
 
@@ -212,9 +225,18 @@ def _mutate(rng: random.Random) -> object:
         "apiVersion": rng.choice(["v1", "operators.coreos.com/v1alpha1", "", None, 3]),
         "kind": rng.choice(["ConfigMap", "Subscription", "CustomResourceDefinition", "", None, []]),
         "metadata": rng.choice(
-            [{"name": "a"}, {"name": 7}, None, [], {"name": "s", "labels": {"a": 1}}, {"generateName": "g-"},
-             {"name": "a", "resourceVersion": "x"}, {"name": "a", "ownerReferences": [{}]}, {"name": "a", "finalizers": "x"}]
-        ),  # fmt: skip
+            [
+                {"name": "a"},
+                {"name": 7},
+                None,
+                [],
+                {"name": "s", "labels": {"a": 1}},
+                {"generateName": "g-"},
+                {"name": "a", "resourceVersion": "x"},
+                {"name": "a", "ownerReferences": [{}]},
+                {"name": "a", "finalizers": "x"},
+            ]
+        ),
         "spec": rng.choice([{}, [], "x", None, {"names": 1, "group": []}, {"versions": [None]}]),
         "data": rng.choice([{"k": "v"}, {"k": 1}, [], None]),
     }

@@ -71,7 +71,9 @@ def test_custom_objects_and_the_status_subresource(api: Any) -> None:
     """Custom objects: create, merge patch of spec, status only through the status subresource."""
     custom = client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(*SUB[:2], "ns", SUB[2], _sub("s1"))
-    custom.patch_namespaced_custom_object(*SUB[:2], "ns", SUB[2], "s1", {"spec": {"channel": "fast"}, "status": {"state": "x"}})
+    custom.patch_namespaced_custom_object(
+        *SUB[:2], "ns", SUB[2], "s1", {"spec": {"channel": "fast"}, "status": {"state": "x"}}
+    )
     custom.patch_namespaced_custom_object_status(*SUB[:2], "ns", SUB[2], "s1", {"status": {"state": "AtLatestKnown"}})
     got = custom.get_namespaced_custom_object(*SUB[:2], "ns", SUB[2], "s1")
 
@@ -87,7 +89,9 @@ def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessSer
     events: list[tuple[str, str, str]] = []
 
     def consume() -> None:
-        for event in watch.Watch().stream(v1.list_namespaced_config_map, "ns", resource_version=start, timeout_seconds=5):
+        for event in watch.Watch().stream(
+            v1.list_namespaced_config_map, "ns", resource_version=start, timeout_seconds=5
+        ):
             obj = event["object"]
             events.append((event["type"], obj.metadata.name, obj.data.get("k") if obj.data else ""))
             if event["type"] == "DELETED":
@@ -140,12 +144,15 @@ def test_dynamic_client_discovers_and_writes(api: Any) -> None:
     dyn = dynamic.DynamicClient(api)
     subs = dyn.resources.get(api_version="operators.coreos.com/v1alpha1", kind="Subscription")
     subs.create(body=_sub("d1"), namespace="ns")
-    subs.patch(name="d1", namespace="ns", body={"spec": {"channel": "beta"}}, content_type="application/merge-patch+json")
+    subs.patch(
+        name="d1", namespace="ns", body={"spec": {"channel": "beta"}}, content_type="application/merge-patch+json"
+    )
     listed = subs.get(namespace="ns")
 
     assert ["d1"] == [i.metadata.name for i in listed.items]
     assert "beta" == listed.items[0].spec.channel
-    assert subs.namespaced and "sub" in subs.short_names
+    assert subs.namespaced
+    assert "sub" in subs.short_names
 
 
 def test_leases_and_write_conflicts(api: Any) -> None:

@@ -18,7 +18,12 @@ CATALOG = ROOT / "examples" / "catalog-v1"
 
 
 def _configmap(name: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "demo"}, "data": {"a": "1"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "demo"},
+        "data": {"a": "1"},
+    }
 
 
 def _manifests(tmp: Path) -> Path:
@@ -28,9 +33,18 @@ def _manifests(tmp: Path) -> Path:
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "CatalogSource",
             "metadata": {"name": "examples", "namespace": "olm"},
-            "spec": {"displayName": "olmkit examples", "publisher": "olmkit", "sourceType": "file", "path": str(CATALOG)},
+            "spec": {
+                "displayName": "olmkit examples",
+                "publisher": "olmkit",
+                "sourceType": "file",
+                "path": str(CATALOG),
+            },
         },
-        {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "demo", "namespace": "demo"}},
+        {
+            "apiVersion": "operators.coreos.com/v1",
+            "kind": "OperatorGroup",
+            "metadata": {"name": "demo", "namespace": "demo"},
+        },
         {
             "apiVersion": "operators.coreos.com/v1alpha1",
             "kind": "Subscription",
@@ -62,7 +76,8 @@ def installed(served: tuple[ServeProcess, Path]) -> ServeProcess:
     second = server.kubectl("apply", "-f", str(manifests))
     server.notes.update(first=first.stdout, second=second.stdout)
     server.kubectl(
-        "wait", "--for=jsonpath={.status.phase}=Succeeded", "csv/postgres-operator.v2.1.0", "-n", "demo", "--timeout=90s",
+        "wait", "--for=jsonpath={.status.phase}=Succeeded", "csv/postgres-operator.v2.1.0", "-n", "demo",
+        "--timeout=90s",
         timeout=120,
     )  # fmt: skip
     return server
@@ -113,7 +128,8 @@ def test_describe_shows_the_object_and_its_status(installed: ServeProcess) -> No
 
     assert "Name:         postgres-operator.v2.1.0" in out
     assert "Kind:         ClusterServiceVersion" in out
-    assert "Phase:" in out and "Succeeded" in out
+    assert "Phase:" in out
+    assert "Succeeded" in out
 
 
 def test_get_watch_prints_changes(installed: ServeProcess) -> None:
@@ -145,7 +161,11 @@ def test_manual_installplan_is_approved_with_kubectl_patch(installed: ServeProce
         yaml.safe_dump_all(
             [
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "manual"}},
-                {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "og", "namespace": "manual"}},
+                {
+                    "apiVersion": "operators.coreos.com/v1",
+                    "kind": "OperatorGroup",
+                    "metadata": {"name": "og", "namespace": "manual"},
+                },
                 {
                     "apiVersion": "operators.coreos.com/v1alpha1",
                     "kind": "Subscription",
@@ -159,14 +179,18 @@ def test_manual_installplan_is_approved_with_kubectl_patch(installed: ServeProce
     installed.kubectl("apply", "-f", str(manifest))
     name = ""
     for _ in range(60):
-        name = installed.kubectl("get", "ip", "-n", "manual", "-o", "jsonpath={.items[0].metadata.name}", check=False).stdout
+        name = installed.kubectl(
+            "get", "ip", "-n", "manual", "-o", "jsonpath={.items[0].metadata.name}", check=False
+        ).stdout
         if name:
             break
         time.sleep(0.5)
     assert name, "no InstallPlan was made"
     assert "false" == installed.kubectl("get", "ip", name, "-n", "manual", "-o", "jsonpath={.spec.approved}").stdout
 
-    patched = installed.kubectl("patch", "ip", name, "-n", "manual", "--type", "merge", "-p", '{"spec":{"approved":true}}')
+    patched = installed.kubectl(
+        "patch", "ip", name, "-n", "manual", "--type", "merge", "-p", '{"spec":{"approved":true}}'
+    )
     installed.kubectl(
         "wait", "--for=jsonpath={.status.phase}=Succeeded", "csv/cert-manager-lite.v1.0.0", "-n", "manual",
         "--timeout=60s", timeout=90,
@@ -177,7 +201,9 @@ def test_manual_installplan_is_approved_with_kubectl_patch(installed: ServeProce
 
 def test_strategic_merge_patch_is_refused_for_custom_resources(installed: ServeProcess) -> None:
     """As on a cluster, OLM's kinds take merge and JSON patches; kubectl's default strategic patch is refused."""
-    done = installed.kubectl("patch", "sub", "postgres-operator", "-n", "demo", "-p", '{"spec":{"channel":"x"}}', check=False)
+    done = installed.kubectl(
+        "patch", "sub", "postgres-operator", "-n", "demo", "-p", '{"spec":{"channel":"x"}}', check=False
+    )
 
     assert 0 != done.returncode
     assert "application/merge-patch+json" in done.stderr
@@ -200,7 +226,9 @@ def test_strategic_merge_patch_on_built_in_kinds(installed: ServeProcess) -> Non
     installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(deployment))
     installed.kubectl("patch", "deploy", "web", "-n", "demo", "-p",
                       '{"spec":{"template":{"spec":{"containers":[{"name":"b","image":"b:2"}]}}}}')  # fmt: skip
-    images = installed.kubectl("get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.spec.template.spec.containers[*].image}").stdout
+    images = installed.kubectl(
+        "get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.spec.template.spec.containers[*].image}"
+    ).stdout
 
     assert "a:1 b:2" == images
 
@@ -210,7 +238,10 @@ def test_not_found_message(installed: ServeProcess) -> None:
     done = installed.kubectl("get", "csv", "nope", "-n", "demo", check=False)
 
     assert 1 == done.returncode
-    assert 'Error from server (NotFound): clusterserviceversions.operators.coreos.com "nope" not found' == done.stderr.strip()
+    assert (
+        'Error from server (NotFound): clusterserviceversions.operators.coreos.com "nope" not found'
+        == done.stderr.strip()
+    )
 
 
 def test_conflict_message(installed: ServeProcess) -> None:
@@ -222,7 +253,8 @@ def test_conflict_message(installed: ServeProcess) -> None:
 
     assert 1 == done.returncode
     assert done.stderr.startswith(
-        'Error from server (Conflict): Operation cannot be fulfilled on subscriptions.operators.coreos.com "postgres-operator"'
+        "Error from server (Conflict): Operation cannot be fulfilled on "
+        'subscriptions.operators.coreos.com "postgres-operator"'
     )
 
 
@@ -244,7 +276,8 @@ def test_server_side_apply_creates_updates_and_reports_conflicts(installed: Serv
     assert "configmap/ssa serverside-applied" == created.stdout.strip()
     assert "configmap/ssa serverside-applied" == updated.stdout.strip()
     assert 1 == conflict.returncode
-    assert 'conflict with "kubectl"' in conflict.stderr and ".data.k" in conflict.stderr
+    assert 'conflict with "kubectl"' in conflict.stderr
+    assert ".data.k" in conflict.stderr
     assert "serverside-applied" in forced.stdout
     assert "3" == value
 
@@ -270,7 +303,12 @@ def test_a_stored_crd_is_served_at_once(installed: ServeProcess) -> None:
             ],
         },
     }
-    widget = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "demo"}, "spec": {"size": 3}}
+    widget = {
+        "apiVersion": "example.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "demo"},
+        "spec": {"size": 3},
+    }
     installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(crd))
     installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(widget))
     out = installed.kubectl("get", "wd", "-n", "demo").stdout
@@ -285,9 +323,16 @@ def test_api_resources_and_explain(installed: ServeProcess) -> None:
     explained = installed.kubectl("explain", "subscription.spec").stdout
 
     row = next(line for line in resources.splitlines() if line.startswith("clusterserviceversions"))
-    assert row.split() == ["clusterserviceversions", "csv,csvs", "operators.coreos.com/v1alpha1", "true", "ClusterServiceVersion"]
+    assert row.split() == [
+        "clusterserviceversions",
+        "csv,csvs",
+        "operators.coreos.com/v1alpha1",
+        "true",
+        "ClusterServiceVersion",
+    ]
     assert "KIND:       Subscription" in explained
-    assert "installPlanApproval" in explained and "sourceNamespace" in explained
+    assert "installPlanApproval" in explained
+    assert "sourceNamespace" in explained
 
 
 def test_delete(installed: ServeProcess) -> None:
