@@ -33,10 +33,10 @@ from olmkit.apiserver import openapi
 from olmkit.apiserver.resources import CRD_API_VERSION, CRD_KIND, Catalog, Resource
 from olmkit.apiserver.status import ApiError, from_store_error, status_object
 from olmkit.apiserver.table import json_path, partial_metadata, table
-from olmkit.apiserver.watch import WatchHub
+from olmkit.apiserver.watch import Delivered, WatchHub
 from olmkit.errors import InputError, OlmkitError
 from olmkit.lifecycle.apply import prepare_manifests
-from olmkit.store import Conflict, Expired, Invalid, NotFound, Store, StoreError, WatchEvent, parse_selector
+from olmkit.store import Conflict, Expired, Invalid, NotFound, Store, StoreError, parse_selector
 from olmkit.store.patches import json_patch, merge_patch, strategic_merge_patch
 
 __all__ = ["ApiServer", "ServerOptions"]
@@ -487,6 +487,14 @@ class ApiServer:
 
     # -- watching ---------------------------------------------------------------------
 
+    def _encoded(self, request: web.Request, target: Target, delivered: Delivered, shape: tuple[str, ...]) -> bytes:
+        """An event's line, encoded once for every watcher that asks for the same shape."""
+        data = delivered.encoded.get(shape)
+        if data is None:
+            event = delivered.event
+            data = delivered.encoded[shape] = self._event_bytes(request, target, event.type, event.object)
+        return data
+
     def _event_bytes(self, request: web.Request, target: Target, etype: str, obj: dict[str, Any]) -> bytes:
         view = {**obj, "apiVersion": target.resource.api_version, "kind": target.resource.kind}
         return orjson.dumps({"type": etype, "object": self._shaped(request, target, view)}) + b"\n"
@@ -530,6 +538,8 @@ class ApiServer:
                 await response.write(self._bookmark(r, start, initial_end=True))
             deadline = time.monotonic() + timeout
             last_bookmark = time.monotonic()
+            accept = request.headers.get("Accept", "")
+            shape = (r.api_version, accept if "as=" in accept else "", request.query.get("includeObject", ""))
             while True:
                 now = time.monotonic()
                 if now >= deadline:
@@ -544,12 +554,22 @@ class ApiServer:
                         await response.write(self._bookmark(r, sub.progress))
                         last_bookmark = time.monotonic()
                     continue
-                if kind == "error":
-                    error = from_store_error(item, r).status()
-                    await response.write(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
+                # send what is queued in one write: fewer TLS records when many events arrive at once
+                batch = [(kind, item)]
+                while not sub.queue.empty() and len(batch) < 1000:
+                    batch.append(sub.queue.get_nowait())
+                chunks = []
+                failed = False
+                for kind, item in batch:
+                    if kind == "error":
+                        error = from_store_error(item, r).status()
+                        chunks.append(orjson.dumps({"type": "ERROR", "object": error}) + b"\n")
+                        failed = True
+                        break
+                    chunks.append(self._encoded(request, target, item, shape))
+                await response.write(b"".join(chunks))
+                if failed:
                     break
-                event: WatchEvent = item
-                await response.write(self._event_bytes(request, target, event.type, event.object))
         except (ConnectionResetError, ConnectionError):
             pass  # the client disconnected mid-watch
         finally:

@@ -9,6 +9,7 @@ object (``Object``) or nothing (``None``).
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -31,17 +32,22 @@ _NAME_COLUMN: Final = {
 _STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
-def json_path(obj: Any, path: str) -> Any:
-    """The value at a simple JSONPath (``.spec.a.b``, ``.items[0].c``, braces allowed), or ``None``."""
+@functools.lru_cache(maxsize=256)
+def _steps(path: str) -> tuple[str | int, ...]:
     path = path.strip()
     if path.startswith("{") and path.endswith("}"):
         path = path[1:-1]
+    return tuple(field if field else int(index) for field, index in _STEP.findall(path))
+
+
+def json_path(obj: Any, path: str) -> Any:
+    """The value at a simple JSONPath (``.spec.a.b``, ``.items[0].c``, braces allowed), or ``None``."""
     node = obj
-    for field, index in _STEP.findall(path):
-        if field:
-            node = node.get(field) if isinstance(node, Mapping) else None
+    for step in _steps(path):
+        if isinstance(step, str):
+            node = node.get(step) if isinstance(node, dict) else None
         else:
-            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+            node = node[step] if isinstance(node, list) and step < len(node) else None
         if node is None:
             return None
     return node

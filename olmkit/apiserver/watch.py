@@ -23,13 +23,24 @@ from typing import Any
 
 from olmkit.store import Expired, Store, StoreError, WatchEvent, group_of
 
-__all__ = ["Subscriber", "WatchHub"]
+__all__ = ["Delivered", "Subscriber", "WatchHub"]
 
 Matcher = Callable[[dict[str, Any]], bool]
 
 
+class Delivered:
+    """An event as handed to subscribers, with its encodings shared by every subscriber that sends it."""
+
+    __slots__ = ("encoded", "event", "rv")
+
+    def __init__(self, rv: int, event: WatchEvent) -> None:
+        self.rv = rv
+        self.event = event
+        self.encoded: dict[tuple[str, ...], bytes] = {}
+
+
 class Subscriber:
-    """One client's watch: a queue of ``("event", WatchEvent)``, ``("error", Expired)`` items."""
+    """One client's watch: a queue of ``("event", Delivered)`` and ``("error", Expired)`` items."""
 
     def __init__(self, start: int, matches: Matcher, limit: int) -> None:
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -39,16 +50,17 @@ class Subscriber:
         self.progress = start
         self.closed = False
 
-    def offer(self, rv: int, event: WatchEvent) -> None:
+    def offer(self, rv: int, delivered: Delivered) -> None:
         if self.closed or rv <= self.start:
             return
+        event = delivered.event
         if self.matches(event.object):
             if self.queue.qsize() >= self.limit:
                 self.fail(
                     Expired(kind=str(event.object.get("kind")), resource_version=str(self.progress), oldest=str(rv))
                 )
                 return
-            self.queue.put_nowait(("event", event))
+            self.queue.put_nowait(("event", delivered))
         self.progress = max(self.progress, rv)
 
     def advance(self, rv: int) -> None:
@@ -69,7 +81,7 @@ class _Kind:
         self.rv = floor  # the dispatcher thread's position
         self.floor = floor  # every event after it is in the buffer
         self.progress = floor  # every event up to it has been delivered
-        self.buffer: collections.deque[tuple[int, WatchEvent]] = collections.deque()
+        self.buffer: collections.deque[tuple[int, Delivered]] = collections.deque()
         self.subscribers: set[Subscriber] = set()
 
 
@@ -146,11 +158,12 @@ class WatchHub:
             rv = int(event.resource_version)
             if rv <= state.progress:
                 continue
-            state.buffer.append((rv, event))
+            delivered = Delivered(rv, event)
+            state.buffer.append((rv, delivered))
             while len(state.buffer) > self.buffer_size:
                 state.floor = state.buffer.popleft()[0]
             for sub in list(state.subscribers):
-                sub.offer(rv, event)
+                sub.offer(rv, delivered)
             state.progress = rv
         state.progress = max(state.progress, progress)
         for sub in state.subscribers:
@@ -178,10 +191,10 @@ class WatchHub:
             with self._lock:
                 self._kinds[key] = _Kind(api_version, kind, floor)
 
-    def _history(self, api_version: str, kind: str, after: int, until: int) -> list[tuple[int, WatchEvent]]:
+    def _history(self, api_version: str, kind: str, after: int, until: int) -> list[tuple[int, Delivered]]:
         with self.store.watch(api_version, kind, resource_version=str(after), timeout=0) as watch:
             found = [(int(e.resource_version), e) for e in watch]
-        return [(rv, e) for rv, e in found if rv <= until]
+        return [(rv, Delivered(rv, e)) for rv, e in found if rv <= until]
 
     async def subscribe(self, api_version: str, kind: str, after: int, matches: Matcher) -> Subscriber:
         """A subscriber that receives every matching event after resourceVersion ``after``.
@@ -192,7 +205,7 @@ class WatchHub:
         await self.ensure(api_version, kind)
         state = self._kinds[(group_of(api_version), kind)]
         position = after
-        backlog: list[tuple[int, WatchEvent]] = []
+        backlog: list[tuple[int, Delivered]] = []
         while position < state.floor:
             target = state.floor
             backlog += await self.loop.run_in_executor(
