@@ -548,7 +548,11 @@ class ApiServer:
                 if transport is None or transport.is_closing():
                     break  # the client went away
                 try:
-                    kind, item = await asyncio.wait_for(sub.queue.get(), min(deadline - now, 1.0))
+                    if sub.queue.empty():
+                        async with asyncio.timeout(min(deadline - now, 1.0)):
+                            kind, item = await sub.queue.get()
+                    else:
+                        kind, item = sub.queue.get_nowait()
                 except TimeoutError:
                     if bookmarks and time.monotonic() - last_bookmark >= self.options.bookmark_interval:
                         await response.write(self._bookmark(r, sub.progress))
@@ -595,6 +599,13 @@ class ApiServer:
         if not raw.strip():
             raise ApiError.bad_request("the request body is empty")
         ctype = request.content_type
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from olmkit.apiserver.protobuf import ProtobufError, decode
+
+            try:
+                return decode(raw)
+            except ProtobufError as exc:
+                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {exc}")
         if "protobuf" in ctype or "cbor" in ctype:
             raise ApiError(
                 415,
@@ -686,6 +697,8 @@ class ApiServer:
             return _json(self._view(prepared, r), 201)
         try:
             created = await self.run(self.store.create, prepared)
+            if (r.group, r.kind) == ("", "Namespace"):  # as the API server's namespace strategy does
+                created = await self.run(self.store.update_status, {**created, "status": {"phase": "Active"}})
         except StoreError as exc:
             raise from_store_error(exc, r, name) from None
         return _json(self._written(target, created), 201)

@@ -233,6 +233,22 @@ def test_strategic_merge_patch_on_built_in_kinds(installed: ServeProcess) -> Non
     assert "a:1 b:2" == images
 
 
+def test_typed_create_commands_send_protobuf(installed: ServeProcess) -> None:
+    """kubectl create namespace/configmap/secret/serviceaccount send protobuf bodies; they are decoded."""
+    installed.kubectl("create", "namespace", "typed")
+    installed.kubectl("create", "configmap", "c1", "-n", "typed", "--from-literal=a=1", "--from-literal=b=2")
+    installed.kubectl("create", "secret", "generic", "s1", "-n", "typed", "--from-literal=pw=x")
+    installed.kubectl("create", "serviceaccount", "bot", "-n", "typed")
+    refused = installed.kubectl("create", "deployment", "web", "--image=nginx", "-n", "typed", check=False)
+
+    assert "Active" == installed.kubectl("get", "ns", "typed", "-o", "jsonpath={.status.phase}").stdout
+    assert '{"a":"1","b":"2"}' == installed.kubectl("get", "cm", "c1", "-n", "typed", "-o", "jsonpath={.data}").stdout
+    assert "eA==" == installed.kubectl("get", "secret", "s1", "-n", "typed", "-o", "jsonpath={.data.pw}").stdout
+    assert "bot" == installed.kubectl("get", "sa", "bot", "-n", "typed", "-o", "jsonpath={.metadata.name}").stdout
+    assert 1 == refused.returncode
+    assert "protobuf bodies of Deployment (apps/v1) are not supported" in refused.stderr
+
+
 def test_not_found_message(installed: ServeProcess) -> None:
     """A missing object: kubectl prints the API's NotFound status and exits 1."""
     done = installed.kubectl("get", "csv", "nope", "-n", "demo", check=False)
