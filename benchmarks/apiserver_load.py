@@ -189,6 +189,7 @@ async def _watches(server: Server, watchers: int, writes: int) -> dict[str, Any]
     import aiohttp
 
     headers = {"Authorization": f"Bearer {server.token}"}
+    merge = {**headers, "Content-Type": "application/merge-patch+json"}
     base = f"{server.url}/api/v1/namespaces/bench/configmaps"
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=server.ssl)) as session:
         async with session.post(base, json={"metadata": {"name": "seed"}}, headers=headers) as r:
@@ -210,8 +211,7 @@ async def _watches(server: Server, watchers: int, writes: int) -> dict[str, Any]
                     assert r.status == 201, await r.text()
             else:
                 patch = orjson.dumps({"data": {"n": str(n)}})
-                async with session.patch(f"{base}/w{n % 50}", data=patch,
-                                         headers={**headers, "Content-Type": "application/merge-patch+json"}) as r:  # fmt: skip
+                async with session.patch(f"{base}/w{n % 50}", data=patch, headers=merge) as r:
                     assert r.status == 200, await r.text()
             latencies.append(time.perf_counter() - began)
         written = time.perf_counter() - start
@@ -245,19 +245,18 @@ async def _mixed(server: Server, rate: float, seconds: float) -> dict[str, Any]:
     merge = {**headers, "Content-Type": "application/merge-patch+json"}
     subs = f"{server.url}/apis/operators.coreos.com/v1alpha1/namespaces/mixed/subscriptions"
     latencies: dict[str, list[float]] = {"create": [], "patch": [], "status": [], "delete": []}
-    errors = 0
+    errors: dict[str, int] = {}
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=server.ssl, limit=64)) as session:
 
         async def one(n: int) -> None:
-            nonlocal errors
             op = ("create", "patch", "status", "delete")[n % 4]
             item = n // 4
             start = time.perf_counter()
             if op == "create":
+                spec = {"name": f"p{item}", "source": "c", "sourceNamespace": "olm", "channel": "stable"}
                 sub = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-                       "metadata": {"name": f"s{item}"},
-                       "spec": {"name": f"p{item}", "source": "c", "sourceNamespace": "olm", "channel": "stable"}}  # fmt: skip
+                       "metadata": {"name": f"s{item}"}, "spec": spec}  # fmt: skip
                 request = session.post(subs, json=sub, headers=headers)
             elif op == "patch":
                 request = session.patch(f"{subs}/s{item}", data=b'{"spec":{"channel":"fast"}}', headers=merge)
@@ -269,7 +268,7 @@ async def _mixed(server: Server, rate: float, seconds: float) -> dict[str, Any]:
             async with request as response:
                 await response.read()
                 if response.status >= 300:
-                    errors += 1
+                    errors[f"{op} {response.status}"] = errors.get(f"{op} {response.status}", 0) + 1
             latencies[op].append(time.perf_counter() - start)
 
         tasks = []

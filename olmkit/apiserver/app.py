@@ -605,7 +605,9 @@ class ApiServer:
             try:
                 return decode(raw)
             except ProtobufError as exc:
-                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {exc}")
+                raise ApiError(
+                    415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {exc}"
+                ) from None
         if "protobuf" in ctype or "cbor" in ctype:
             raise ApiError(
                 415,
