@@ -301,6 +301,8 @@ def part_mixed(tmp: Path, rate: float, seconds: float) -> dict[str, Any]:
         return asyncio.run(_mixed(server, rate, seconds))
     finally:
         server.stop()
+        if os.environ.get("KEEP_LOG"):
+            shutil.copy(directory / "serve.log", os.environ["KEEP_LOG"])
 
 
 async def _touch_all(server: Server) -> None:

@@ -145,6 +145,9 @@ class ApiServer:
         self.registry = registry
         self.options = options or ServerOptions()
         self.executor = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="olmkit-api")
+        # one writer thread: writes queue here instead of in SQLite's busy handler, whose sleeps
+        # (up to 100 ms each) made the slowest writes slow when several threads wrote at once
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="olmkit-api-write")
         self.hub: WatchHub | None = None
         self._catalog: Catalog | None = None
         self._catalog_dirty = True
@@ -168,6 +171,7 @@ class ApiServer:
         if self.hub is not None:
             self.hub.stop()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.writer.shutdown(wait=True, cancel_futures=True)
 
     def _on_change(self, api_version: str, kind: str) -> None:
         if kind == CRD_KIND:
@@ -177,6 +181,11 @@ class ApiServer:
         """Run a blocking call (a store call) in the thread pool."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+
+    async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store write in the writer thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.writer, lambda: fn(*args, **kwargs))
 
     async def catalog(self, refresh: bool = False) -> Catalog:
         if self._catalog is None or self._catalog_dirty or refresh:
@@ -698,9 +707,9 @@ class ApiServer:
         if self._dry_run(request):
             return _json(self._view(prepared, r), 201)
         try:
-            created = await self.run(self.store.create, prepared)
+            created = await self.write(self.store.create, prepared)
             if (r.group, r.kind) == ("", "Namespace"):  # as the API server's namespace strategy does
-                created = await self.run(self.store.update_status, {**created, "status": {"phase": "Active"}})
+                created = await self.write(self.store.update_status, {**created, "status": {"phase": "Active"}})
         except StoreError as exc:
             raise from_store_error(exc, r, name) from None
         return _json(self._written(target, created), 201)
@@ -722,7 +731,7 @@ class ApiServer:
             return _json(self._view(prepared, r))
         write = self.store.update_status if target.subresource == "status" else self.store.update
         try:
-            updated = await self.run(write, prepared)
+            updated = await self.write(write, prepared)
         except StoreError as exc:
             raise from_store_error(exc, r, target.name) from None
         return _json(self._written(target, updated))
@@ -781,7 +790,7 @@ class ApiServer:
                 return _json(self._view(prepared, r))
             write = self.store.update_status if target.subresource == "status" else self.store.update
             try:
-                updated = await self.run(write, prepared)
+                updated = await self.write(write, prepared)
             except Conflict as exc:
                 if precondition:
                     raise from_store_error(exc, r, target.name) from None
@@ -820,11 +829,11 @@ class ApiServer:
                 return _json(self._view(prepared, r), 200 if old else 201)
             try:
                 if old is None:
-                    written = await self.run(self.store.create, prepared)
+                    written = await self.write(self.store.create, prepared)
                 elif target.subresource == "status":
-                    written = await self.run(self.store.update_status, prepared)
+                    written = await self.write(self.store.update_status, prepared)
                 else:
-                    written = await self.run(self.store.update, prepared)
+                    written = await self.write(self.store.update, prepared)
             except Conflict:
                 continue
             except StoreError as exc:
@@ -873,7 +882,7 @@ class ApiServer:
             if self._dry_run(request) or "All" in (options.get("dryRun") or []):
                 obj = await self.run(self.store.get, r.api_version, r.kind, target.name, target.namespace)
             else:
-                obj = await self.run(
+                obj = await self.write(
                     self.store.delete,
                     r.api_version,
                     r.kind,
@@ -900,7 +909,7 @@ class ApiServer:
             meta = obj["metadata"]
             try:
                 if not self._dry_run(request):
-                    obj = await self.run(
+                    obj = await self.write(
                         self.store.delete,
                         r.api_version,
                         r.kind,

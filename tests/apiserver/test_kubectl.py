@@ -57,6 +57,13 @@ def _manifests(tmp: Path) -> Path:
     return path
 
 
+def _until_exists(server: ServeProcess, ref: str, namespace: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while server.kubectl("get", ref, "-n", namespace, check=False).returncode != 0:
+        assert time.monotonic() < deadline, f"{ref} never appeared"
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, Path]]:
     """``olmkit serve`` with the controllers, the demo manifests applied once."""
@@ -75,6 +82,7 @@ def installed(served: tuple[ServeProcess, Path]) -> ServeProcess:
     first = server.kubectl("apply", "-f", str(manifests))
     second = server.kubectl("apply", "-f", str(manifests))
     server.notes.update(first=first.stdout, second=second.stdout)
+    _until_exists(server, "csv/postgres-operator.v2.1.0", "demo")
     server.kubectl(
         "wait", "--for=jsonpath={.status.phase}=Succeeded", "csv/postgres-operator.v2.1.0", "-n", "demo",
         "--timeout=90s",
@@ -191,6 +199,7 @@ def test_manual_installplan_is_approved_with_kubectl_patch(installed: ServeProce
     patched = installed.kubectl(
         "patch", "ip", name, "-n", "manual", "--type", "merge", "-p", '{"spec":{"approved":true}}'
     )
+    _until_exists(installed, "csv/cert-manager-lite.v1.0.0", "manual")  # kubectl wait fails at once on NotFound
     installed.kubectl(
         "wait", "--for=jsonpath={.status.phase}=Succeeded", "csv/cert-manager-lite.v1.0.0", "-n", "manual",
         "--timeout=60s", timeout=90,
