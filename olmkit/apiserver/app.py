@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import copy
 import hmac
 import logging
@@ -882,6 +883,9 @@ class ApiServer:
             if self._dry_run(request) or "All" in (options.get("dryRun") or []):
                 obj = await self.run(self.store.get, r.api_version, r.kind, target.name, target.namespace)
             else:
+                if (r.group, r.kind) == ("", "Namespace"):
+                    await self.run(self.store.get, r.api_version, r.kind, target.name)  # NotFound first
+                    await self._empty_namespace(target.name)
                 obj = await self.write(
                     self.store.delete,
                     r.api_version,
@@ -895,6 +899,24 @@ class ApiServer:
         except StoreError as exc:
             raise from_store_error(exc, r, target.name) from None
         return _json(self._written(target, obj))
+
+    async def _empty_namespace(self, namespace: str) -> None:
+        """Delete everything in a namespace before the namespace itself, as the namespace controller does.
+
+        Objects with finalizers are only marked for deletion; their controllers finish them.
+        """
+        catalog = await self.catalog()
+        seen: set[tuple[str, str]] = set()
+        for resource in catalog.by_kind.values():
+            if not resource.namespaced or (resource.group, resource.kind) in seen:
+                continue
+            seen.add((resource.group, resource.kind))
+            listed = await self.run(self.store.list, resource.api_version, resource.kind, namespace)
+            for obj in listed.items:
+                with contextlib.suppress(NotFound):
+                    await self.write(
+                        self.store.delete, resource.api_version, resource.kind, obj["metadata"]["name"], namespace
+                    )
 
     async def _delete_collection(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource

@@ -171,6 +171,24 @@ def test_leases_and_write_conflicts(api: Any) -> None:
     assert "b" == leases.read_namespaced_lease("leader", "ns").spec.holder_identity
 
 
+def test_deleting_a_namespace_deletes_what_is_in_it(api: Any, in_process: InProcessServer) -> None:
+    """A Namespace goes with its content (other namespaces keep theirs)."""
+    v1 = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    v1.create_namespace({"metadata": {"name": "gone"}})
+    v1.create_namespaced_config_map("gone", _cm("x"))
+    custom.create_namespaced_custom_object(*SUB[:2], "gone", SUB[2], {**_sub("s"), "metadata": {"name": "s"}})
+    v1.create_namespaced_config_map("ns", _cm("kept"))
+
+    v1.delete_namespace("gone")
+
+    assert [] == v1.list_namespaced_config_map("gone").items
+    assert [] == custom.list_namespaced_custom_object(*SUB[:2], "gone", SUB[2])["items"]
+    assert ["kept"] == [i.metadata.name for i in v1.list_namespaced_config_map("ns").items]
+    with pytest.raises(client.ApiException):
+        v1.read_namespace("gone")
+
+
 def test_not_found_and_already_exists(api: Any) -> None:
     """Errors come back as Status objects the client turns into ApiException with the right status."""
     v1 = client.CoreV1Api(api)
