@@ -497,12 +497,19 @@ class ApiServer:
 
     # -- watching ---------------------------------------------------------------------
 
-    def _encoded(self, request: web.Request, target: Target, delivered: Delivered, shape: tuple[str, ...]) -> bytes:
+    def _encoded(
+        self, request: web.Request, target: Target, item: tuple[Delivered, str], shape: tuple[str, ...]
+    ) -> bytes:
         """An event's line, encoded once for every watcher that asks for the same shape."""
-        data = delivered.encoded.get(shape)
+        delivered, etype = item
+        key = (*shape, etype)
+        data = delivered.encoded.get(key)
         if data is None:
-            event = delivered.event
-            data = delivered.encoded[shape] = self._event_bytes(request, target, event.type, event.object)
+            obj = delivered.event.object
+            if etype == "DELETED" and delivered.event.type == "MODIFIED":
+                # it stopped matching the label selector: as the API server, send it as it matched
+                obj = {**obj, "metadata": {**obj["metadata"], "labels": delivered.old_labels}}
+            data = delivered.encoded[key] = self._event_bytes(request, target, etype, obj)
         return data
 
     def _event_bytes(self, request: web.Request, target: Target, etype: str, obj: dict[str, Any]) -> bytes:
@@ -533,7 +540,11 @@ class ApiServer:
                 raise ApiError.bad_request(f'invalid resource version "{rv}"') from None
         response = web.StreamResponse(status=200, headers={"Content-Type": _JSON})
         try:
-            sub = await self.hub.subscribe(r.api_version, r.kind, start, matches)
+            labels = None
+            if request.query.get("labelSelector"):
+                selector = parse_selector(request.query["labelSelector"])
+                labels = selector.matches
+            sub = await self.hub.subscribe(r.api_version, r.kind, start, matches, labels)
         except Expired as exc:
             await response.prepare(request)
             error = from_store_error(exc, r).status()

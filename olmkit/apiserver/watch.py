@@ -26,26 +26,39 @@ from olmkit.store import Expired, Store, StoreError, WatchEvent, group_of
 __all__ = ["Delivered", "Subscriber", "WatchHub"]
 
 Matcher = Callable[[dict[str, Any]], bool]
+LabelMatcher = Callable[[Any], bool]
+UNKNOWN: Any = object()
+
+
+def _labels(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("labels")
+
+
+def _relabelled(obj: dict[str, Any], labels: Any) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "labels": labels}}
 
 
 class Delivered:
     """An event as handed to subscribers, with its encodings shared by every subscriber that sends it."""
 
-    __slots__ = ("encoded", "event", "rv")
+    __slots__ = ("encoded", "event", "old_labels", "rv")
 
-    def __init__(self, rv: int, event: WatchEvent) -> None:
+    def __init__(self, rv: int, event: WatchEvent, old_labels: Any = UNKNOWN) -> None:
         self.rv = rv
         self.event = event
+        #: the object's labels before this change (``None``: it did not exist; UNKNOWN: not known)
+        self.old_labels = old_labels
         self.encoded: dict[tuple[str, ...], bytes] = {}
 
 
 class Subscriber:
     """One client's watch: a queue of ``("event", Delivered)`` and ``("error", Expired)`` items."""
 
-    def __init__(self, start: int, matches: Matcher, limit: int) -> None:
+    def __init__(self, start: int, matches: Matcher, limit: int, labels: LabelMatcher | None = None) -> None:
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.start = start
         self.matches = matches
+        self.labels = labels
         self.limit = limit
         self.progress = start
         self.closed = False
@@ -54,13 +67,28 @@ class Subscriber:
         if self.closed or rv <= self.start:
             return
         event = delivered.event
-        if self.matches(event.object):
+        etype: str | None = event.type if self.matches(event.object) else None
+        if self.labels is not None and event.type == "MODIFIED" and delivered.old_labels is not UNKNOWN:
+            # a label selector: an object that starts matching is ADDED, one that stops is DELETED
+            was = delivered.old_labels is not None and self.labels(delivered.old_labels)
+            now = self.labels(_labels(event.object))
+            if now and not was and etype is not None:
+                etype = "ADDED"
+            elif (
+                was
+                and not now
+                and self.matches(
+                    {**event.object, "metadata": {**event.object["metadata"], "labels": delivered.old_labels}}
+                )
+            ):
+                etype = "DELETED"
+        if etype is not None:
             if self.queue.qsize() >= self.limit:
                 self.fail(
                     Expired(kind=str(event.object.get("kind")), resource_version=str(self.progress), oldest=str(rv))
                 )
                 return
-            self.queue.put_nowait(("event", delivered))
+            self.queue.put_nowait(("event", (delivered, etype)))
         self.progress = max(self.progress, rv)
 
     def advance(self, rv: int) -> None:
@@ -83,6 +111,8 @@ class _Kind:
         self.progress = floor  # every event up to it has been delivered
         self.buffer: collections.deque[tuple[int, Delivered]] = collections.deque()
         self.subscribers: set[Subscriber] = set()
+        #: every object's labels, by (namespace, name): what a change's labels were before it
+        self.labels: dict[tuple[str, str], Any] | None = None
 
 
 class WatchHub:
@@ -159,6 +189,14 @@ class WatchHub:
             if rv <= state.progress:
                 continue
             delivered = Delivered(rv, event)
+            if state.labels is not None:
+                meta = event.object.get("metadata") or {}
+                key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+                delivered.old_labels = state.labels.get(key)
+                if event.type == "DELETED":
+                    state.labels.pop(key, None)
+                else:
+                    state.labels[key] = meta.get("labels")
             state.buffer.append((rv, delivered))
             while len(state.buffer) > self.buffer_size:
                 state.floor = state.buffer.popleft()[0]
@@ -177,6 +215,7 @@ class WatchHub:
             sub.fail(error)
         state.subscribers.clear()
         state.buffer.clear()
+        state.labels = None  # not known any more: label transitions are not reported
         latest = int(self.store.latest_resource_version() or 0)
         state.rv = state.floor = state.progress = latest
 
@@ -185,19 +224,28 @@ class WatchHub:
         key = (group_of(api_version), kind)
         if key in self._kinds:
             return
-        latest = await self.loop.run_in_executor(self.executor, self.store.latest_resource_version)
+        listed = await self.loop.run_in_executor(self.executor, self.store.list, api_version, kind)
         if key not in self._kinds:
-            floor = int(latest or 0)
+            state = _Kind(api_version, kind, int(listed.resource_version))
+            state.labels = {
+                (str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): o["metadata"].get("labels")
+                for o in listed.items
+            }
             with self._lock:
-                self._kinds[key] = _Kind(api_version, kind, floor)
+                self._kinds[key] = state
 
     def _history(self, api_version: str, kind: str, after: int, until: int) -> list[tuple[int, Delivered]]:
         with self.store.watch(api_version, kind, resource_version=str(after), timeout=0) as watch:
             found = [(int(e.resource_version), e) for e in watch]
         return [(rv, Delivered(rv, e)) for rv, e in found if rv <= until]
 
-    async def subscribe(self, api_version: str, kind: str, after: int, matches: Matcher) -> Subscriber:
+    async def subscribe(
+        self, api_version: str, kind: str, after: int, matches: Matcher, labels: LabelMatcher | None = None
+    ) -> Subscriber:
         """A subscriber that receives every matching event after resourceVersion ``after``.
+
+        With ``labels`` (the label selector of ``matches``), a change that makes an object match
+        arrives as ADDED and one that makes it stop matching as DELETED, as the API server does.
 
         Raises:
             Expired: ``after`` is older than the store's history.
@@ -212,7 +260,7 @@ class WatchHub:
                 self.executor, self._history, state.api_version, kind, position, target
             )
             position = target
-        sub = Subscriber(after, matches, self.queue_limit)
+        sub = Subscriber(after, matches, self.queue_limit, labels)
         for rv, event in backlog:
             sub.offer(rv, event)
         for rv, event in state.buffer:

@@ -108,6 +108,35 @@ def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessSer
     assert [("ADDED", "w", "w"), ("MODIFIED", "w", "changed"), ("DELETED", "w", "changed")] == events
 
 
+def test_watch_with_a_label_selector_sees_objects_enter_and_leave(api: Any) -> None:
+    """A relabel that makes an object match is ADDED, one that makes it stop matching is DELETED."""
+    v1 = client.CoreV1Api(api)
+    v1.create_namespaced_config_map("ns", _cm("other"))  # the kind is followed before the watch starts
+    start = v1.list_namespaced_config_map("ns").metadata.resource_version
+    events: list[tuple[str, str]] = []
+
+    def consume() -> None:
+        stream = watch.Watch().stream(
+            v1.list_namespaced_config_map, "ns", label_selector="app=web", resource_version=start, timeout_seconds=5
+        )
+        for event in stream:
+            events.append((event["type"], event["object"].metadata.labels.get("app")))
+            if len(events) == 4:
+                break
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    time.sleep(0.3)
+    v1.create_namespaced_config_map("ns", _cm("l", app="web"))
+    v1.patch_namespaced_config_map("l", "ns", {"metadata": {"labels": {"app": "db"}}})
+    v1.patch_namespaced_config_map("l", "ns", {"data": {"k": "unseen"}})
+    v1.patch_namespaced_config_map("l", "ns", {"metadata": {"labels": {"app": "web"}}})
+    v1.patch_namespaced_config_map("l", "ns", {"data": {"k": "seen"}})
+    reader.join(10)
+
+    assert [("ADDED", "web"), ("DELETED", "web"), ("ADDED", "web"), ("MODIFIED", "web")] == events
+
+
 def test_watch_from_a_compacted_resource_version_is_410_gone(api: Any) -> None:
     """A resourceVersion older than the kept history: the watch fails with 410, as client libraries expect."""
     v1 = client.CoreV1Api(api)
