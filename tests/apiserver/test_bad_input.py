@@ -9,6 +9,8 @@ import time
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.apiserver.conftest import InProcessServer
 
@@ -268,3 +270,43 @@ def test_discovery_answers(in_process: InProcessServer, path: str) -> None:
     status, _ = in_process.http.json("GET", path)
 
     assert 200 == status
+
+
+_KEYS = st.sampled_from(
+    ["apiVersion", "kind", "metadata", "name", "namespace", "labels", "annotations", "spec", "status", "data",
+     "op", "path", "value", "from", "generateName", "resourceVersion", "finalizers", "ownerReferences", "$patch",
+     "$retainKeys", "containers", "uid", "managedFields"]
+)  # fmt: skip
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["v1", "ConfigMap", "Subscription", "operators.coreos.com/v1alpha1", "a", "", "/data/k", "add"])
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(_KEYS | st.text(max_size=4), children, max_size=5)
+    ),
+    max_leaves=15,
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    method=st.sampled_from(["POST", "PUT", "PATCH", "DELETE"]),
+    path=st.sampled_from(_PATHS[:9]),
+    content_type=st.sampled_from(_TYPES),
+    body=_JSON,
+)
+def test_generated_bodies_find_no_500(
+    in_process: InProcessServer, method: str, path: str, content_type: str, body: object
+) -> None:
+    """Hypothesis-generated JSON bodies on every write path and patch type: never a 5xx."""
+    in_process.http.json("POST", CMS, _cm())  # something to update, patch and delete (409 after the first)
+    response = in_process.http.request(method, path, orjson.dumps(body), content_type=content_type, timeout=10)
+
+    assert response.status < 500, (method, path, content_type, body, response.data[:300])
