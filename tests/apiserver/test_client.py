@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.apiserver.conftest import InProcessServer
@@ -230,3 +231,16 @@ def test_not_found_and_already_exists(api: Any) -> None:
 
     assert (404, 409) == (missing.value.status, exists.value.status)
     assert '"reason":"AlreadyExists"' in exists.value.body.replace(" ", "")
+
+
+def test_send_initial_events_ends_with_a_bookmark(in_process: InProcessServer) -> None:
+    """sendInitialEvents: the current objects as ADDED, then a BOOKMARK marking the end of them."""
+    for name in ("i1", "i2"):
+        in_process.http.json("POST", "/api/v1/namespaces/ns/configmaps", _cm(name))
+    query = "watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+    response = in_process.http.request("GET", f"/api/v1/namespaces/ns/configmaps?{query}&timeoutSeconds=1")
+    events = [orjson.loads(line) for line in response.data.splitlines()]
+
+    assert [("ADDED", "i1"), ("ADDED", "i2")] == [(e["type"], e["object"]["metadata"]["name"]) for e in events[:2]]
+    assert "BOOKMARK" == events[2]["type"]
+    assert {"k8s.io/initial-events-end": "true"} == events[2]["object"]["metadata"]["annotations"]
