@@ -31,6 +31,7 @@ from aiohttp import web
 
 from olmkit import __version__
 from olmkit.apiserver import openapi
+from olmkit.apiserver.apply import record_update, server_side_apply
 from olmkit.apiserver.resources import CRD_API_VERSION, CRD_KIND, Catalog, Resource
 from olmkit.apiserver.status import ApiError, from_store_error, status_object
 from olmkit.apiserver.table import json_path, partial_metadata, table
@@ -95,6 +96,15 @@ def _wants(request: web.Request, what: str) -> bool:
 
 def _query_bool(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
+
+
+def _manager(request: web.Request) -> str:
+    """The field manager of a write: ``fieldManager``, else the client's name from its User-Agent."""
+    given = request.query.get("fieldManager")
+    if given:
+        return given
+    agent = request.headers.get("User-Agent", "").split("/", 1)[0].strip()
+    return agent or "unknown"
 
 
 def _field_selector(text: str) -> list[tuple[str, bool, str]]:
@@ -716,6 +726,7 @@ class ApiServer:
         if not name:
             raise ApiError.invalid(r, "", [("metadata.name", "Required value: name or generateName is required")])
         prepared = await self.run(self._admit, obj, target)
+        record_update(None, prepared, _manager(request), resource=r)
         if self._dry_run(request):
             return _json(self._view(prepared, r), 201)
         try:
@@ -739,6 +750,7 @@ class ApiServer:
             if obj["status"] is None:
                 del obj["status"]
         prepared = await self.run(self._admit, obj, target)
+        record_update(old, prepared, _manager(request), resource=r, status=target.subresource == "status")
         if self._dry_run(request):
             return _json(self._view(prepared, r))
         write = self.store.update_status if target.subresource == "status" else self.store.update
@@ -798,6 +810,7 @@ class ApiServer:
                 if "status" in old:
                     new["status"] = old["status"]
             prepared = await self.run(self._admit, new, target)
+            record_update(old, prepared, _manager(request), resource=r, status=target.subresource == "status")
             if self._dry_run(request):
                 return _json(self._view(prepared, r))
             write = self.store.update_status if target.subresource == "status" else self.store.update
@@ -817,8 +830,6 @@ class ApiServer:
         )
 
     async def _apply(self, request: web.Request, target: Target, config: Any) -> web.StreamResponse:
-        from olmkit.apiserver.apply import server_side_apply
-
         r = target.resource
         assert target.name is not None
         manager = request.query.get("fieldManager", "")

@@ -23,7 +23,7 @@ from olmkit.apiserver.status import ApiError
 if TYPE_CHECKING:
     from olmkit.apiserver.resources import Resource
 
-__all__ = ["field_paths", "fields_v1", "server_side_apply"]
+__all__ = ["field_paths", "fields_v1", "record_update", "server_side_apply"]
 
 Path = tuple[str, ...]
 _IGNORED: Final = frozenset(
@@ -122,6 +122,56 @@ def _covers(owned: set[Path], path: Path) -> Path | None:
     return None
 
 
+def _now() -> str:
+    return datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def record_update(
+    old: Mapping[str, Any] | None, new: dict[str, Any], manager: str, *, resource: Resource, status: bool = False
+) -> None:
+    """Record in ``new``'s managedFields that ``manager`` set the fields an update changed.
+
+    The fields ``new`` has with another value than in ``old`` (all of them on create) move to
+    the manager's ``Update`` entry, so that a later server-side apply of them by another manager
+    is a conflict, as on a cluster.
+    """
+    entries = [dict(e) for e in (old or {}).get("metadata", {}).get("managedFields") or [] if isinstance(e, Mapping)]
+    scope = "status" if status else ""
+    changed = {
+        path
+        for path in field_paths(new)
+        if (path[0] == "status") == status and (old is None or _get(old, path) != _get(new, path))
+    }
+    if not changed:
+        if entries or "managedFields" in new.get("metadata", {}):
+            new["metadata"]["managedFields"] = entries
+        return
+    mine = next(
+        (e for e in entries if e.get("manager") == manager and e.get("operation") == "Update"
+         and e.get("subresource", "") == scope),
+        None,
+    )  # fmt: skip
+    kept = []
+    for entry in entries:
+        if entry is mine:
+            continue
+        remaining = _owned(entry) - changed
+        if remaining:
+            entry["fieldsV1"] = fields_v1(remaining)
+            kept.append(entry)
+    owned = (_owned(mine) if mine is not None else set()) | changed
+    entry = {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": resource.api_version,
+        "time": _now(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields_v1({p for p in owned if _get(new, p) is not _MISSING}),
+        **({"subresource": "status"} if status else {}),
+    }
+    new["metadata"]["managedFields"] = [*kept, entry]
+
+
 def server_side_apply(
     old: Mapping[str, Any] | None,
     config: Mapping[str, Any],
@@ -196,7 +246,7 @@ def server_side_apply(
             "manager": manager,
             "operation": "Apply",
             "apiVersion": resource.api_version,
-            "time": datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "time": _now(),
             "fieldsType": "FieldsV1",
             "fieldsV1": fields_v1(applied),
             **({"subresource": "status"} if status else {}),

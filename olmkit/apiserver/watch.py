@@ -38,6 +38,22 @@ def _relabelled(obj: dict[str, Any], labels: Any) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "labels": labels}}
 
 
+def _known_old_labels(backlog: list[tuple[int, Delivered]]) -> None:
+    """Set each history event's previous labels where the history itself shows them."""
+    seen: dict[tuple[str, str], Any] = {}
+    for _, delivered in backlog:
+        meta = delivered.event.object.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        if delivered.event.type == "ADDED":
+            delivered.old_labels = None
+        elif key in seen:
+            delivered.old_labels = seen[key]
+        if delivered.event.type == "DELETED":
+            seen.pop(key, None)
+        else:
+            seen[key] = meta.get("labels")
+
+
 class Delivered:
     """An event as handed to subscribers, with its encodings shared by every subscriber that sends it."""
 
@@ -260,6 +276,7 @@ class WatchHub:
                 self.executor, self._history, state.api_version, kind, position, target
             )
             position = target
+        _known_old_labels(backlog)
         sub = Subscriber(after, matches, self.queue_limit, labels)
         for rv, event in backlog:
             sub.offer(rv, event)

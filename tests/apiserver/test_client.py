@@ -91,7 +91,7 @@ def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessSer
 
     def consume() -> None:
         for event in watch.Watch().stream(
-            v1.list_namespaced_config_map, "ns", resource_version=start, timeout_seconds=5
+            v1.list_namespaced_config_map, "ns", resource_version=start, timeout_seconds=30
         ):
             obj = event["object"]
             events.append((event["type"], obj.metadata.name, obj.data.get("k") if obj.data else ""))
@@ -104,7 +104,7 @@ def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessSer
     v1.create_namespaced_config_map("ns", _cm("w"))
     v1.patch_namespaced_config_map("w", "ns", {"data": {"k": "changed"}})
     v1.delete_namespaced_config_map("w", "ns")
-    reader.join(10)
+    reader.join(40)
 
     assert [("ADDED", "w", "w"), ("MODIFIED", "w", "changed"), ("DELETED", "w", "changed")] == events
 
@@ -112,13 +112,13 @@ def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessSer
 def test_watch_with_a_label_selector_sees_objects_enter_and_leave(api: Any) -> None:
     """A relabel that makes an object match is ADDED, one that makes it stop matching is DELETED."""
     v1 = client.CoreV1Api(api)
-    v1.create_namespaced_config_map("ns", _cm("other"))  # the kind is followed before the watch starts
+    v1.create_namespaced_config_map("ns", _cm("other"))
     start = v1.list_namespaced_config_map("ns").metadata.resource_version
     events: list[tuple[str, str]] = []
 
     def consume() -> None:
         stream = watch.Watch().stream(
-            v1.list_namespaced_config_map, "ns", label_selector="app=web", resource_version=start, timeout_seconds=5
+            v1.list_namespaced_config_map, "ns", label_selector="app=web", resource_version=start, timeout_seconds=30
         )
         for event in stream:
             events.append((event["type"], event["object"].metadata.labels.get("app")))
@@ -133,7 +133,7 @@ def test_watch_with_a_label_selector_sees_objects_enter_and_leave(api: Any) -> N
     v1.patch_namespaced_config_map("l", "ns", {"data": {"k": "unseen"}})
     v1.patch_namespaced_config_map("l", "ns", {"metadata": {"labels": {"app": "web"}}})
     v1.patch_namespaced_config_map("l", "ns", {"data": {"k": "seen"}})
-    reader.join(10)
+    reader.join(40)
 
     assert [("ADDED", "web"), ("DELETED", "web"), ("ADDED", "web"), ("MODIFIED", "web")] == events
 
@@ -244,3 +244,22 @@ def test_send_initial_events_ends_with_a_bookmark(in_process: InProcessServer) -
     assert [("ADDED", "i1"), ("ADDED", "i2")] == [(e["type"], e["object"]["metadata"]["name"]) for e in events[:2]]
     assert "BOOKMARK" == events[2]["type"]
     assert {"k8s.io/initial-events-end": "true"} == events[2]["object"]["metadata"]["annotations"]
+
+
+def test_label_transitions_in_history_replayed_to_a_late_watch(in_process: InProcessServer) -> None:
+    """A watch that starts after the changes (read from the store's history) reports the same transitions."""
+    base = "/api/v1/namespaces/ns/configmaps"
+    merge = "application/merge-patch+json"
+    in_process.http.json("POST", base, _cm("seed"))  # resourceVersion 0 would mean "from now, with initial events"
+    _, listed = in_process.http.json("GET", base)
+    in_process.http.json("POST", base, _cm("h", app="web"))
+    in_process.http.json("PATCH", f"{base}/h", {"metadata": {"labels": {"app": "db"}}}, content_type=merge)
+    in_process.http.json("PATCH", f"{base}/h", {"metadata": {"labels": {"app": "web"}}}, content_type=merge)
+    start = listed["metadata"]["resourceVersion"]
+
+    response = in_process.http.request(
+        "GET", f"{base}?watch=true&labelSelector=app%3Dweb&resourceVersion={start}&timeoutSeconds=1"
+    )
+    events = [orjson.loads(line) for line in response.data.splitlines()]
+
+    assert ["ADDED", "DELETED", "ADDED"] == [e["type"] for e in events]

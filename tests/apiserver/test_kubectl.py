@@ -307,6 +307,22 @@ def test_server_side_apply_creates_updates_and_reports_conflicts(installed: Serv
     assert "3" == value
 
 
+def test_server_side_apply_conflicts_with_fields_other_writes_set(installed: ServeProcess) -> None:
+    """Fields set by a client-side apply belong to kubectl-client-side-apply: a server-side apply
+    that changes them conflicts with that manager, as on a cluster."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "csa", "namespace": "demo"}, "data": {"k": "1"}}
+    installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(cm))
+    cm["data"]["k"] = "2"
+    conflict = installed.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(cm), check=False)
+    managers = installed.kubectl(
+        "get", "cm", "csa", "-n", "demo", "-o", "jsonpath={.metadata.managedFields[*].manager}"
+    ).stdout
+
+    assert 1 == conflict.returncode
+    assert 'conflict with "kubectl-client-side-apply"' in conflict.stderr
+    assert "kubectl-client-side-apply" == managers
+
+
 def test_a_stored_crd_is_served_at_once(installed: ServeProcess) -> None:
     """kubectl apply of a CRD makes its kind usable right away, with its printer columns."""
     crd = {

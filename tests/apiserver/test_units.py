@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from olmkit.apiserver.apply import fields_v1, server_side_apply
+from olmkit.apiserver.apply import fields_v1, record_update, server_side_apply
 from olmkit.apiserver.protobuf import ProtobufError, decode
 from olmkit.apiserver.resources import Catalog
 from olmkit.apiserver.status import ApiError
@@ -105,6 +105,19 @@ def test_server_side_apply_ownership() -> None:
     forced = server_side_apply(second, {**config, "data": {"x": "9"}}, "m2", force=True, resource=cm)
     assert ["m2"] == [e["manager"] for e in forced["metadata"]["managedFields"]]
     assert {"f:a": {"f:b": {}}} == fields_v1({("a", "b")})
+
+
+def test_updates_record_their_fields() -> None:
+    """An update moves the fields it changed to its manager; unchanged fields keep their owner."""
+    cm = Catalog.build([]).lookup("", "v1", "configmaps")
+    assert cm is not None
+    created = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "1", "y": "2"}}
+    record_update(None, created, "creator", resource=cm)
+    changed = {**created, "metadata": dict(created["metadata"]), "data": {"x": "1", "y": "3"}}
+    record_update(created, changed, "editor", resource=cm)
+
+    owners = {e["manager"]: e["fieldsV1"] for e in changed["metadata"]["managedFields"]}
+    assert {"creator": {"f:data": {"f:x": {}}}, "editor": {"f:data": {"f:y": {}}}} == owners
 
 
 def test_parse_address() -> None:
