@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
 
 from olmkit.apiserver.resources import Column, Resource
+from olmkit.timestamps import age
 
-__all__ = ["human_duration", "json_path", "partial_metadata", "table"]
+__all__ = ["json_path", "partial_metadata", "table"]
 
 _NAME_COLUMN: Final = {
     "name": "Name",
@@ -53,41 +53,11 @@ def json_path(obj: Any, path: str) -> Any:
     return node
 
 
-def human_duration(seconds: float) -> str:
-    """Kubernetes' short age (``45s``, ``12m``, ``3h5m``, ``4d``, ``2y``)."""
-    s = int(max(seconds, 0))
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if days < 8:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    return f"{days // 365}y"
-
-
-def _cell(value: Any, column: Column, now: float) -> Any:
+def _cell(value: Any, column: Column, now: datetime) -> Any:
     if value is None:
         return None
     if column.type == "date" and isinstance(value, str):
-        try:
-            stamp = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return value
-        return human_duration(now - stamp)
+        return age(value, now)
     if isinstance(value, (list, dict)):
         return orjson.dumps(value).decode()
     return value
@@ -108,7 +78,7 @@ def table(
     headers: bool = True,
 ) -> dict[str, Any]:
     """A ``Table`` of ``objects`` with the resource's columns."""
-    now = time.time()
+    now = datetime.now(UTC)
     columns = resource.columns
     rows = []
     for obj in objects:

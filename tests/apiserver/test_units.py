@@ -8,7 +8,7 @@ from olmkit.apiserver.apply import fields_v1, record_update, server_side_apply
 from olmkit.apiserver.protobuf import ProtobufError, decode
 from olmkit.apiserver.resources import Catalog
 from olmkit.apiserver.status import ApiError
-from olmkit.apiserver.table import human_duration, json_path, table
+from olmkit.apiserver.table import json_path, table
 from olmkit.cli.serve import parse_address
 from olmkit.errors import UsageError
 
@@ -21,14 +21,6 @@ def test_json_path() -> None:
     assert 0 == json_path(obj, "{.spec.x.y}")
     assert json_path(obj, ".spec.names[5]") is None
     assert json_path(obj, ".status.phase") is None
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"), [(5, "5s"), (119, "119s"), (150, "2m30s"), (3600, "60m"), (7 * 3600, "7h"), (3 * 86400, "3d")]
-)
-def test_human_duration(seconds: float, text: str) -> None:
-    """Ages read as kubectl prints them."""
-    assert text == human_duration(seconds)
 
 
 def test_table_uses_the_resource_columns() -> None:
