@@ -745,20 +745,30 @@ class ApiServer:
             old = await self.run(self.store.get, r.api_version, r.kind, target.name, target.namespace)
         except StoreError as exc:
             raise from_store_error(exc, r, target.name) from None
-        if target.subresource != "status":
-            obj["status"] = old.get("status")  # the main resource never changes the status
-            if obj["status"] is None:
-                del obj["status"]
-        prepared = await self.run(self._admit, obj, target)
-        record_update(old, prepared, _manager(request), resource=r, status=target.subresource == "status")
-        if self._dry_run(request):
-            return _json(self._view(prepared, r))
-        write = self.store.update_status if target.subresource == "status" else self.store.update
         try:
-            updated = await self.write(write, prepared)
+            return await self._write_over(request, target, old, obj)
         except StoreError as exc:
             raise from_store_error(exc, r, target.name) from None
-        return _json(self._written(target, updated))
+
+    async def _write_over(
+        self, request: web.Request, target: Target, old: dict[str, Any], new: dict[str, Any]
+    ) -> web.Response:
+        """Replace ``old`` by ``new``: admitted, fields recorded, written (only the status, or all but it).
+
+        Raises:
+            StoreError: the write failed (``Conflict`` when ``old`` is stale).
+        """
+        status = target.subresource == "status"
+        if not status:  # the main resource never changes the status
+            new.pop("status", None)
+            if "status" in old:
+                new["status"] = old["status"]
+        prepared = await self.run(self._admit, new, target)
+        record_update(old, prepared, _manager(request), resource=target.resource, status=status)
+        if self._dry_run(request):
+            return _json(self._view(prepared, target.resource))
+        write = self.store.update_status if status else self.store.update
+        return _json(self._written(target, await self.write(write, prepared)))
 
     def _patched(self, old: dict[str, Any], patch: Any, ctype: str, target: Target) -> dict[str, Any]:
         ref = {"kind": target.resource.kind, "namespace": target.namespace, "name": target.name or ""}
@@ -805,24 +815,14 @@ class ApiServer:
                 ) from None
             new = self._object_body(new, target)
             new["metadata"]["resourceVersion"] = precondition or old["metadata"]["resourceVersion"]
-            if target.subresource != "status":
-                new.pop("status", None)
-                if "status" in old:
-                    new["status"] = old["status"]
-            prepared = await self.run(self._admit, new, target)
-            record_update(old, prepared, _manager(request), resource=r, status=target.subresource == "status")
-            if self._dry_run(request):
-                return _json(self._view(prepared, r))
-            write = self.store.update_status if target.subresource == "status" else self.store.update
             try:
-                updated = await self.write(write, prepared)
+                return await self._write_over(request, target, old, new)
             except Conflict as exc:
                 if precondition:
                     raise from_store_error(exc, r, target.name) from None
                 continue  # written in between: patch the new state
             except StoreError as exc:
                 raise from_store_error(exc, r, target.name) from None
-            return _json(self._written(target, updated))
         raise ApiError(
             409,
             "Conflict",

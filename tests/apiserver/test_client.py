@@ -86,6 +86,7 @@ def test_custom_objects_and_the_status_subresource(api: Any) -> None:
 def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessServer) -> None:
     """A watch from a list's resourceVersion sees each later change once, in order."""
     v1 = client.CoreV1Api(api)
+    v1.create_namespaced_config_map("ns", _cm("seed"))  # resourceVersion 0 would mean "with initial events"
     start = v1.list_namespaced_config_map("ns").metadata.resource_version
     events: list[tuple[str, str, str]] = []
 
