@@ -53,6 +53,10 @@ _MERGE: Final = "application/merge-patch+json"
 _JSON_PATCH: Final = "application/json-patch+json"
 _STRATEGIC: Final = "application/strategic-merge-patch+json"
 _APPLY: Final = "application/apply-patch+yaml"
+#: the aggregated discovery document's media type parameters (one request for every group)
+_AGGREGATED: Final = "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+_VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+_STATUS_VERBS: Final = ["get", "patch", "update"]
 
 
 @attrs.frozen
@@ -247,6 +251,9 @@ class ApiServer:
             return web.Response(text="ok")
         if parts[:1] == ["openapi"]:
             return await self._openapi(request, parts[1:])
+        if parts in (["api"], ["apis"]) and _AGGREGATED in request.headers.get("Accept", ""):
+            body = orjson.dumps(await self._aggregated(core=parts == ["api"]))
+            return web.Response(body=body, headers={"Content-Type": f"application/json;{_AGGREGATED}"})
         if parts == ["api"]:
             return _json(
                 {
@@ -368,7 +375,7 @@ class ApiServer:
                 "singularName": r.singular,
                 "namespaced": r.namespaced,
                 "kind": r.kind,
-                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                "verbs": _VERBS,
             }
             if r.short_names:
                 entry["shortNames"] = list(r.short_names)
@@ -382,11 +389,40 @@ class ApiServer:
                         "singularName": "",
                         "namespaced": r.namespaced,
                         "kind": r.kind,
-                        "verbs": ["get", "patch", "update"],
+                        "verbs": _STATUS_VERBS,
                     }
                 )
         group_version = f"{group}/{version}" if group else version
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": listed}
+
+    async def _aggregated(self, *, core: bool) -> dict[str, Any]:
+        """The aggregated discovery list (``apidiscovery.k8s.io/v2``): the core group, or every named one."""
+        catalog = await self.catalog()
+        groups = {"": ["v1"]} if core else catalog.groups()
+        items = []
+        for group, versions in groups.items():
+            entries = []
+            for version in versions:
+                resources = []
+                for r in sorted(catalog.by_gv.get((group, version), {}).values(), key=lambda r: r.plural):
+                    gvk = {"group": group, "version": version, "kind": r.kind}
+                    entry: dict[str, Any] = {
+                        "resource": r.plural,
+                        "responseKind": gvk,
+                        "scope": "Namespaced" if r.namespaced else "Cluster",
+                        "singularResource": r.singular,
+                        "verbs": _VERBS,
+                    }
+                    if r.short_names:
+                        entry["shortNames"] = list(r.short_names)
+                    if r.categories:
+                        entry["categories"] = list(r.categories)
+                    if r.status:
+                        entry["subresources"] = [{"subresource": "status", "responseKind": gvk, "verbs": _STATUS_VERBS}]
+                    resources.append(entry)
+                entries.append({"version": version, "resources": resources, "freshness": "Current"})
+            items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": entries})
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
 
     async def _openapi(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         catalog = await self.catalog()

@@ -376,6 +376,15 @@ def test_api_resources_and_explain(installed: ServeProcess) -> None:
     assert "sourceNamespace" in explained
 
 
+def test_discovery_is_aggregated(installed: ServeProcess, tmp_path: Path) -> None:
+    """kubectl reads every group's resources from the aggregated discovery documents: two requests."""
+    done = installed.kubectl("api-resources", "-v=6", "--cache-dir", str(tmp_path))
+    requests = [line.split("GET ", 1)[1].split("?")[0] for line in done.stderr.splitlines() if "GET https" in line]
+
+    assert [f"{installed.url}/api", f"{installed.url}/apis"] == requests
+    assert "subscriptions" in done.stdout
+
+
 def test_delete(installed: ServeProcess) -> None:
     """kubectl delete removes the object and waits until it is gone."""
     installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(_configmap("doomed")))
