@@ -96,6 +96,25 @@ def test_admission_refusals_are_422(in_process: InProcessServer) -> None:
     assert [] == in_process.store.list("operators.coreos.com/v1alpha1", "Subscription", "ns").items
 
 
+def test_the_api_and_olmkit_apply_refuse_with_the_same_words(in_process: InProcessServer) -> None:
+    """One code path: the API server's 422 carries exactly the problems olmkit apply reports."""
+    from olmkit.errors import InputError
+    from olmkit.lifecycle.apply import prepare_manifests
+    from olmkit.manager import get_plugin_manager
+
+    sub = {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"channel": "stable", "installPlanApproval": "Sometimes"},
+    }
+    with pytest.raises(InputError) as refused:
+        prepare_manifests(in_process.store, get_plugin_manager().registry, [("sub.yaml", sub)])
+    _, answer = in_process.http.json("POST", SUBS, sub)
+
+    assert f'Subscription.operators.coreos.com "s" is invalid: {refused.value.message}' == answer["message"]
+
+
 def test_body_over_3_mib_is_413(in_process: InProcessServer) -> None:
     """A request body over the API server's 3 MiB limit: 413 RequestEntityTooLarge."""
     big = _cm()
