@@ -18,6 +18,7 @@ import attrs
 
 from olmkit.apiserver.app import ApiServer, ServerOptions
 from olmkit.apiserver.certs import Credentials, ensure_credentials, write_kubeconfig
+from olmkit.errors import OlmkitError
 from olmkit.store import Store
 
 __all__ = ["ServeConfig", "serve"]
@@ -101,7 +102,10 @@ async def _serve(
     stopping = threading.Event()
     controllers: threading.Thread | None = None
     try:
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise OlmkitError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
         port = runner.addresses[0][1]
         url = f"https://{_url_host(config.host)}:{port}"
         api.address = f"{_url_host(config.host)}:{port}"

@@ -81,6 +81,24 @@ def test_credentials_are_made_once_and_a_stop_is_clean(tmp_path: Path) -> None:
     assert "" == listed.stdout
 
 
+def test_a_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
+    """A second server on a taken port says so and exits 2, without a traceback."""
+    first = start_serve(tmp_path / "one")
+    try:
+        port = first.url.rsplit(":", 1)[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "olmkit", "serve", "--store", str(tmp_path / "two" / "c.db"),
+             "--address", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        first.stop()
+
+    assert 2 == done.returncode
+    assert done.stderr.startswith(f"olmkit: error: cannot listen on 127.0.0.1:{port}: ")
+    assert "Traceback" not in done.stderr
+
+
 def test_bad_address_is_a_usage_error(tmp_path: Path) -> None:
     """--address that is not HOST:PORT: one line on stderr, exit 2."""
     done = subprocess.run(
