@@ -9,5 +9,5 @@
 
 The HTTP layer is aiohttp, imported only when a server is built.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """

@@ -6,7 +6,7 @@ calls are blocking and run in a thread pool; watches stream from a :class:`Watch
 Writes go through :func:`olmkit.lifecycle.apply.prepare_manifests`, the validation and
 admission ``olmkit apply`` runs, so the API server and the command line accept the same objects.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

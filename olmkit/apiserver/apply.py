@@ -7,7 +7,7 @@ with 409 Conflict when it would change a field another manager owns (``force=tru
 the field over instead). Lists are owned whole (atomic), a simplification of the API
 server's per-item ownership of keyed lists.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ store; later starts reuse them (the server certificate is made again when the ad
 must name changes). ``openssl`` is on every Linux and macOS machine and on CI images; the
 ``cryptography`` package would be a new compiled dependency that nothing else needs.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

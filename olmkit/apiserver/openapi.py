@@ -4,7 +4,7 @@ and a minimal v2 document (kubectl downloads it before validating, and reads pro
 Every resource's PATCH operation declares the ``fieldValidation`` query parameter, so kubectl
 leaves validation to the server (``?fieldValidation=Strict``) instead of validating client-side.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ envelope (type meta and the raw object). This decodes those kinds (the fields of
 ``ObjectMeta`` a client sets on create, plus each kind's own) into the JSON shape; any other
 kind is refused with 415, as a server that does not speak protobuf for it would.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

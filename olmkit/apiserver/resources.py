@@ -8,7 +8,7 @@ Kinds of the Kubernetes API groups are served as built-in resources (strategic m
 works on them); every other group is served as custom resources, as it would be on a cluster
 where a CRD defines it.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ They describe the fields olmkit reads; unknown fields are preserved (as a cluste
 pruning would keep them), so the schemas document rather than restrict. A stored CRD for the
 same kind replaces its schema.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run the API server: TLS with client certificates, the kubeconfig, the controllers beside it.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

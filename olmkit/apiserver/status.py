@@ -3,7 +3,7 @@
 kubectl prints a failure as ``Error from server (<reason>): <message>``, and client libraries
 branch on ``code`` and ``reason``; the messages follow the API server's wording.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

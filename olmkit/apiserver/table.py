@@ -4,7 +4,7 @@ Columns are Name plus a resource's printer columns (see :mod:`olmkit.apiserver.r
 each row carries the object's metadata (``includeObject=Metadata``, the default), the whole
 object (``Object``) or nothing (``None``).
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

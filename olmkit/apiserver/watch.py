@@ -8,7 +8,7 @@ from a resourceVersion older than the buffer first reads the gap from the store'
 a resourceVersion the store has compacted away gives ``Expired``, the API's 410 Gone), then
 joins the live stream: every subscriber sees every matching event once, in order.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

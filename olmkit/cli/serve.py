@@ -1,6 +1,6 @@
 """``olmkit serve``: the cluster store over a Kubernetes-compatible HTTPS API, with the controllers.
 
-.. versionadded:: 0.1
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

@@ -286,6 +286,8 @@ class Store(abc.ABC):
 
         A hint for loops that poll many watches (one wake-up instead of one per watch); it may
         return early. The default sleeps a short while.
+
+        .. versionadded:: 0.2
         """
         time.sleep(min(timeout, 0.05))
 
