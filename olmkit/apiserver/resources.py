@@ -163,8 +163,14 @@ _EXTRA_KINDS: Final = (
 )
 
 
-def _categories(group: str) -> tuple[str, ...]:
-    return ("olm",) if group == "operators.coreos.com" else ()
+#: Kinds in kubectl's ``all`` category (``kubectl get all``), as the API server lists them.
+_ALL: Final = frozenset({("", "Pod"), ("", "Service"), ("apps", "Deployment"), ("batch", "Job")})
+
+
+def _categories(group: str, kind: str) -> tuple[str, ...]:
+    if group == "operators.coreos.com":
+        return ("olm",)
+    return ("all",) if (group, kind) in _ALL else ()
 
 
 def builtin_resources() -> list[Resource]:
@@ -180,7 +186,7 @@ def builtin_resources() -> list[Resource]:
                 plural=kind.plural,
                 namespaced=kind.namespaced,
                 short_names=kind.short_names,
-                categories=_categories(group),
+                categories=_categories(group, kind.kind),
                 columns=_COLUMNS.get((group, kind.kind), (AGE,)),
                 schema=schemas.SCHEMAS.get((group, kind.kind)),
                 custom=group not in BUILTIN_GROUPS,
