@@ -81,7 +81,7 @@ def installed(served: tuple[ServeProcess, Path]) -> ServeProcess:
     server, manifests = served
     first = server.kubectl("apply", "-f", str(manifests))
     second = server.kubectl("apply", "-f", str(manifests))
-    server.notes.update(first=first.stdout, second=second.stdout)
+    server.notes.update(first=first.stdout, second=second.stdout, manifests=manifests)
     _until_exists(server, "csv/postgres-operator.v2.1.0", "demo")
     server.kubectl(
         "wait", "--for=jsonpath={.status.phase}=Succeeded", "csv/postgres-operator.v2.1.0", "-n", "demo",
@@ -256,6 +256,20 @@ def test_typed_create_commands_send_protobuf(installed: ServeProcess) -> None:
     assert "bot" == installed.kubectl("get", "sa", "bot", "-n", "typed", "-o", "jsonpath={.metadata.name}").stdout
     assert 1 == refused.returncode
     assert "protobuf bodies of Deployment (apps/v1) are not supported" in refused.stderr
+
+
+def test_diff_and_server_dry_run_change_nothing(installed: ServeProcess, tmp_path: Path) -> None:
+    """kubectl diff and apply --dry-run=server show the change the server would make, and write nothing."""
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(installed.notes["manifests"].read_text().replace("channel: stable", "channel: beta"))
+    diff = installed.kubectl("diff", "-f", str(changed), check=False)
+    dry = installed.kubectl("apply", "--dry-run=server", "-f", str(changed))
+    channel = installed.kubectl("get", "sub", "postgres-operator", "-n", "demo", "-o", "jsonpath={.spec.channel}")
+
+    assert 1 == diff.returncode  # kubectl diff: 1 means "there are differences"
+    assert "-  channel: stable\n+  channel: beta" in diff.stdout
+    assert "subscription.operators.coreos.com/postgres-operator configured (server dry run)" in dry.stdout
+    assert "stable" == channel.stdout
 
 
 def test_not_found_message(installed: ServeProcess) -> None:
