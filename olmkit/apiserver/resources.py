@@ -53,7 +53,11 @@ SUBRESOURCE_VERBS: Final = ("get", "patch", "update")
 
 @attrs.frozen
 class Column:
-    """A printer column: a ``Table`` cell computed from a JSONPath (``.spec.replicas``, ``.a[0].b``)."""
+    """A printer column: a ``Table`` cell computed from a JSONPath (``.spec.replicas``, ``.a[0].b``).
+
+    A path with several ``{...}`` parts is a template: each part is replaced by its value (0 when
+    missing), as kubectl's ``READY 1/2``.
+    """
 
     name: str
     json_path: str
@@ -143,7 +147,7 @@ _COLUMNS: Final[Mapping[tuple[str, str], tuple[Column, ...]]] = {
         AGE,
     ),
     ("apps", "Deployment"): (
-        Column("Ready", ".status.readyReplicas", "integer", "Ready pods of the wanted number"),
+        Column("Ready", "{.status.readyReplicas}/{.spec.replicas}", description="Ready pods of the wanted number"),
         Column("Up-to-date", ".status.updatedReplicas", "integer"),
         Column("Available", ".status.availableReplicas", "integer"),
         AGE,

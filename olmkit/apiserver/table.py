@@ -53,6 +53,15 @@ def json_path(obj: Any, path: str) -> Any:
     return node
 
 
+_PART = re.compile(r"\{([^{}]+)\}")
+
+
+def _value(obj: Any, path: str) -> Any:
+    if path.count("{") > 1:
+        return _PART.sub(lambda m: str(json_path(obj, m[1]) or 0), path)
+    return json_path(obj, path)
+
+
 def _cell(value: Any, column: Column, now: datetime) -> Any:
     if value is None:
         return None
@@ -85,7 +94,7 @@ def table(
         row: dict[str, Any] = {
             "cells": [
                 obj.get("metadata", {}).get("name"),
-                *(_cell(json_path(obj, c.json_path), c, now) for c in columns),
+                *(_cell(_value(obj, c.json_path), c, now) for c in columns),
             ]
         }
         if include_object == "Object":

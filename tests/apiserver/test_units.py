@@ -40,6 +40,16 @@ def test_table_uses_the_resource_columns() -> None:
     assert "PartialObjectMetadata" == result["rows"][0]["object"]["kind"]
 
 
+def test_template_columns() -> None:
+    """A column of several paths renders each (0 when missing): Deployments' READY 1/2."""
+    deployments = Catalog.build([]).lookup("apps", "v1", "deployments")
+    assert deployments is not None
+    obj = {"metadata": {"name": "web"}, "spec": {"replicas": 2}, "status": {"readyReplicas": 1}}
+
+    assert ["web", "1/2"] == table(deployments, [obj])["rows"][0]["cells"][:2]
+    assert "0/2" == table(deployments, [{**obj, "status": {}}])["rows"][0]["cells"][1]
+
+
 def test_stored_crds_override_and_add_resources() -> None:
     """A CRD's served versions become resources, preferred version (GA over beta) first in discovery."""
     crd = {
