@@ -264,3 +264,22 @@ def test_label_transitions_in_history_replayed_to_a_late_watch(in_process: InPro
     events = [orjson.loads(line) for line in response.data.splitlines()]
 
     assert ["ADDED", "DELETED", "ADDED"] == [e["type"] for e in events]
+
+
+def test_delete_propagation_policies(api: Any) -> None:
+    """Background deletes what the object owns; Orphan leaves it, without the owner reference."""
+    v1 = client.CoreV1Api(api)
+    results = {}
+    for policy in ("Background", "Orphan"):
+        owner = v1.create_namespaced_config_map("ns", _cm(f"owner-{policy.lower()}"))
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name, "uid": owner.metadata.uid}
+        dependent = _cm(f"dep-{policy.lower()}")
+        dependent["metadata"]["ownerReferences"] = [ref]
+        v1.create_namespaced_config_map("ns", dependent)
+        v1.delete_namespaced_config_map(owner.metadata.name, "ns", propagation_policy=policy)
+        left = {i.metadata.name: i for i in v1.list_namespaced_config_map("ns").items}
+        results[policy] = left.get(f"dep-{policy.lower()}")
+
+    assert results["Background"] is None
+    assert results["Orphan"] is not None
+    assert results["Orphan"].metadata.owner_references is None
