@@ -148,7 +148,7 @@ class WatchHub:
         loop: asyncio.AbstractEventLoop,
         executor: Executor,
         *,
-        buffer: int = 5000,
+        buffer: int = 1000,
         queue_limit: int = 100_000,
     ) -> None:
         self.store = store
