@@ -102,6 +102,12 @@ def _query_bool(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1")
 
 
+def _names(resource: Resource) -> dict[str, list[str]]:
+    """A discovery entry's short names and categories (left out when empty)."""
+    names = {"shortNames": list(resource.short_names), "categories": list(resource.categories)}
+    return {key: value for key, value in names.items() if value}
+
+
 def _manager(request: web.Request) -> str:
     """The field manager of a write: ``fieldManager``, else the client's name from its User-Agent."""
     given = request.query.get("fieldManager")
@@ -370,18 +376,16 @@ class ApiServer:
             raise self._no_route()
         listed: list[dict[str, Any]] = []
         for r in sorted(resources.values(), key=lambda r: r.plural):
-            entry: dict[str, Any] = {
-                "name": r.plural,
-                "singularName": r.singular,
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": _VERBS,
-            }
-            if r.short_names:
-                entry["shortNames"] = list(r.short_names)
-            if r.categories:
-                entry["categories"] = list(r.categories)
-            listed.append(entry)
+            listed.append(
+                {
+                    "name": r.plural,
+                    "singularName": r.singular,
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": _VERBS,
+                    **_names(r),
+                }
+            )
             if r.status:
                 listed.append(
                     {
@@ -412,11 +416,8 @@ class ApiServer:
                         "scope": "Namespaced" if r.namespaced else "Cluster",
                         "singularResource": r.singular,
                         "verbs": _VERBS,
+                        **_names(r),
                     }
-                    if r.short_names:
-                        entry["shortNames"] = list(r.short_names)
-                    if r.categories:
-                        entry["categories"] = list(r.categories)
                     if r.status:
                         entry["subresources"] = [{"subresource": "status", "responseKind": gvk, "verbs": _STATUS_VERBS}]
                     resources.append(entry)
