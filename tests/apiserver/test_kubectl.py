@@ -367,9 +367,12 @@ def test_a_stored_crd_is_served_at_once(installed: ServeProcess) -> None:
     installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(crd))
     installed.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(widget))
     out = installed.kubectl("get", "wd", "-n", "demo").stdout
+    explained = installed.kubectl("explain", "widgets").stdout
 
     assert ["NAME", "SIZE"] == out.splitlines()[0].split()
     assert ["w1", "3"] == out.splitlines()[1].split()
+    assert "KIND:       Widget" in explained
+    assert "GROUP:      example.io" in explained
 
 
 def test_api_resources_and_explain(installed: ServeProcess) -> None:
