@@ -56,7 +56,8 @@ class Column:
     """A printer column: a ``Table`` cell computed from a JSONPath (``.spec.replicas``, ``.a[0].b``).
 
     A path with several ``{...}`` parts is a template: each part is replaced by its value (0 when
-    missing), as kubectl's ``READY 1/2``.
+    missing), as kubectl's ``READY 1/2``. ``count`` shows how many entries the value has (a
+    ConfigMap's ``DATA``).
     """
 
     name: str
@@ -65,6 +66,7 @@ class Column:
     description: str = ""
     priority: int = 0
     format: str = ""
+    count: bool = False
 
     @classmethod
     def from_crd(cls, raw: Mapping[str, Any]) -> Column:
@@ -153,6 +155,15 @@ _COLUMNS: Final[Mapping[tuple[str, str], tuple[Column, ...]]] = {
         AGE,
     ),
     ("", "Namespace"): (Column("Status", ".status.phase"), AGE),
+    ("", "ConfigMap"): (Column("Data", ".data", "integer", count=True), AGE),
+    ("", "Secret"): (Column("Type", ".type"), Column("Data", ".data", "integer", count=True), AGE),
+    ("", "Event"): (
+        Column("Last Seen", ".lastTimestamp", "date"),
+        Column("Type", ".type"),
+        Column("Reason", ".reason"),
+        Column("Object", "{.involvedObject.kind}/{.involvedObject.name}"),
+        Column("Message", ".message"),
+    ),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (
         Column("Created At", ".metadata.creationTimestamp", "string", format="date-time"),
     ),

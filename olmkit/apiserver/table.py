@@ -63,6 +63,8 @@ def _value(obj: Any, path: str) -> Any:
 
 
 def _cell(value: Any, column: Column, now: datetime) -> Any:
+    if column.count:
+        return len(value) if isinstance(value, (dict, list)) else 0
     if value is None:
         return None
     if column.type == "date" and isinstance(value, str):

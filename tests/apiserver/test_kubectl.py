@@ -159,7 +159,7 @@ def test_get_watch_prints_changes(installed: ServeProcess) -> None:
 
     rows = [line.split()[0] for line in out.splitlines() if line.strip()]
     assert rows.count("watched") >= 2, out + err
-    assert ["NAME", "AGE"] == out.splitlines()[0].split()
+    assert ["NAME", "DATA", "AGE"] == out.splitlines()[0].split()
 
 
 def test_manual_installplan_is_approved_with_kubectl_patch(installed: ServeProcess, tmp_path: Path) -> None:

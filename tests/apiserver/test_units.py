@@ -48,6 +48,36 @@ def test_template_columns() -> None:
 
     assert ["web", "1/2"] == table(deployments, [obj])["rows"][0]["cells"][:2]
     assert "0/2" == table(deployments, [{**obj, "status": {}}])["rows"][0]["cells"][1]
+    config_maps = Catalog.build([]).lookup("", "v1", "configmaps")
+    assert config_maps is not None
+    assert ["c", 2] == table(config_maps, [{"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}}])["rows"][0][
+        "cells"
+    ][:2]
+    assert 0 == table(config_maps, [{"metadata": {"name": "c"}}])["rows"][0]["cells"][1]
+
+
+def test_event_columns() -> None:
+    """Events read as kubectl prints them: type, reason, the object, the message."""
+    events = Catalog.build([]).lookup("", "v1", "events")
+    assert events is not None
+    event = {
+        "metadata": {"name": "e1"},
+        "type": "Normal",
+        "reason": "InstallSucceeded",
+        "involvedObject": {"kind": "ClusterServiceVersion", "name": "x.v1"},
+        "message": "install strategy completed",
+    }
+
+    cells = table(events, [event])["rows"][0]["cells"]
+
+    assert [
+        "e1",
+        None,
+        "Normal",
+        "InstallSucceeded",
+        "ClusterServiceVersion/x.v1",
+        "install strategy completed",
+    ] == cells
 
 
 def test_stored_crds_override_and_add_resources() -> None:
