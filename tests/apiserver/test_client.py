@@ -9,11 +9,9 @@ from typing import Any
 
 import orjson
 import pytest
+from kubernetes import client, config, dynamic, watch  # a test dependency (pyproject's test extra)
 
 from tests.apiserver.conftest import InProcessServer
-
-kubernetes = pytest.importorskip("kubernetes")
-from kubernetes import client, config, dynamic, watch  # noqa: E402
 
 SUB = ("operators.coreos.com", "v1alpha1", "subscriptions")
 
