@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.delete",
     "olmkit.cli.operators",
     "olmkit.cli.lifecycle",
+    "olmkit.cli.serve",
 )
 
 

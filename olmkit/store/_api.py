@@ -281,6 +281,16 @@ class Store(abc.ABC):
         """
         return None
 
+    def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
+        """Block until the store may have changed after ``resource_version``, at most ``timeout`` seconds.
+
+        A hint for loops that poll many watches (one wake-up instead of one per watch); it may
+        return early. The default sleeps a short while.
+
+        .. versionadded:: 0.2
+        """
+        time.sleep(min(timeout, 0.05))
+
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release the backend's resources."""
 

@@ -544,5 +544,12 @@ class LocalStore(Store):
 
         return Watch(fetch, self._wait, start, initial, timeout)
 
+    def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
+        try:
+            rv = int(resource_version or 0)
+        except ValueError:
+            rv = 0
+        self._wait(rv, timeout)
+
     def _match(self, etype: EventType, obj: Object, selector: LabelSelector, api_version: str) -> WatchEvent:
         return WatchEvent(etype, self._view(obj, api_version))

@@ -1,0 +1,283 @@
+"""The official Python client (``kubernetes``) against the API server: what a store backend on it relies on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes import client, config, dynamic, watch  # a test dependency (pyproject's test extra)
+
+from tests.apiserver.conftest import InProcessServer
+
+SUB = ("operators.coreos.com", "v1alpha1", "subscriptions")
+
+
+@pytest.fixture
+def api(in_process: InProcessServer) -> Iterator[Any]:
+    api_client = config.new_client_from_config(config_file=str(in_process.kubeconfig))
+    yield api_client
+    api_client.close()
+
+
+def _cm(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"k": name}}
+
+
+def _sub(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"name": name, "channel": "stable", "source": "cat", "sourceNamespace": "olm"},
+    }
+
+
+def test_create_list_with_label_selector_and_patch(api: Any) -> None:
+    """Typed client: create, list with a server-side label selector, strategic merge patch."""
+    v1 = client.CoreV1Api(api)
+    v1.create_namespaced_config_map("ns", _cm("a", app="web", tier="front"))
+    v1.create_namespaced_config_map("ns", _cm("b", app="web", tier="db"))
+    v1.create_namespaced_config_map("ns", _cm("c", app="other"))
+    selected = v1.list_namespaced_config_map("ns", label_selector="app=web,tier!=db")
+    patched = v1.patch_namespaced_config_map("a", "ns", {"data": {"extra": "1"}})
+
+    assert ["a"] == [i.metadata.name for i in selected.items]
+    assert {"k": "a", "extra": "1"} == patched.data
+    assert int(patched.metadata.resource_version) > int(selected.metadata.resource_version)
+
+
+def test_pagination_with_limit_and_continue(api: Any) -> None:
+    """limit and continue walk a list page by page."""
+    v1 = client.CoreV1Api(api)
+    for n in range(5):
+        v1.create_namespaced_config_map("ns", _cm(f"p{n}"))
+    names, token = [], None
+    while True:
+        page = v1.list_namespaced_config_map("ns", limit=2, _continue=token)
+        names += [i.metadata.name for i in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+
+    assert ["p0", "p1", "p2", "p3", "p4"] == names
+
+
+def test_custom_objects_and_the_status_subresource(api: Any) -> None:
+    """Custom objects: create, merge patch of spec, status only through the status subresource."""
+    custom = client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object(*SUB[:2], "ns", SUB[2], _sub("s1"))
+    custom.patch_namespaced_custom_object(
+        *SUB[:2], "ns", SUB[2], "s1", {"spec": {"channel": "fast"}, "status": {"state": "x"}}
+    )
+    custom.patch_namespaced_custom_object_status(*SUB[:2], "ns", SUB[2], "s1", {"status": {"state": "AtLatestKnown"}})
+    got = custom.get_namespaced_custom_object(*SUB[:2], "ns", SUB[2], "s1")
+
+    assert "fast" == got["spec"]["channel"]
+    assert {"state": "AtLatestKnown"} == got["status"]
+    assert 2 == got["metadata"]["generation"]
+
+
+def test_watch_delivers_every_change_in_order(api: Any, in_process: InProcessServer) -> None:
+    """A watch from a list's resourceVersion sees each later change once, in order."""
+    v1 = client.CoreV1Api(api)
+    v1.create_namespaced_config_map("ns", _cm("seed"))  # resourceVersion 0 would mean "with initial events"
+    start = v1.list_namespaced_config_map("ns").metadata.resource_version
+    events: list[tuple[str, str, str]] = []
+
+    def consume() -> None:
+        for event in watch.Watch().stream(
+            v1.list_namespaced_config_map, "ns", resource_version=start, timeout_seconds=30
+        ):
+            obj = event["object"]
+            events.append((event["type"], obj.metadata.name, obj.data.get("k") if obj.data else ""))
+            if event["type"] == "DELETED":
+                break
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    time.sleep(0.3)
+    v1.create_namespaced_config_map("ns", _cm("w"))
+    v1.patch_namespaced_config_map("w", "ns", {"data": {"k": "changed"}})
+    v1.delete_namespaced_config_map("w", "ns")
+    reader.join(40)
+
+    assert [("ADDED", "w", "w"), ("MODIFIED", "w", "changed"), ("DELETED", "w", "changed")] == events
+
+
+def test_watch_with_a_label_selector_sees_objects_enter_and_leave(api: Any) -> None:
+    """A relabel that makes an object match is ADDED, one that makes it stop matching is DELETED."""
+    v1 = client.CoreV1Api(api)
+    v1.create_namespaced_config_map("ns", _cm("other"))
+    start = v1.list_namespaced_config_map("ns").metadata.resource_version
+    events: list[tuple[str, str]] = []
+
+    def consume() -> None:
+        stream = watch.Watch().stream(
+            v1.list_namespaced_config_map, "ns", label_selector="app=web", resource_version=start, timeout_seconds=30
+        )
+        for event in stream:
+            events.append((event["type"], event["object"].metadata.labels.get("app")))
+            if len(events) == 4:
+                break
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    time.sleep(0.3)
+    v1.create_namespaced_config_map("ns", _cm("l", app="web"))
+    v1.patch_namespaced_config_map("l", "ns", {"metadata": {"labels": {"app": "db"}}})
+    v1.patch_namespaced_config_map("l", "ns", {"data": {"k": "unseen"}})
+    v1.patch_namespaced_config_map("l", "ns", {"metadata": {"labels": {"app": "web"}}})
+    v1.patch_namespaced_config_map("l", "ns", {"data": {"k": "seen"}})
+    reader.join(40)
+
+    assert [("ADDED", "web"), ("DELETED", "web"), ("ADDED", "web"), ("MODIFIED", "web")] == events
+
+
+def test_watch_from_a_compacted_resource_version_is_410_gone(api: Any) -> None:
+    """A resourceVersion older than the kept history: the watch fails with 410, as client libraries expect."""
+    v1 = client.CoreV1Api(api)
+    first = v1.create_namespaced_config_map("ns", _cm("old")).metadata.resource_version
+    for n in range(10):
+        v1.patch_namespaced_config_map("old", "ns", {"data": {"k": str(n)}})
+
+    with pytest.raises(client.ApiException) as raised:
+        for _ in watch.Watch().stream(v1.list_namespaced_config_map, "ns", resource_version=first, timeout_seconds=2):
+            pass
+
+    assert 410 == raised.value.status
+
+
+def test_watch_bookmarks(api: Any) -> None:
+    """With allowWatchBookmarks, an idle watch gets BOOKMARK events carrying the current resourceVersion."""
+    v1 = client.CoreV1Api(api)
+    rv = v1.create_namespaced_config_map("ns", _cm("bm")).metadata.resource_version
+    seen = []
+    w = watch.Watch()
+    for event in w.stream(
+        v1.list_namespaced_config_map, "ns", resource_version=rv, allow_watch_bookmarks=True, timeout_seconds=3
+    ):
+        seen.append(event["type"])
+        if event["type"] == "BOOKMARK":
+            w.stop()
+
+    assert ["BOOKMARK"] == seen
+    assert int(w.resource_version) >= int(rv)
+
+
+def test_dynamic_client_discovers_and_writes(api: Any) -> None:
+    """The dynamic client finds OLM's kinds through discovery and creates, gets, patches and lists them."""
+    dyn = dynamic.DynamicClient(api)
+    subs = dyn.resources.get(api_version="operators.coreos.com/v1alpha1", kind="Subscription")
+    subs.create(body=_sub("d1"), namespace="ns")
+    subs.patch(
+        name="d1", namespace="ns", body={"spec": {"channel": "beta"}}, content_type="application/merge-patch+json"
+    )
+    listed = subs.get(namespace="ns")
+
+    assert ["d1"] == [i.metadata.name for i in listed.items]
+    assert "beta" == listed.items[0].spec.channel
+    assert subs.namespaced
+    assert "sub" in subs.short_names
+
+
+def test_leases_and_write_conflicts(api: Any) -> None:
+    """coordination.k8s.io Leases: a replace with a stale resourceVersion is 409 Conflict."""
+    leases = client.CoordinationV1Api(api)
+    body = client.V1Lease(metadata=client.V1ObjectMeta(name="leader"), spec=client.V1LeaseSpec(holder_identity="a"))
+    created = leases.create_namespaced_lease("ns", body)
+    created.spec.holder_identity = "b"
+    leases.replace_namespaced_lease("leader", "ns", created)
+    created.spec.holder_identity = "c"
+
+    with pytest.raises(client.ApiException) as raised:
+        leases.replace_namespaced_lease("leader", "ns", created)
+
+    assert 409 == raised.value.status
+    assert "b" == leases.read_namespaced_lease("leader", "ns").spec.holder_identity
+
+
+def test_deleting_a_namespace_deletes_what_is_in_it(api: Any, in_process: InProcessServer) -> None:
+    """A Namespace goes with its content (other namespaces keep theirs)."""
+    v1 = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    v1.create_namespace({"metadata": {"name": "gone"}})
+    v1.create_namespaced_config_map("gone", _cm("x"))
+    custom.create_namespaced_custom_object(*SUB[:2], "gone", SUB[2], {**_sub("s"), "metadata": {"name": "s"}})
+    v1.create_namespaced_config_map("ns", _cm("kept"))
+
+    v1.delete_namespace("gone")
+
+    assert [] == v1.list_namespaced_config_map("gone").items
+    assert [] == custom.list_namespaced_custom_object(*SUB[:2], "gone", SUB[2])["items"]
+    assert ["kept"] == [i.metadata.name for i in v1.list_namespaced_config_map("ns").items]
+    with pytest.raises(client.ApiException):
+        v1.read_namespace("gone")
+
+
+def test_not_found_and_already_exists(api: Any) -> None:
+    """Errors come back as Status objects the client turns into ApiException with the right status."""
+    v1 = client.CoreV1Api(api)
+    v1.create_namespaced_config_map("ns", _cm("dup"))
+
+    with pytest.raises(client.ApiException) as missing:
+        v1.read_namespaced_config_map("missing", "ns")
+    with pytest.raises(client.ApiException) as exists:
+        v1.create_namespaced_config_map("ns", _cm("dup"))
+
+    assert (404, 409) == (missing.value.status, exists.value.status)
+    assert '"reason":"AlreadyExists"' in exists.value.body.replace(" ", "")
+
+
+def test_send_initial_events_ends_with_a_bookmark(in_process: InProcessServer) -> None:
+    """sendInitialEvents: the current objects as ADDED, then a BOOKMARK marking the end of them."""
+    for name in ("i1", "i2"):
+        in_process.http.json("POST", "/api/v1/namespaces/ns/configmaps", _cm(name))
+    query = "watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+    response = in_process.http.request("GET", f"/api/v1/namespaces/ns/configmaps?{query}&timeoutSeconds=1")
+    events = [orjson.loads(line) for line in response.data.splitlines()]
+
+    assert [("ADDED", "i1"), ("ADDED", "i2")] == [(e["type"], e["object"]["metadata"]["name"]) for e in events[:2]]
+    assert "BOOKMARK" == events[2]["type"]
+    assert {"k8s.io/initial-events-end": "true"} == events[2]["object"]["metadata"]["annotations"]
+
+
+def test_label_transitions_in_history_replayed_to_a_late_watch(in_process: InProcessServer) -> None:
+    """A watch that starts after the changes (read from the store's history) reports the same transitions."""
+    base = "/api/v1/namespaces/ns/configmaps"
+    merge = "application/merge-patch+json"
+    in_process.http.json("POST", base, _cm("seed"))  # resourceVersion 0 would mean "from now, with initial events"
+    _, listed = in_process.http.json("GET", base)
+    in_process.http.json("POST", base, _cm("h", app="web"))
+    in_process.http.json("PATCH", f"{base}/h", {"metadata": {"labels": {"app": "db"}}}, content_type=merge)
+    in_process.http.json("PATCH", f"{base}/h", {"metadata": {"labels": {"app": "web"}}}, content_type=merge)
+    start = listed["metadata"]["resourceVersion"]
+
+    response = in_process.http.request(
+        "GET", f"{base}?watch=true&labelSelector=app%3Dweb&resourceVersion={start}&timeoutSeconds=1"
+    )
+    events = [orjson.loads(line) for line in response.data.splitlines()]
+
+    assert ["ADDED", "DELETED", "ADDED"] == [e["type"] for e in events]
+
+
+def test_delete_propagation_policies(api: Any) -> None:
+    """Background deletes what the object owns; Orphan leaves it, without the owner reference."""
+    v1 = client.CoreV1Api(api)
+    results = {}
+    for policy in ("Background", "Orphan"):
+        owner = v1.create_namespaced_config_map("ns", _cm(f"owner-{policy.lower()}"))
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name, "uid": owner.metadata.uid}
+        dependent = _cm(f"dep-{policy.lower()}")
+        dependent["metadata"]["ownerReferences"] = [ref]
+        v1.create_namespaced_config_map("ns", dependent)
+        v1.delete_namespaced_config_map(owner.metadata.name, "ns", propagation_policy=policy)
+        left = {i.metadata.name: i for i in v1.list_namespaced_config_map("ns").items}
+        results[policy] = left.get(f"dep-{policy.lower()}")
+
+    assert results["Background"] is None
+    assert results["Orphan"] is not None
+    assert results["Orphan"].metadata.owner_references is None
