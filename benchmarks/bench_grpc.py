@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent.parent / "shared"
+SHARED = ROOT.parent / "shared"
 COMMUNITY = SHARED / "catalogs" / "community-operators-prod"
 GENERATOR = SHARED / "bench" / "gen_catalog.py"
 OLMKIT = [sys.executable, "-m", "olmkit"]

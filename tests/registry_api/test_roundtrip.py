@@ -25,8 +25,8 @@ from olmkit.resolver.manifests import Manifest, build_request
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "catalog"
-COMMUNITY = ROOT.parent.parent / "shared" / "catalogs" / "community-operators-prod"
-GENERATOR = ROOT.parent.parent / "shared" / "bench" / "gen_catalog.py"
+COMMUNITY = ROOT.parent / "shared" / "catalogs" / "community-operators-prod"
+GENERATOR = ROOT.parent / "shared" / "bench" / "gen_catalog.py"
 
 
 class _Fixed:
