@@ -89,7 +89,7 @@ class _Compiler:
             for i, (p, n) in enumerate(zip(graph.class_package, graph.class_name, strict=True)):
                 names_of.setdefault(packages[p], {})[n] = i
             ents_of: list[list[int]] = [[] for _ in range(len(graph.class_name))]
-            for e, k in enumerate(graph.entry_class):
+            for e, k in enumerate(graph.entry_class[: graph.n_chain]):
                 ents_of[k].append(e)
             class_err = _class_errors(graph.broken, catalog, names_of)
             tables = graph._tables = (names_of, ents_of, class_err)
@@ -172,22 +172,35 @@ class _Compiler:
         channel_index: dict[str, int] = {}
         entry_class: list[int] = []
         entry_channel: list[int] = []
-        for _, package, ch, order in chans:
+
+        def class_of(package: str, name: str) -> int:
             names = names_of.setdefault(package, {})
+            cls = names.get(name)
+            if cls is None:
+                # a channel entry without a bundle: a class whose only template is the error
+                cls = names[name] = len(class_name)
+                class_package.append(package_index.setdefault(package, len(package_index)))
+                class_name.append(name)
+                class_version.append(None)
+                class_image.append(None)
+                bundles.append(None)
+            return cls
+
+        for _, package, ch, order in chans:
             number = channel_index.setdefault(ch, len(channel_index))
             g.channel_first[(package, ch)] = len(entry_class)
-            for e in order:
-                cls = names.get(e.name)
-                if cls is None:
-                    # a channel entry without a bundle: a class whose only template is the error
-                    cls = names[e.name] = len(class_name)
-                    class_package.append(package_index.setdefault(package, len(package_index)))
-                    class_name.append(e.name)
-                    class_version.append(None)
-                    class_image.append(None)
-                    bundles.append(None)
-                entry_class.append(cls)
+            entry_class += [class_of(package, e.name) for e in order]
             entry_channel += [number] * len(order)
+        # entries off the chain (skipped or not reached from the head) come last: only a
+        # subscription's startingCSV can name them, no candidate list holds them
+        g.n_chain = len(entry_class)
+        for _, package, ch, order in chans:
+            on_chain = {e.name for e in order}
+            for e in catalog.channels[package][ch].entries:
+                if e.name not in on_chain and (package, ch, e.name) not in g.off_chain:
+                    g.off_chain[(package, ch, e.name)] = len(entry_class)
+                    entry_class.append(class_of(package, e.name))
+                    entry_channel.append(channel_index[ch])
         g.packages = list(package_index)
         g.channel_names = list(channel_index)
         g.class_package = array("i", class_package)
@@ -197,7 +210,7 @@ class _Compiler:
         g.entry_class = array("i", entry_class)
         g.entry_channel = array("i", entry_channel)
         ents_of: list[list[int]] = [[] for _ in range(len(class_name))]
-        for e, cls in enumerate(entry_class):
+        for e, cls in enumerate(entry_class[: g.n_chain]):
             ents_of[cls].append(e)
         self.ents_of = ents_of
         self.class_err = _class_errors(self.broken, catalog, names_of)

@@ -6,7 +6,9 @@ computed once per catalog content and shared by every resolution against it:
 * *entries*: one per (bundle, channel) that can be a candidate (entries another entry of
   the channel skips are left out), numbered in upstream's preference order within a
   catalog: default channel first, then package name, channel name and the replaces chain
-  from the head. A channel's entries are therefore consecutive, head first.
+  from the head. A channel's entries are therefore consecutive, head first. The entries
+  off the chains (skipped ones) follow all of them: no candidate list holds them, only a
+  new subscription's ``startingCSV`` can name one.
 * *classes*: one per bundle: its templates (``olm.deprecated``-style prohibitions and one
   dependency per requirement, in property order) and its uniqueness keys, as the codes of
   :class:`olmkit._solver.Block`.
@@ -37,7 +39,7 @@ from olmkit.resolver._views import Context
 __all__ = ["FORMAT", "CatalogGraph"]
 
 #: the version of the stored form (:meth:`CatalogGraph.dumps`)
-FORMAT: Final = 1
+FORMAT: Final = 2
 
 #: Error classes a graph may record (by name, so that graphs can be stored).
 _ERRORS: Final[Mapping[str, type[OlmkitError]]] = {"CatalogError": CatalogError, "ResolutionError": ResolutionError}
@@ -56,6 +58,10 @@ class CatalogGraph:
         self.entry_class = array("i")
         self.entry_channel = array("i")
         self.channel_first: dict[tuple[str, str], int] = {}
+        #: entries ``0 .. n_chain-1`` are the channels' chains; later ones are entries off
+        #: the chain, by ``(package, channel, bundle)``
+        self.n_chain = 0
+        self.off_chain: dict[tuple[str, str, str], int] = {}
         self.class_package = array("i")
         self.class_name: list[str] = []
         self.class_version: list[str | None] = []
@@ -189,6 +195,8 @@ class CatalogGraph:
         core = {
             "entry_class": self.entry_class.tobytes(),
             "channel_first": [(p, c, f) for (p, c), f in self.channel_first.items()],
+            "n_chain": self.n_chain,
+            "off_chain": [(p, c, n, e) for (p, c, n), e in self.off_chain.items()],
             "class_start": self.class_start.tobytes(),
             "class_codes": self.class_codes.tobytes(),
             "ukey_start": self.ukey_start.tobytes(),
@@ -252,6 +260,8 @@ class CatalogGraph:
             g._sections = {"names": state["names"], "preds": state["preds"]}
             g.entry_class = _ints(core["entry_class"])
             g.channel_first = {(p, c): f for p, c, f in core["channel_first"]}
+            g.n_chain = core["n_chain"]
+            g.off_chain = {(p, c, n): e for p, c, n, e in core["off_chain"]}
             g.class_start = _ints(core["class_start"])
             g.class_codes = _ints(core["class_codes"])
             g.ukey_start = _ints(core["ukey_start"])

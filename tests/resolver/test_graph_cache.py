@@ -110,6 +110,30 @@ def test_stored_graph_round_trips(olmkit_pm, tmp_path):
     assert None is CatalogGraph.loads(b"not a graph")
 
 
+def test_stored_graph_keeps_entries_off_the_chain(olmkit_pm, tmp_path, cache_dir):
+    """A skipped entry a startingCSV names is still there in a graph read back from disk."""
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v2.0.0 skips a.v1.0.0", "a.v1.0.0"]},
+                        "bundles": {"a.v1.0.0": [], "a.v2.0.0": []},
+                    }
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "channel": "stable", "startingCSV": "a.v1.0.0"}],
+    }
+    first = resolve_case(case, tmp_path, olmkit_pm)
+    clear_graphs()  # the next resolution reads the stored graph
+
+    second = resolve_case(case, tmp_path, olmkit_pm)
+
+    assert ["cat/operators/stable/a.v1.0.0"] == steps(first) == steps(second)
+    assert 1 == second.counters["graphs_disk"]
+
+
 def test_damaged_stored_graph_is_compiled_again(olmkit_pm, tmp_path, cache_dir):
     """An unreadable graph file is ignored: the graph is compiled and the answer is right."""
     resolve_case(CASE, tmp_path, olmkit_pm)
