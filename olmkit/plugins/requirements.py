@@ -390,15 +390,38 @@ def _compile(rule: str) -> Any:
         import celpy
 
         _prepare_cel_parser()
+        from olmkit.plugins._cel_check import BOOL, rule_type
+
         env = celpy.Environment()
         try:
             ast = env.compile(rule)
         except Exception as exc:  # celpy raises several parser error types
-            raise ValueError(f"cel: {str(exc).strip() or type(exc).__name__}") from None
+            raise ValueError(_syntax_error(rule, exc)) from None
+        if rule_type(ast) != BOOL:  # upstream's compile step checks the type, cel-python does not
+            raise ValueError("cel expressions must have type Bool")
         program = env.program(ast, functions={"semver_compare": _semver_compare})
         _PROGRAMS[rule] = program
         _CEL_STATS["compiled"] += 1
     return program
+
+
+def _syntax_error(rule: str, exc: Exception) -> str:
+    """A parse failure as cel-go words it: ``ERROR: <input>:1:32: Syntax error: mismatched input ')'``."""
+    line, column = getattr(exc, "line", None) or 1, getattr(exc, "column", None) or 1
+    cause = exc.__cause__ or exc.__context__
+    token = getattr(cause, "token", None)
+    char = getattr(cause, "char", None)
+    if token is not None and getattr(token, "type", None) == "$END":
+        lines = rule.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+        what = "mismatched input '<EOF>'"
+    elif token is not None:
+        what = f"mismatched input '{token}'"
+    elif char is not None:
+        what = f"token recognition error at: '{char}'"
+    else:
+        what = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"ERROR: <input>:{line}:{column}: Syntax error: {what}"
 
 
 def property_set_key(properties: Sequence[Any]) -> bytes:
@@ -580,24 +603,49 @@ def _check_size(value: Any) -> None:
 
 
 def parse_constraint(value: Any) -> Mapping[str, Any]:
-    """Check an ``olm.constraint`` value's shape and size; keys are checked when built."""
-    _check_size(value)
-    if not isinstance(value, Mapping):
-        raise ValueError(f"olm.constraint must be an object, not {type(value).__name__}")
-    message = value.get("failureMessage", "")
-    if not isinstance(message, str):
-        raise ValueError("olm.constraint: failureMessage must be a string")
+    """Check an ``olm.constraint`` value's shape and size; keys are checked when built.
+
+    Raises:
+        ValueError: with upstream's text, ``parse olm.constraint: ...``.
+    """
+    try:
+        _check_size(value)
+        if not isinstance(value, Mapping):
+            raise ValueError(f"olm.constraint must be an object, not {type(value).__name__}")
+        message = value.get("failureMessage", "")
+        if not isinstance(message, str):
+            raise ValueError("olm.constraint: failureMessage must be a string")
+    except ValueError as exc:
+        raise ValueError(f"{PARSE_ERROR}{exc}") from None
     return value
 
 
+#: the prefixes of upstream's two kinds of olm.constraint errors
+PARSE_ERROR: Final = "parse olm.constraint: "
+CONVERT_ERROR: Final = "convert olm.constraint to resolver predicate: "
+
+
 def constraint_requirement(value: Mapping[str, Any], context: RequirementContext) -> Any:
-    """Build the predicate of an ``olm.constraint`` (through the registered keys)."""
-    message = value.get("failureMessage", "")
-    rule = value.get("cel")
-    if rule is not None and set(value) <= {"cel", "failureMessage"}:
-        # failureMessage is shown only for CEL, as upstream
-        return build_cel(rule, context, failure_message=message)
-    return context.build_constraint({k: v for k, v in value.items() if k != "failureMessage"})
+    """Build the predicate of an ``olm.constraint`` (through the registered keys).
+
+    Raises:
+        ValueError: with upstream's texts: ``parse olm.constraint: json: unknown field "x"``
+            for a field no evaluator knows (upstream's strict JSON decoding), else
+            ``convert olm.constraint to resolver predicate: ...`` (an empty constraint, a bad
+            range, a CEL rule that does not compile or is not of type bool).
+    """
+    try:
+        message = value.get("failureMessage", "")
+        rule = value.get("cel")
+        if rule is not None and set(value) <= {"cel", "failureMessage"}:
+            # failureMessage is shown only for CEL, as upstream
+            return build_cel(rule, context, failure_message=message)
+        return context.build_constraint({k: v for k, v in value.items() if k != "failureMessage"})
+    except ValueError as exc:
+        text = str(exc)
+        if text.startswith((PARSE_ERROR, CONVERT_ERROR)):
+            raise
+        raise ValueError(f"{PARSE_ERROR if text.startswith('json: ') else CONVERT_ERROR}{text}") from None
 
 
 # --------------------------------------------------------------------------- registration

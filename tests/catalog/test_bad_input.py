@@ -119,7 +119,22 @@ CASES = {
             )
         },
         1,
-        ["c.json:3", "olm.bundle a.v1.0.0", "properties[1].value", "invalid olm.constraint value: cel:"],
+        [
+            "c.json:3",
+            "olm.bundle a.v1.0.0",
+            "properties[1].value",
+            "invalid olm.constraint value: convert olm.constraint to resolver predicate: ERROR: <input>:1:",
+        ],
+    ),
+    "CEL not of type bool": (
+        {"c.json": ndjson([*GOOD[:2], bundle("1.0.0", [constraint({"cel": {"rule": "properties.size()"}})])])},
+        1,
+        [
+            "c.json:3",
+            "olm.bundle a.v1.0.0",
+            "properties[1].value",
+            "convert olm.constraint to resolver predicate: cel expressions must have type Bool",
+        ],
     ),
     "unreadable file": ({"c.json": ndjson(GOOD), "d.json": None}, 2, ["d.json", "cannot read file"]),
     "empty directory": ({}, 2, ["no catalog files found"]),
