@@ -109,6 +109,7 @@ def _token(node: Any) -> str:
 
 class _Checker:
     def check(self, node: Any, scope: dict[str, Type]) -> Type:
+        node = _descend(node)  # a loop, not one call per wrapper: nesting costs little stack
         method = getattr(self, "_" + node.data, None)
         if method is None:
             raise CelTypeError(f"unsupported expression {node.data}", node)
@@ -365,6 +366,7 @@ def _descend(node: Any) -> Any:
         "unary",
         "member",
         "primary",
+        "paren_expr",
     ):
         kids = [c for c in node.children if hasattr(c, "data")]
         if len(kids) != 1:

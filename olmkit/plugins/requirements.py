@@ -397,7 +397,11 @@ def _compile(rule: str) -> Any:
             ast = env.compile(rule)
         except Exception as exc:  # celpy raises several parser error types
             raise ValueError(_syntax_error(rule, exc)) from None
-        if rule_type(ast) != BOOL:  # upstream's compile step checks the type, cel-python does not
+        try:
+            result = rule_type(ast)
+        except RecursionError:
+            raise ValueError("ERROR: <input>: expression recursion limit exceeded") from None
+        if result != BOOL:  # upstream's compile step checks the type, cel-python does not
             raise ValueError("cel expressions must have type Bool")
         program = env.program(ast, functions={"semver_compare": _semver_compare})
         _PROGRAMS[rule] = program
