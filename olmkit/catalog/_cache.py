@@ -39,7 +39,7 @@ from olmkit.registry import Registry
 
 __all__ = ["read_cache", "write_cache"]
 
-_FORMAT: Final = 4
+_FORMAT: Final = 5
 _MAGIC: Final = b"olmkit\x00\x04"  # what a cache file of this format starts with
 _HEAD: Final = len(_MAGIC) + 8  # the magic and the header length
 
@@ -112,7 +112,7 @@ def write_cache(path: Path, catalog: Catalog, problems: tuple[Problem, ...]) -> 
                 "format": _FORMAT,
                 "files": list(files.numbers),
                 "packages": packages,
-                "deprecations": [d.data for d in catalog.deprecations.values()],
+                "deprecations": [(d.data, *files.where(d.origin)) for d in catalog.deprecations.values()],
                 "others": [(b.schema, b.data, *files.where(b.origin)) for b in catalog.others],
                 "channels": channels,
                 "bundles": bundles,
@@ -267,8 +267,8 @@ def read_cache(path: Path, registry: Registry, name: str, digest: str) -> tuple[
             packages[pkg_name] = Package(pkg_name, default, description, icon, origin(number, line), extra)
         others = tuple(Blob(schema, data, origin(number, line)) for schema, data, number, line in header["others"])
         deprecations = {}
-        for raw in header["deprecations"]:
-            deprecation = Deprecation.from_dict(raw)
+        for raw, number, line in header["deprecations"]:
+            deprecation = Deprecation.from_dict(raw, origin(number, line))
             deprecations[deprecation.package] = deprecation
         problems = tuple(Problem(*row) for row in header["problems"])
         catalog = Catalog._wrap(

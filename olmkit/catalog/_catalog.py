@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from olmkit.errors import CatalogError
-from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Package, Property
+from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, WireError
 
 __all__ = ["Catalog", "Deprecation"]
@@ -31,9 +31,11 @@ class Deprecation:
     channels: Mapping[str, str] = attrs.field(factory=dict)
     bundles: Mapping[str, str] = attrs.field(factory=dict)
     data: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
+    #: where the blob was read (file and line), when known
+    origin: Origin | None = attrs.field(default=None, eq=False)
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Deprecation:
+    def from_dict(cls, raw: Mapping[str, Any], origin: Origin | None = None) -> Deprecation:
         """A deprecations blob as a :class:`Deprecation`.
 
         Raises:
@@ -65,7 +67,7 @@ class Deprecation:
                 (channels if kind == SCHEMA_CHANNEL else bundles)[ref_name] = message
             else:
                 raise WireError(f"entries[{i}].reference.schema", f"cannot deprecate schema {kind!r}")
-        return cls(package, pkg_msg, channels, bundles, raw)
+        return cls(package, pkg_msg, channels, bundles, raw, origin)
 
 
 class Catalog:

@@ -192,7 +192,7 @@ class _Builder:
                     return
                 self.packages[package.name] = package
             elif schema == SCHEMA_DEPRECATIONS:
-                deprecation = Deprecation.from_dict(raw)
+                deprecation = Deprecation.from_dict(raw, origin)
                 if deprecation.package in self.deprecations:
                     raise WireError("package", f"package {deprecation.package!r} has more than one deprecations blob")
                 self.deprecations[deprecation.package] = deprecation

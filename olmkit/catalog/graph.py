@@ -10,12 +10,17 @@ An entry ``E`` upgrades an installed bundle ``B`` when ``E.replaces == B``, ``B`
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
+import attrs
+
 from olmkit.catalog._catalog import Catalog
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import CatalogError
 from olmkit.model import ChannelEntry
 
-__all__ = ["to_dot", "to_mermaid", "upgrade_path", "upgrades_from"]
+__all__ = ["UpgradeStop", "dead_ends", "to_dot", "to_mermaid", "upgrade_path", "upgrade_walk", "upgrades_from"]
 
 
 def upgrades_from(entry: ChannelEntry, name: str, version: str | None) -> str | None:
@@ -33,37 +38,206 @@ def upgrades_from(entry: ChannelEntry, name: str, version: str | None) -> str | 
     return None
 
 
+@attrs.frozen
+class UpgradeStop:
+    """Where an upgrade path stops short of the channel head, and why.
+
+    .. versionadded:: 0.2
+    """
+
+    #: the bundle no offered entry upgrades
+    bundle: str
+    #: the channel head the path does not reach
+    head: str
+    #: why nothing upgrades it (a phrase: "nothing in the channel replaces, skips ...")
+    reason: str
+
+    def __str__(self) -> str:
+        return f"stops at {self.bundle!r} (the head is {self.head!r}): {self.reason}"
+
+
+class _Upgrades:
+    """One channel's upgrade edges, indexed: who upgrades a bundle, offered entries first.
+
+    The resolver offers only the entries of :meth:`~olmkit.catalog.Catalog.channel_order`
+    (head first, skipped entries left out) and takes the first that upgrades the installed
+    bundle; the channel's other entries are kept to say why a path stops.
+    """
+
+    def __init__(self, catalog: Catalog, package: str, channel: str) -> None:
+        self.package, self.channel = package, channel
+        self.order = catalog.channel_order(package, channel)
+        self.entries = catalog.channel(package, channel).entries
+        self.head = self.order[0].name
+        self.bundles = catalog.bundles.get(package, {})
+        self.position = {e.name: i for i, e in enumerate(self.order)}
+        self.skipped_by: dict[str, list[str]] = {}
+        for e in self.entries:
+            for s in e.skips:
+                self.skipped_by.setdefault(s, []).append(e.name)
+        # offered entries by what they upgrade, in order: the first that upgrades a bundle wins
+        self._by_edge: dict[tuple[str, str], list[int]] = {}
+        self._ranged: list[tuple[int, Any]] = []
+        for i, e in enumerate(self.order):
+            if e.replaces:
+                self._by_edge.setdefault(("replaces", e.replaces), []).append(i)
+            for skipped in e.skips:
+                self._by_edge.setdefault(("skips", skipped), []).append(i)
+            if e.skip_range:
+                with contextlib.suppress(ValueError):  # OLM ignores an unparsable range
+                    self._ranged.append((i, parse_range(e.skip_range)))
+
+    def _version(self, name: str) -> str | None:
+        bundle = self.bundles.get(name)
+        return bundle.version if bundle is not None else None
+
+    def next(self, name: str) -> tuple[str, str] | None:
+        """The entry the resolver upgrades ``name`` to, and how (``None``: none does).
+
+        The same as the first entry of the channel order for which :func:`upgrades_from`
+        says something, found through an index.
+        """
+        own = self.position.get(name, -1)
+        found: list[tuple[int, int, str]] = []  # (position, rank of how, how)
+        for rank, how in enumerate(("replaces", "skips")):
+            first = next((i for i in self._by_edge.get((how, name), ()) if i != own), None)
+            if first is not None:
+                found.append((first, rank, how))
+        text = self._version(name)
+        if self._ranged and text:
+            try:
+                version = parse_version(text, tolerant=True)
+            except ValueError:
+                version = None
+            if version is not None:
+                limit = min((f[0] for f in found), default=len(self.order))
+                for i, rng in self._ranged:
+                    if i >= limit:
+                        break
+                    if i != own and version in rng:
+                        found.append((i, 2, "skipRange"))
+                        break
+        if not found:
+            return None
+        position, _, how = min(found)
+        return self.order[position].name, how
+
+    def stop(self, name: str) -> UpgradeStop:
+        """Why no offered entry upgrades ``name``."""
+        version = self._version(name)
+        others = [
+            (e.name, how)
+            for e in self.entries
+            if e.name != name and (how := upgrades_from(e, name, version)) is not None
+        ]
+        if not others:
+            reason = "nothing in the channel replaces it, skips it or has a skipRange including it"
+        else:
+            why = []
+            for other, how in others:
+                verb = {"replaces": "replaces it", "skips": "skips it", "skipRange": "covers it by skipRange"}[how]
+                skippers = self.skipped_by.get(other)
+                if skippers:
+                    hidden = f"is skipped by {' and '.join(repr(s) for s in skippers)}"
+                else:
+                    hidden = "is not on the replaces chain from the head"
+                why.append(f"{other!r} {verb} but {hidden}")
+            reason = "the resolver never offers what upgrades it: " + "; ".join(why)
+        return UpgradeStop(name, self.head, reason)
+
+    def walk(self, start: str) -> tuple[list[tuple[str, str]], UpgradeStop | None]:
+        steps: list[tuple[str, str]] = []
+        current = start
+        seen = {current}
+        while current != self.head:
+            found = self.next(current)
+            if found is None:
+                return steps, self.stop(current)
+            if found[0] in seen:
+                reason = f"its upgrade {found[0]!r} ({found[1]}) leads back along the path: a cycle"
+                return steps, UpgradeStop(current, self.head, reason)
+            steps.append(found)
+            seen.add(found[0])
+            current = found[0]
+        return steps, None
+
+
+def upgrade_walk(
+    catalog: Catalog, package: str, channel: str, start: str
+) -> tuple[list[tuple[str, str]], UpgradeStop | None]:
+    """The upgrade steps ``(bundle, how)`` from ``start`` as far as they go, and where they stop.
+
+    Each step is the entry the resolver would offer: the first of the channel's preference
+    order that replaces, skips or skipRange-covers the current bundle.
+
+    Returns:
+        The steps, and ``None`` when they reach the channel head (no steps: ``start`` is
+        the head), else where and why they stop.
+
+    Raises:
+        CatalogError: unknown package, channel or bundle, or a broken channel.
+
+    .. versionadded:: 0.2
+    """
+    upgrades = _Upgrades(catalog, package, channel)
+    if start not in upgrades.bundles and all(e.name != start for e in upgrades.entries):
+        raise CatalogError(f'bundle "{start}" not found in package "{package}"')
+    return upgrades.walk(start)
+
+
 def upgrade_path(catalog: Catalog, package: str, channel: str, start: str) -> list[tuple[str, str]]:
     """Steps ``(bundle, how)`` from ``start`` to the channel head (empty when ``start`` is the head).
 
     Raises:
-        CatalogError: unknown package/channel/bundle, a broken channel, or no upgrade
-            from some bundle on the way.
+        CatalogError: unknown package/channel/bundle, a broken channel, or a path that
+            stops short of the head (exit code 1: a fact about the catalog).
     """
-    order = catalog.channel_order(package, channel)
-    head = order[0]
-    bundles = catalog.bundles.get(package, {})
-    if start not in bundles and all(e.name != start for e in catalog.channel(package, channel).entries):
-        raise CatalogError(f'bundle "{start}" not found in package "{package}"')
-    steps: list[tuple[str, str]] = []
-    current = start
-    seen = {current}
-    while current != head.name:
-        bundle = bundles.get(current)
-        version = bundle.version if bundle is not None else None
-        for entry in order:
-            how = upgrades_from(entry, current, version)
-            if how is not None and entry.name not in seen:
-                steps.append((entry.name, how))
-                seen.add(entry.name)
-                current = entry.name
-                break
-        else:
-            raise CatalogError(
-                f'no upgrade from "{current}" in channel "{channel}" of package "{package}" '
-                f'(nothing replaces, skips or has a skipRange including it; the head is "{head.name}")'
-            )
+    steps, stop = upgrade_walk(catalog, package, channel, start)
+    if stop is not None:
+        raise CatalogError(
+            f'the upgrade path from "{start}" in channel "{channel}" of package "{package}" {stop}', exit_code=1
+        )
     return steps
+
+
+def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[UpgradeStop, list[str]]]:
+    """The channel's entries whose upgrade path never reaches the head, grouped by where it stops.
+
+    Returns:
+        ``(stop, entries)`` pairs in channel order of the stops; the entries (the stop
+        itself included) in channel order.
+
+    Raises:
+        CatalogError: a broken channel.
+
+    .. versionadded:: 0.2
+    """
+    upgrades = _Upgrades(catalog, package, channel)
+    outcome: dict[str, str | None] = {upgrades.head: None}  # entry -> where its path stops (None: the head)
+    for entry in upgrades.entries:
+        path: list[str] = []
+        current = entry.name
+        on_path: set[str] = set()
+        while current not in outcome:
+            if current in on_path:
+                outcome.update(dict.fromkeys(path, current))  # a cycle: stuck where it closes
+                break
+            on_path.add(current)
+            path.append(current)
+            found = upgrades.next(current)
+            if found is None:
+                outcome[current] = current
+                break
+            current = found[0]
+        stop = outcome.get(current, current)
+        for name in path:
+            outcome.setdefault(name, stop)
+    groups: dict[str, list[str]] = {}
+    for entry in upgrades.entries:
+        stop_at = outcome.get(entry.name)
+        if stop_at is not None:
+            groups.setdefault(stop_at, []).append(entry.name)
+    return [(upgrades.walk(stop_at)[1] or upgrades.stop(stop_at), names) for stop_at, names in groups.items()]
 
 
 def _edges(catalog: Catalog, package: str, channel: str) -> list[tuple[str, str, str]]:

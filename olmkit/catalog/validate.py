@@ -10,15 +10,19 @@ Errors (the catalog is invalid):
   the replaces chain from the head nor skipped by it), entries naming bundles the
   package does not have;
 * bundles in no channel, bundles without exactly one identity property or whose
-  identity names another package, duplicate versions in a package;
+  identity names another package, duplicate versions in a package, bundles with neither
+  an image nor inline content (opm's "bundle image must be set");
 * every property of a registered type is parsed and validated by its plugin (invalid
   semver, malformed values, constraint size, CEL compile errors ...);
 * deprecations naming bundles or channels that do not exist.
 
 Warnings: unknown property types (a mistyped type is silently ignored upstream),
-requirements nothing in the catalog provides, ``skips`` naming missing bundles, a
-``skipRange`` that does not parse (OLM silently ignores it, e.g. ``<v1.13.0``, and the
-real community catalog carries such ranges).
+requirements nothing in the catalog provides (one warning per package and requirement,
+naming every bundle that carries it), ``skips`` naming missing bundles, a ``skipRange``
+that does not parse (OLM silently ignores it, e.g. ``<v1.13.0``, and the real community
+catalog carries such ranges), upgrade dead ends: entries whose upgrades, as the resolver
+offers them, never reach the channel head (one warning per bundle where such paths stop,
+naming the entries and why nothing upgrades it).
 
 .. versionadded:: 0.1
 """
@@ -37,8 +41,9 @@ from typing import Any, Final
 import orjson
 
 from olmkit.catalog import _fork
-from olmkit.catalog._catalog import Catalog
+from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog._load import _load, cache_dir
+from olmkit.catalog.graph import dead_ends
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import CatalogError
@@ -183,8 +188,7 @@ def _validate_catalog(
         rows = child.result(reap=then is None) if child is not None else None
         if rows is None:  # no child, or it failed: check its half here
             return [*problems, *found, *_validate(catalog, registry, second, state)], False
-        # a requirement both halves checked is reported once, where a serial run reports it
-        rest = [Problem(*row[:7]) for row in rows if row[7] not in state.requirement_seen]
+        rest = [Problem(*row) for row in rows]
         return [*problems, *found, *rest], then is not None
     finally:
         if enabled:
@@ -198,16 +202,17 @@ PARALLEL_MIN_BUNDLES: Final = 5000
 class _State:
     """What checking remembers across packages (and across the halves of a serial run)."""
 
-    __slots__ = ("marks", "requirement_seen", "unknown_seen", "verdicts", "views")
+    __slots__ = ("requirements", "unknown_seen", "verdicts", "views")
 
     def __init__(self) -> None:
         # what a distinct property says, computed once (properties are interned by the loader):
         # (identity?, package its identity names, unknown type?, problems, requirement to check?)
         self.verdicts: dict[int, tuple[bool, str | None, bool, list[tuple[str, str]], bool]] = {}
-        self.requirement_seen: set[int] = set()
+        #: id(requirement property) -> what checking it found: None (satisfied or no verdict),
+        #: (ERROR, message) or (WARNING, the predicate's text)
+        self.requirements: dict[int, tuple[str, str] | None] = {}
         self.unknown_seen: set[tuple[str, str]] = set()
         self.views: dict[int, _View] = {}
-        self.marks: dict[int, int] = {}  # id(problem) -> id(property) of requirement warnings
 
 
 def _split(catalog: Catalog, names: list[str], jobs: int | None) -> int | None:
@@ -227,10 +232,10 @@ def _split(catalog: Catalog, names: list[str], jobs: int | None) -> int | None:
 
 
 def _rows(catalog: Catalog, registry: Registry, names: list[str]) -> list[tuple[Any, ...]]:
-    """Check ``names`` and return the problems as rows (fields, then the requirement's property id or 0)."""
+    """Check ``names`` and return the problems as rows."""
     state = _State()
     return [
-        (p.severity, p.message, p.path, p.line, p.package, p.blob, p.field, state.marks.get(id(p), 0))
+        (p.severity, p.message, p.path, p.line, p.package, p.blob, p.field)
         for p in _validate(catalog, registry, names, state)
     ]
 
@@ -239,8 +244,9 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
     out: list[Problem] = []
     types = registry.property_types
     identity = frozenset(registry.identity_types)
+    inline = registry.inline_types
     verdicts = state.verdicts
-    requirement_seen = state.requirement_seen
+    requirements = state.requirements
     unknown_seen = state.unknown_seen
     views = state.views
 
@@ -316,9 +322,21 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
             _validate_channel(catalog, channel, bundles, out, in_channel)
 
         versions: dict[Any, str] = {}
+        # id(requirement) -> the bundles carrying it that nothing satisfies (one warning per package)
+        unsatisfied: dict[int, list[tuple[Bundle, int, str]]] = {}
         for bundle in bundles.values():
             if bundle.name not in in_channel:
                 out.append(_bundle_problem(ERROR, f"bundle {bundle.name!r} is not in any channel", bundle))
+            if not bundle.image and not any(p.type in inline for p in bundle.properties):
+                out.append(
+                    _bundle_problem(
+                        ERROR,
+                        "bundle image must be set: the bundle has neither an image nor inline content"
+                        + (f" ({' or '.join(sorted(inline))} properties)" if inline else ""),
+                        bundle,
+                        "image",
+                    )
+                )
             identities = 0
             for i, prop in enumerate(bundle.properties):
                 pid = id(prop)
@@ -351,11 +369,15 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
                     continue
                 for severity, message in v[3]:
                     out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
-                if v[4] and pid not in requirement_seen:
-                    requirement_seen.add(pid)
-                    for problem in _check_requirement(catalog, registry, bundle, prop, i, views):
-                        state.marks[id(problem)] = pid
-                        out.append(problem)
+                if v[4]:
+                    if pid in requirements:
+                        found = requirements[pid]
+                    else:
+                        found = requirements[pid] = _check_requirement(catalog, registry, bundle, prop, views)
+                    if found is not None and found[0] == ERROR:
+                        out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
+                    elif found is not None:
+                        unsatisfied.setdefault(pid, []).append((bundle, i, found[1]))
             if identities != 1 and identity:
                 wanted = " or ".join(sorted(identity))
                 out.append(
@@ -381,31 +403,42 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
                     else:
                         versions[key] = bundle.name
 
+        out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
         deprecation = catalog.deprecations.get(pkg_name)
         if deprecation is not None:
-            data = deprecation.data or {}
-            for name in deprecation.bundles:
-                if name not in bundles:
-                    out.append(
-                        Problem(
-                            ERROR,
-                            f"deprecation names bundle {name!r}, which the package does not have",
-                            package=pkg_name,
-                            blob=f"{data.get('schema', '')} {pkg_name}".strip(),
-                            field="entries",
-                        )
+            out += _deprecation_problems(deprecation, channels, bundles)
+    return out
+
+
+def _deprecation_problems(deprecation: Deprecation, channels: Any, bundles: Any) -> list[Problem]:
+    """Deprecations naming bundles or channels the package does not have (file, line and entry)."""
+    data = deprecation.data or {}
+    o = deprecation.origin
+    where: dict[str, Any] = {
+        "path": o.path if o else None,
+        "line": o.line if o else None,
+        "package": deprecation.package,
+        "blob": f"{data.get('schema', '')} {deprecation.package}".strip(),
+    }
+    index: dict[tuple[Any, Any], int] = {}
+    for i, entry in enumerate(data.get("entries") or ()):
+        ref = entry.get("reference") if isinstance(entry, Mapping) else None
+        if isinstance(ref, Mapping):
+            index.setdefault((ref.get("schema"), ref.get("name")), i)
+    out = []
+    for what, names, known in (("bundle", deprecation.bundles, bundles), ("channel", deprecation.channels, channels)):
+        schema = SCHEMA_BUNDLE if what == "bundle" else SCHEMA_CHANNEL
+        for name in names:
+            if name not in known:
+                at = index.get((schema, name))
+                out.append(
+                    Problem(
+                        ERROR,
+                        f"deprecation names {what} {name!r}, which the package does not have",
+                        field=f"entries[{at}].reference.name" if at is not None else "entries",
+                        **where,
                     )
-            for name in deprecation.channels:
-                if name not in channels:
-                    out.append(
-                        Problem(
-                            ERROR,
-                            f"deprecation names channel {name!r}, which the package does not have",
-                            package=pkg_name,
-                            blob=f"{data.get('schema', '')} {pkg_name}".strip(),
-                            field="entries",
-                        )
-                    )
+                )
     return out
 
 
@@ -479,43 +512,69 @@ def _validate_channel(
                 "entries",
             )
         )
+        return
+    position = {e.name: i for i, e in enumerate(channel.entries)}
+    for stop, stuck in dead_ends(catalog, channel.package, channel.name):
+        if stuck == [stop.bundle]:
+            what = f"{stop.bundle!r} can never reach the channel head {stop.head!r}, as {stop.reason}"
+        else:
+            what = (
+                f"{len(stuck)} entries can never reach the channel head {stop.head!r}: their upgrades stop at "
+                f"{stop.bundle!r}, as {stop.reason} (entries: {_names(stuck)})"
+            )
+        out.append(_channel_problem(WARNING, f"upgrade dead end: {what}", channel, f"entries[{position[stop.bundle]}]"))
+
+
+def _names(names: list[str], shown: int = 10) -> str:
+    """``a, b, c`` or, for a long list, the first ones and how many more."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[: shown - 2])} and {len(names) - shown + 2} more"
 
 
 def _check_requirement(
-    catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, i: int, views: dict[int, _View]
-) -> list[Problem]:
+    catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, views: dict[int, _View]
+) -> tuple[str, str] | None:
+    """What a requirement property says: ``(ERROR, message)`` when it does not build,
+    ``(WARNING, predicate text)`` when nothing in the catalog satisfies it, else ``None``."""
     pt = registry.property_types[prop.type]
     assert pt.requirement is not None
     try:
         predicate = pt.requirement(catalog.parsed(prop), _Context(registry, bundle.name))
     except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        return [_bundle_problem(ERROR, f"invalid {prop.type} value: {exc}", bundle, f"properties[{i}].value")]
+        return (ERROR, f"invalid {prop.type} value: {exc}")
     except Exception as exc:  # a plugin's requirement builder failing is its bug, reported not raised
-        return [_bundle_problem(ERROR, f"invalid {prop.type} value: {exc!r}", bundle, f"properties[{i}].value")]
+        return (ERROR, f"invalid {prop.type} value: {exc!r}")
     lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
     if lookup is None:
-        return []
+        return None
     try:
-        satisfied = False
         for candidate in reversed(catalog.lookup(*lookup)):  # newest first: most ranges are lower bounds
             view = views.get(id(candidate))
             if view is None:
                 view = views[id(candidate)] = _View(catalog, candidate)
             if predicate.matches(view):
-                satisfied = True
-                break
+                return None
     except Exception:  # matching is the plugin's business; no verdict, no warning
-        return []
-    if satisfied:
-        return []
-    return [
-        _bundle_problem(
-            WARNING,
-            f"nothing in this catalog satisfies the requirement: an operator {predicate}",
-            bundle,
-            f"properties[{i}]",
-        )
-    ]
+        return None
+    return (WARNING, str(predicate))
+
+
+def _unsatisfied_problem(package: str, hits: list[tuple[Bundle, int, str]]) -> Problem:
+    """One warning for a requirement nothing satisfies, at its first bundle, naming every bundle carrying it."""
+    bundle, i, predicate = hits[0]
+    message = f"nothing in this catalog satisfies the requirement: an operator {predicate}"
+    if len(hits) > 1:
+        names = [b.name for b, _, _ in hits]
+        versions = []
+        for b, _, _ in hits:
+            with contextlib.suppress(ValueError):
+                versions.append((parse_version(b.version or "", tolerant=True), b.version))
+        span = ""
+        if len(versions) == len(hits):
+            span = f", versions {min(versions)[1]} to {max(versions)[1]}"
+        message += f" (required by {len(hits)} bundles of {package}{span}: {_names(names)})"
+    return _bundle_problem(WARNING, message, bundle, f"properties[{i}]")
 
 
 def validate_path(

@@ -20,7 +20,7 @@ from typing import Any
 
 from olmkit.catalog import Catalog, load_catalog
 from olmkit.catalog.bundles import bundles_to_blobs, fill_image_template, find_format, read_bundle
-from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_path
+from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_walk
 from olmkit.catalog.problems import ERROR
 from olmkit.catalog.templates import render_template
 from olmkit.catalog.validate import validate_path
@@ -126,7 +126,11 @@ def run_validate(args: argparse.Namespace, pm: PluginManager) -> int:
             for p in problems:
                 sys.stdout.write(f"{p}\n")
             state = "invalid" if errors else "valid"
-            sys.stdout.write(f"{path}: {state}: {errors} errors, {len(problems) - errors} warnings\n")
+            warnings = len(problems) - errors
+            sys.stdout.write(
+                f"{path}: {state}: {errors} error{'' if errors == 1 else 's'}, "
+                f"{warnings} warning{'' if warnings == 1 else 's'}\n"
+            )
     if args.output != "text":
         emit(report, args.output)
     return 1 if invalid else 0
@@ -264,16 +268,38 @@ def run_upgrade_path(args: argparse.Namespace, pm: PluginManager) -> int:
     channel = args.channel or package.default_channel
     if not channel:
         raise UsageError(f'package "{args.package}" has no default channel; pass --channel')
-    steps = upgrade_path(catalog, args.package, channel, args.start)
+    found = catalog.channels.get(args.package, {}).get(channel)
+    if found is None:
+        raise UsageError(f'channel "{channel}" not found in package "{args.package}"')
+    if args.start not in catalog.bundles.get(args.package, {}) and all(e.name != args.start for e in found.entries):
+        raise UsageError(f'bundle "{args.start}" not found in package "{args.package}"')
+    try:
+        steps, stop = upgrade_walk(catalog, args.package, channel, args.start)
+    except CatalogError as exc:  # a broken channel: a fact about the catalog
+        raise CatalogError(str(exc), exit_code=1) from exc
     rows = [
         {"step": i + 1, "from": prev, "to": name, "via": how}
         for i, ((name, how), prev) in enumerate(zip(steps, [args.start] + [s[0] for s in steps], strict=False))
     ]
-    if args.output == "table" and not rows:
+    if args.output == "table" and not rows and stop is None:
         sys.stdout.write(f"{args.start} is the head of channel {channel}: nothing to upgrade\n")
         return 0
-    emit(rows, args.output, columns=[("step", "step"), ("from", "from"), ("to", "to"), ("via", "via")])
-    return 0
+    if rows or args.output != "table":
+        emit(rows, args.output, columns=[("step", "step"), ("from", "from"), ("to", "to"), ("via", "via")])
+    if stop is None:
+        return 0
+    # a fact about the catalog, not a usage error: the path as far as it goes, and why it stops
+    where = f"in channel {channel!r} of package {args.package!r}"
+    if steps:
+        n = len(steps)
+        what = (
+            f"the upgrade path from {args.start!r} {where} stops after {n} step{'' if n == 1 else 's'} "
+            f"at {stop.bundle!r}, short of the head {stop.head!r}"
+        )
+    else:
+        what = f"no upgrade from {args.start!r} {where} towards the head {stop.head!r}"
+    sys.stderr.write(f"olmkit: {what}: {stop.reason}\n")
+    return 1
 
 
 def run_graph(args: argparse.Namespace, pm: PluginManager) -> int:
