@@ -390,10 +390,12 @@ class Problem:
         for ch in channels:
             if current < 0 and sub.starting_csv:
                 # the starting bundle is taken from the whole channel, even when a newer
-                # entry skips it: upstream sorts the one matching entry, not the channel
+                # entry skips it or the channel is broken: upstream sorts the one matching
+                # entry, not the channel
                 entry = cat.graph.off_chain.get((sub.package, ch, sub.starting_csv))
                 if entry is not None:
                     out.append(cat.item_off + entry)
+                if entry is not None or (sub.package, ch) in cat.graph.broken:
                     continue
             for pos, e in enumerate(catalog.channel_order(sub.package, ch)):
                 if current >= 0:

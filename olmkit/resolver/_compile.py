@@ -193,14 +193,16 @@ class _Compiler:
             entry_channel += [number] * len(order)
         # entries off the chain (skipped or not reached from the head) come last: only a
         # subscription's startingCSV can name them, no candidate list holds them
+        # (a broken channel has no chain: upstream sorts only the starting entry, so it works)
         g.n_chain = len(entry_class)
-        for _, package, ch, order in chans:
+        broken = [(True, package, ch, []) for package, ch in self.broken]
+        for _, package, ch, order in [*chans, *broken]:
             on_chain = {e.name for e in order}
             for e in catalog.channels[package][ch].entries:
                 if e.name not in on_chain and (package, ch, e.name) not in g.off_chain:
                     g.off_chain[(package, ch, e.name)] = len(entry_class)
                     entry_class.append(class_of(package, e.name))
-                    entry_channel.append(channel_index[ch])
+                    entry_channel.append(channel_index.setdefault(ch, len(channel_index)))
         g.packages = list(package_index)
         g.channel_names = list(channel_index)
         g.class_package = array("i", class_package)

@@ -425,15 +425,15 @@ class Problem:
                 current_version = None
         out = []
         for ch in channels:
-            order = index.order(sub.package, ch)
-            if current is None and sub.starting_csv and all(e.name != sub.starting_csv for e in order):
-                # upstream picks the starting entry before sorting the channel: one skipped
-                # by a newer entry (or off the chain) is still the subscription's candidate
+            if current is None and sub.starting_csv:
+                # upstream picks the starting entry before sorting the channel, and sorts only
+                # it: one skipped by a newer entry, off the chain, or in a broken channel is
+                # still the subscription's candidate
                 entries = index.catalog.channels[sub.package][ch].entries
                 if any(e.name == sub.starting_csv for e in entries):
                     out.append(self._catalog_entry(ref, index, sub.package, ch, sub.starting_csv))
                 continue
-            for e in order:
+            for e in index.order(sub.package, ch):
                 if current is not None:
                     name = current.view.name
                     upgrades = e.replaces == name or name in (e.skips or ())
