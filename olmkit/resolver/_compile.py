@@ -195,7 +195,7 @@ class _Compiler:
         # subscription's startingCSV can name them, no candidate list holds them
         # (a broken channel has no chain: upstream sorts only the starting entry, so it works)
         g.n_chain = len(entry_class)
-        broken = [(True, package, ch, []) for package, ch in self.broken]
+        broken: list[tuple[bool, str, str, list[Any]]] = [(True, package, ch, []) for package, ch in self.broken]
         for _, package, ch, order in [*chans, *broken]:
             on_chain = {e.name for e in order}
             for e in catalog.channels[package][ch].entries:
