@@ -16,8 +16,10 @@ Constraint keys (``olmkit_constraint_evaluators``): ``gvk``, ``package``, ``cel`
 CEL rules run on cel-python with the variable ``properties`` (the candidate's property
 list as ``{type, value}`` maps) and the function ``semver_compare(a, b)``. A rule is
 compiled once per process; each distinct rule is evaluated at most once per distinct
-property set. A compile error is a hard error naming the bundle; an evaluation error
-or a non-boolean result means "no match".
+property set. A rule is checked as upstream (cel-go) compiles it: one that does not
+parse, names something undeclared, or whose type is not bool is a hard error naming the
+bundle (``convert olm.constraint to resolver predicate: ...``); an evaluation error means
+"no match".
 
 This module also answers ``olmkit_csv_properties``: the properties of an installed
 ClusterServiceVersion that carries no properties annotation (owned APIs become
@@ -389,9 +391,9 @@ def _compile(rule: str) -> Any:
     if program is None:
         import celpy
 
-        _prepare_cel_parser()
         from olmkit.plugins._cel_check import BOOL, rule_type
 
+        _prepare_cel_parser()
         env = celpy.Environment()
         try:
             ast = env.compile(rule)
