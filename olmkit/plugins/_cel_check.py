@@ -12,7 +12,8 @@ numbers) the check is lenient and lets the rule through: a rule refused here is 
 upstream refuses, and evaluation-time failures stay "no match".
 
 Example:
-    >>> rule_type(celpy.Environment().compile("properties.size()"))
+    >>> import celpy
+    >>> type_name(rule_type(celpy.Environment().compile("properties.size()")))
     'int'
 
 .. versionadded:: 0.2

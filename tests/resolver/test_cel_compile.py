@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from olmkit.plugins._cel_check import rule_type, type_name
+from olmkit.plugins._cel_check import CelTypeError, rule_type, type_name
 from olmkit.resolver import ERROR_PREVENTED_RESOLUTION, resolve
 from resolver.casefile import case_request
 
@@ -188,3 +188,49 @@ def test_deeply_nested_rule_compiles():
     rule = "(" * 3000 + "true" + ")" * 3000
 
     assert "bool" == rule_type(ENV.compile(rule))
+
+
+TYPED = {
+    # what upstream's checker gives these rules (the environment declares properties and semver_compare)
+    'properties.exists(p, p.type == "olm.gvk" && p.value.kind == "X")': "bool",
+    'properties.exists(p, p.type == "olm.package" && semver_compare(p.value.version, "1.0.0") >= 0)': "bool",
+    "properties.all(p, has(p.value.x))": "bool",
+    "properties.exists_one(p, p.type in ['a', 'b'])": "bool",
+    "properties.filter(p, p.type == 'a').size() == 1": "bool",
+    "size(properties.map(p, p.type)) > 0": "bool",
+    "properties.size() > 2 ? true : false": "bool",
+    "type(properties) == list": "bool",
+    "!(properties[0].value.enabled == true)": "bool",
+    "properties.size()": "int",
+    "properties[0]": "map(string, dyn)",
+    "properties[0].value": "dyn",
+    "properties.map(p, p.type)": "list(dyn)",
+    "{'a': 1}": "map(string, int)",
+    "'a' + 'b'": "string",
+    "1.5 * 2.0": "double",
+    "timestamp('2020-01-01T00:00:00Z').getFullYear()": "int",
+}
+REFUSED = {
+    "semver_compares(1, 2) == 0": "undeclared reference to 'semver_compares' (in container '')",
+    "props.size() > 0": "undeclared reference to 'props' (in container '')",
+    "properties.exists(p, p.value.x.lowerAscii() == 'a')": "undeclared reference to 'lowerAscii' (in container '')",
+    "1 || true": "found no matching overload for '_||_' applied to '(int, bool)'",
+    "'a' + 1 == 'a1'": "found no matching overload for '_+_' applied to '(string, int)'",
+    "has(properties[0])": "invalid argument to has() macro",
+    "properties.size().x == 1": "type 'int' does not support field selection",
+}
+
+
+@pytest.mark.parametrize("rule", list(TYPED))
+def test_rule_types_are_upstream_s(rule):
+    """The checker gives a rule the type upstream's checker gives it (only bool passes)."""
+    assert TYPED[rule] == type_name(rule_type(ENV.compile(rule)))
+
+
+@pytest.mark.parametrize("rule", list(REFUSED))
+def test_rules_upstream_refuses_are_refused_with_its_words(rule):
+    """Undeclared names, missing overloads and bad has() arguments: cel-go's texts, with the position."""
+    with pytest.raises(CelTypeError, match=r"^ERROR: <input>:1:\d+: ") as caught:
+        rule_type(ENV.compile(rule))
+
+    assert str(caught.value).endswith(REFUSED[rule])
