@@ -298,6 +298,8 @@ class Resolution:
             "steps": [s.to_json() for s in self.steps],
             "message": self.message,
         }
+        if self.reason:  # the reason a Subscription's ResolutionFailed condition would carry
+            data["reason"] = self.reason
         if explain:
             data["explanation"] = [node.to_json() for node in self.explanation]
         return data

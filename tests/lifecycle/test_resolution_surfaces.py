@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from olmkit.cli import main
@@ -44,6 +45,7 @@ def test_broken_cel_rule_is_the_same_hard_error_everywhere(
 
     cluster.reconcile()
     resolved = _cli(capsys, "resolve", "--catalog", str(catalog), "--subscribe", "widget")
+    as_json = _cli(capsys, "resolve", "--catalog", str(catalog), "--subscribe", "widget", "-o", "json")
     explained = _cli(capsys, "explain", "--catalog", str(catalog), "--subscribe", "widget")
     validated = _cli(capsys, "catalog", "validate", "--no-cache", str(catalog))
 
@@ -56,6 +58,9 @@ def test_broken_cel_rule_is_the_same_hard_error_everywhere(
     )
     assert (1, f"error: {CONVERT + detail}\n") == resolved[:2]
     assert (1, f"error: {CONVERT + detail}\n") == explained[:2]
+    assert ("error", "ErrorPreventedResolution", CONVERT + detail) == tuple(
+        orjson.loads(as_json[1])[k] for k in ("status", "reason", "message")
+    )
     assert 1 == validated[0]
     assert "widget.json:3: package widget olm.bundle widget.v1.0.0 field properties[" in validated[1] + validated[2]
     assert "convert olm.constraint to resolver predicate: " + detail in validated[1] + validated[2]
