@@ -4,6 +4,9 @@ An entry ``E`` upgrades an installed bundle ``B`` when ``E.replaces == B``, ``B`
 ``E.skips``, or ``B``'s version is in ``E.skipRange``. Among the entries that upgrade
 ``B``, the one closest to the channel head (the resolver's preference order,
 :meth:`~olmkit.catalog.Catalog.channel_order`) is taken; the path repeats until the head.
+Entries another entry skips are never offered, so a path can stop short of the head
+(:func:`upgrade_walk` says where and why; :func:`dead_ends` finds every such entry of a
+channel).
 
 .. versionadded:: 0.1
 """
