@@ -81,6 +81,7 @@ RULES = [
     'properties.exists(p, p.type == "olm.label")',
     'properties.exists(p, p.type == "olm.gvk" && p.value.kind == "X")',
     "properties.size() > 2",
+    "properties.size()",  # not bool: a hard error when reached, recorded in the graph
 ]
 
 
