@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# ../shared beside the repository (a clone); from a git worktree, the first such folder above it
+SHARED = next((p / "shared" for p in ROOT.parents if (p / "shared" / "bench").is_dir()), ROOT.parent / "shared")
 COMMUNITY = SHARED / "catalogs" / "community-operators-prod"
 GENERATOR = SHARED / "bench" / "gen_catalog.py"
 OLMKIT = [sys.executable, "-m", "olmkit"]

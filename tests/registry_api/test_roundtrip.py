@@ -25,8 +25,10 @@ from olmkit.resolver.manifests import Manifest, build_request
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "catalog"
-COMMUNITY = ROOT.parent / "shared" / "catalogs" / "community-operators-prod"
-GENERATOR = ROOT.parent / "shared" / "bench" / "gen_catalog.py"
+# ../shared beside the repository (a clone); from a git worktree, the first such folder above it
+SHARED = next((p / "shared" for p in ROOT.parents if (p / "shared" / "bench").is_dir()), ROOT.parent / "shared")
+COMMUNITY = SHARED / "catalogs" / "community-operators-prod"
+GENERATOR = SHARED / "bench" / "gen_catalog.py"
 
 
 class _Fixed:
