@@ -17,11 +17,19 @@ __all__ = [
     "InputError",
     "InvalidBundleError",
     "OlmkitError",
+    "OlmkitWarning",
     "PluginConflictError",
     "PluginError",
     "ResolutionError",
     "UsageError",
 ]
+
+
+class OlmkitWarning(UserWarning):
+    """Base class of the warnings olmkit issues; the command line prints each as one line.
+
+    .. versionadded:: 0.1
+    """
 
 
 def _lines(items: Iterable[str]) -> tuple[str, ...]:
@@ -137,7 +145,11 @@ class PluginConflictError(PluginError):
 
     def __str__(self) -> str:
         who = " and ".join(repr(p) for p in self.plugins)
-        return f"{self.kind} {self.name!r} is registered by both {who}"
+        short = ",".join(p.rsplit(".", 1)[-1] for p in self.plugins[1:]) or "NAME"
+        return (
+            f"{self.kind} {self.name!r} is registered by both {who}; "
+            f"switch one off, e.g. OLMKIT_DISABLE_PLUGINS={short}"
+        )
 
 
 @attrs.define(auto_exc=True, eq=False)

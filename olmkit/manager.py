@@ -3,13 +3,16 @@
 * Built-in plugins are listed by module name in :data:`BUILTIN_PLUGINS`; the kernel
   never imports :mod:`olmkit.plugins` itself.
 * Third-party plugins come from the ``olmkit`` entry-point group; one that fails to
-  import is reported with a :class:`PluginLoadWarning` and skipped.
-* ``OLMKIT_DISABLE_PLUGINS=a,b`` switches plugins off (full or short name).
+  import is reported with a :class:`PluginLoadWarning` (one line: the plugin, its
+  distribution and the error) and skipped.
+* ``OLMKIT_DISABLE_PLUGINS=a,b`` switches plugins off (full or short name); a name there
+  that is no plugin is warned about (:class:`PluginLoadWarning`), with the close one.
 * ``OLMKIT_TRACE_PLUGINS=1`` writes every hook call to stderr.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import os
@@ -23,7 +26,7 @@ import attrs
 import pluggy
 
 from olmkit import PROJECT_NAME, hookspecs
-from olmkit.errors import PluginError
+from olmkit.errors import OlmkitWarning, PluginError
 from olmkit.registry import Registry
 
 __all__ = [
@@ -61,8 +64,8 @@ DISABLE_ENV: Final = "OLMKIT_DISABLE_PLUGINS"
 TRACE_ENV: Final = "OLMKIT_TRACE_PLUGINS"
 
 
-class PluginLoadWarning(UserWarning):
-    """A third-party plugin could not be loaded and was skipped."""
+class PluginLoadWarning(OlmkitWarning):
+    """A third-party plugin could not be loaded and was skipped, or a disabled name is no plugin."""
 
 
 @attrs.frozen
@@ -103,6 +106,8 @@ class PluginManager(pluggy.PluginManager):
         self._registry: Registry | None = None
         self.disabled: frozenset[str] = _disabled()
         self.load_failures: list[tuple[str, str]] = []
+        #: every plugin name seen while loading (registered, disabled or broken)
+        self.known_names: set[str] = set()
         if os.environ.get(TRACE_ENV):
             self.trace.root.setwriter(sys.stderr.write)
             self.enable_tracing()
@@ -137,6 +142,7 @@ class PluginManager(pluggy.PluginManager):
             PluginError: a built-in module fails to import (that is a bug in olmkit).
         """
         for name in names:
+            self.known_names.add(name)
             if self.is_disabled(name) or self.has_plugin(name):
                 continue
             try:
@@ -148,13 +154,18 @@ class PluginManager(pluggy.PluginManager):
     def load_entrypoints(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Load third-party plugins from an entry-point group; broken ones are skipped."""
         for ep in importlib.metadata.entry_points(group=group):
+            self.known_names.add(ep.name)
             if self.is_disabled(ep.name) or self.has_plugin(ep.name):
                 continue
             dist = ep.dist
             try:
                 plugin = ep.load()
             except Exception as exc:  # a third-party plugin must never break olmkit
-                message = f"plugin {ep.name!r} ({ep.value}) failed to load and is skipped: {exc!r}"
+                where = f"distribution {dist.metadata['Name']} {dist.version}, " if dist else ""
+                message = (
+                    f"plugin {ep.name!r} ({where}{ep.value}) failed to import and is skipped: "
+                    f"{type(exc).__name__}: {exc} (OLMKIT_DISABLE_PLUGINS={ep.name} silences this)"
+                )
                 self.load_failures.append((ep.name, message))
                 warnings.warn(message, PluginLoadWarning, stacklevel=2)
                 continue
@@ -164,6 +175,23 @@ class PluginManager(pluggy.PluginManager):
                 dist.metadata["Name"] if dist else None,
                 dist.version if dist else None,
             )
+
+    def warn_unknown_disabled(self) -> list[str]:
+        """Warn about names in ``OLMKIT_DISABLE_PLUGINS`` that match no plugin; returns them."""
+        known = self.known_names | {name for name, _ in self.list_name_plugin()}
+        candidates = known | {_short(name) for name in known}
+        unknown = sorted(
+            name for name in self.disabled if name not in candidates and not any(_short(k) == name for k in known)
+        )
+        for name in unknown:
+            close = difflib.get_close_matches(name, sorted(candidates), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            warnings.warn(
+                f"{DISABLE_ENV} names {name!r}, which is no plugin{hint}; known: {', '.join(sorted(candidates))}",
+                PluginLoadWarning,
+                stacklevel=2,
+            )
+        return unknown
 
     # -- the registry ---------------------------------------------------------------
 
@@ -243,4 +271,6 @@ def get_plugin_manager(*, builtins: bool = True, entrypoints: bool = True) -> Pl
         pm.load_modules(BUILTIN_PLUGINS, origin="built-in")
     if entrypoints:
         pm.load_entrypoints()
+    if builtins and entrypoints:  # only then is every plugin name known
+        pm.warn_unknown_disabled()
     return pm

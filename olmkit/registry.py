@@ -6,7 +6,7 @@ pluggy per catalog entry.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -55,8 +55,37 @@ EXTENSION_POINTS: Final = (
 )
 
 
-def _frozen(mapping: dict[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(mapping)
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(mapping, (MappingProxyType, _Conflicted)):
+        return mapping
+    return MappingProxyType(dict(mapping))
+
+
+class _Conflicted(Mapping[str, Any]):
+    """Records of one extension point where some names are claimed by two plugins.
+
+    Those names are left out of iteration, and looking one up raises the
+    :class:`PluginConflictError`: only what needs a contested name breaks.
+    """
+
+    def __init__(self, records: Mapping[str, Any], conflicts: Mapping[str, PluginConflictError]) -> None:
+        self._records = {name: record for name, record in records.items() if name not in conflicts}
+        self._conflicts = dict(conflicts)
+
+    def __getitem__(self, name: str) -> Any:
+        error = self._conflicts.get(name)
+        if error is not None:
+            raise error
+        return self._records[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._records!r}, conflicts={sorted(self._conflicts)!r})"
 
 
 @attrs.frozen
@@ -75,6 +104,8 @@ class Registry:
     bundle_formats: Mapping[str, BundleFormat] = attrs.field(factory=dict, converter=_frozen)
     catalog_templates: Mapping[str, CatalogTemplate] = attrs.field(factory=dict, converter=_frozen)
     owners: Mapping[tuple[str, str], str] = attrs.field(factory=dict, converter=_frozen)
+    #: ``(kind, name)`` claimed by more than one plugin, with the error a lookup raises
+    conflicts: Mapping[tuple[str, str], PluginConflictError] = attrs.field(factory=dict, converter=_frozen)
 
     @property
     def identity_types(self) -> tuple[str, ...]:
@@ -90,14 +121,21 @@ class Registry:
     def collect(cls, pm: pluggy.PluginManager) -> Registry:
         """Call every registration hook once, plugin by plugin, and check for clashes.
 
+        Two plugins registering one name for one extension point do not make the whole
+        registry fail: the name is recorded in :attr:`conflicts`, left out of the
+        mappings, and looking it up raises :class:`PluginConflictError` (which names both
+        plugins and suggests ``OLMKIT_DISABLE_PLUGINS``). Use :meth:`check` to fail on any.
+
         Raises:
-            PluginConflictError: two plugins register one name for one extension point.
             PluginError: a plugin yields something that is not the expected record type.
         """
         fields: dict[str, Any] = {}
         owners: dict[tuple[str, str], str] = {}
+        claimants: dict[tuple[str, str], list[str]] = {}
+        conflicts: dict[tuple[str, str], PluginConflictError] = {}
         for point in EXTENSION_POINTS:
             records: dict[str, Any] = {}
+            contested: dict[str, PluginConflictError] = {}
             hook = getattr(pm.hook, point.hook)
             # get_hookimpls() is in registration order (tryfirst/trylast aside)
             for impl in hook.get_hookimpls():
@@ -105,11 +143,24 @@ class Registry:
                     name = getattr(record, point.name_attr)
                     key = (point.kind, name)
                     if key in owners:
-                        raise PluginConflictError(kind=point.kind, name=name, plugins=(owners[key], impl.plugin_name))
+                        claimants[key].append(impl.plugin_name)
+                        error = PluginConflictError(kind=point.kind, name=name, plugins=tuple(claimants[key]))
+                        conflicts[key] = contested[name] = error
+                        continue
                     owners[key] = impl.plugin_name
+                    claimants[key] = [impl.plugin_name]
                     records[name] = record
-            fields[point.field] = records
-        return cls(owners=owners, **fields)  # type: ignore[arg-type]
+            fields[point.field] = _Conflicted(records, contested) if contested else records
+        return cls(owners=owners, conflicts=conflicts, **fields)  # type: ignore[arg-type]
+
+    def check(self) -> None:
+        """Raise the first name conflict, if any.
+
+        Raises:
+            PluginConflictError: two plugins register one name for one extension point.
+        """
+        for error in self.conflicts.values():
+            raise error
 
 
 def _call(impl: Any, point: ExtensionPoint) -> Iterable[Any]:

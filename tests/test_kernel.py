@@ -56,16 +56,33 @@ def test_registration_collects_records_into_registry(olmkit_bare_pm):
 
 
 def test_duplicate_registration_names_both_plugins(olmkit_bare_pm):
-    """Two plugins claiming one name is an error naming both."""
+    """Two plugins claiming one name: looking that name up is an error naming both and the way out."""
     olmkit_bare_pm.register(TierPlugin(), "first-plugin")
     olmkit_bare_pm.register(OtherTierPlugin(), "second-plugin")
+    registry = olmkit_bare_pm.registry
 
     with pytest.raises(PluginConflictError) as info:
-        _ = olmkit_bare_pm.registry
+        _ = registry.property_types["example.io/tier"]
 
     assert "'first-plugin'" in str(info.value)
     assert "'second-plugin'" in str(info.value)
+    assert "OLMKIT_DISABLE_PLUGINS=second-plugin" in str(info.value)
     assert ("first-plugin", "second-plugin") == tuple(info.value.plugins)
+    with pytest.raises(PluginConflictError):
+        registry.check()
+
+
+def test_duplicate_registration_breaks_only_that_name(olmkit_pm, olmkit_register):
+    """A contested name is left out of the registry; every other name still works."""
+    olmkit_register(TierPlugin(), "first-plugin")
+    olmkit_register(OtherTierPlugin(), "second-plugin")
+    registry = olmkit_pm.registry
+
+    assert "olm.package" in registry.property_types
+    assert "example.io/tier" not in list(registry.property_types)
+    assert [("property type", "example.io/tier")] == list(registry.conflicts)
+    with pytest.raises(PluginConflictError):
+        _ = registry.property_types.get("example.io/tier")
 
 
 def test_wrong_record_type_is_a_plugin_error(olmkit_bare_pm):
@@ -129,7 +146,8 @@ def test_broken_entry_point_plugin_is_skipped_with_a_warning(site):
     """A plugin that fails to import is reported and skipped; olmkit still works."""
     make_distribution(site, "olmkit-fake-broken", "olmkit_fake_broken", "raise RuntimeError('boom')\n", "broken")
 
-    with pytest.warns(PluginLoadWarning, match=r"'broken'.*boom"):
+    expected = r"'broken' \(distribution olmkit-fake-broken 1.2.3, olmkit_fake_broken\).*RuntimeError: boom"
+    with pytest.warns(PluginLoadWarning, match=expected):
         pm = get_plugin_manager()
 
     assert not pm.has_plugin("broken")
@@ -140,14 +158,25 @@ def test_broken_entry_point_plugin_is_skipped_with_a_warning(site):
 def test_disable_env_switches_plugins_off(site, monkeypatch):
     """OLMKIT_DISABLE_PLUGINS names plugins that are not loaded."""
     make_distribution(site, "olmkit-fake-off", "olmkit_fake_off", "raise RuntimeError('never imported')\n", "off")
-    monkeypatch.setenv("OLMKIT_DISABLE_PLUGINS", "off, something-else")
+    monkeypatch.setenv("OLMKIT_DISABLE_PLUGINS", "off, properties")
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pm = get_plugin_manager()
 
     assert not pm.has_plugin("off")
+    assert not pm.has_plugin("olmkit.plugins.properties")
     assert [] == pm.load_failures
+
+
+def test_misspelt_disabled_name_is_warned_about(monkeypatch):
+    """A name in OLMKIT_DISABLE_PLUGINS that is no plugin is warned about, with the close one."""
+    monkeypatch.setenv("OLMKIT_DISABLE_PLUGINS", "proprties")
+
+    with pytest.warns(PluginLoadWarning, match=r"'proprties', which is no plugin \(did you mean 'properties'\?\)"):
+        pm = get_plugin_manager()
+
+    assert pm.has_plugin("olmkit.plugins.properties")
 
 
 def test_builtins_are_registered_by_module_name(olmkit_pm):
@@ -197,3 +226,22 @@ def test_kernel_never_names_olm_concepts():
         offenders += [f"{rel}: {word}" for word in forbidden if word in text]
 
     assert [] == offenders
+
+
+def test_cli_prints_a_broken_plugin_as_one_line(site, capsys):
+    """On the command line a plugin that fails to import is one line: name, distribution, error."""
+    from olmkit.cli import main
+
+    make_distribution(site, "olmkit-fake-broken", "olmkit_fake_broken", "import not_a_module_at_all\n", "broken")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        code = main(["plugins", "list", "-o", "json"])
+
+    err = capsys.readouterr().err
+    assert 0 == code
+    assert [
+        "olmkit: warning: plugin 'broken' (distribution olmkit-fake-broken 1.2.3, olmkit_fake_broken) failed to "
+        "import and is skipped: ModuleNotFoundError: No module named 'not_a_module_at_all' "
+        "(OLMKIT_DISABLE_PLUGINS=broken silences this)"
+    ] == err.splitlines()

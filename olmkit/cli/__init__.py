@@ -4,22 +4,34 @@ Subcommands live in modules listed in :data:`COMMAND_MODULES`; each exposes
 ``add_commands(subparsers)``. Plugins add their own through the
 ``olmkit_add_commands`` hook. A command's ``func(args, pm)`` returns the exit code.
 
+Start-up is kept short: :data:`COMMAND_HOMES` says which modules define a built-in
+command, so ``olmkit get ...`` imports only the module that defines ``get``, and the
+plugin manager handed to the command is loaded the first time the command touches it
+(``get`` never does). An unknown command word, a top-level ``--help`` or a parse
+error with the short parser falls back to the full parser with every module and the
+plugins' commands.
+
 Errors: an :class:`~olmkit.errors.OlmkitError` prints one line on stderr and exits with
-its ``exit_code`` (2 for user errors); ``--debug`` shows the traceback instead.
+its ``exit_code`` (2 for user errors); ``--debug`` (anywhere before ``--``) shows the
+traceback instead.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
 from olmkit import __version__
-from olmkit.errors import OlmkitError
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+if TYPE_CHECKING:
+    import argparse
+
+    from olmkit.manager import PluginManager
+
+__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "build_parser", "main"]
 
 #: Modules contributing subcommand groups, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -33,55 +45,209 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.operators",
     "olmkit.cli.lifecycle",
     "olmkit.cli.serve",
+    "olmkit.cli.completion",
 )
 
+_CLUSTER: Final = ("olmkit.cli.cluster",)
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        """Usage errors: one line and exit code 2, like every other user error."""
-        self.exit(2, f"olmkit: error: {message} (see '{self.prog} --help')\n")
+#: Which modules define each built-in command (``tests/cli/test_startup.py`` checks it
+#: against what the modules really add).
+COMMAND_HOMES: Mapping[str, tuple[str, ...]] = {
+    "plugins": ("olmkit.cli.plugins",),
+    "catalog": ("olmkit.cli.catalog",),
+    "resolve": ("olmkit.cli.resolve",),
+    "explain": ("olmkit.cli.resolve",),
+    "bench": ("olmkit.cli.resolve",),
+    **dict.fromkeys(
+        ("apply", "get", "describe", "delete", "install", "uninstall", "approve", "list", "list-available"), _CLUSTER
+    ),
+    "reconcile": ("olmkit.cli.lifecycle",),
+    "run": ("olmkit.cli.lifecycle",),
+    "serve": ("olmkit.cli.serve",),
+    "completion": ("olmkit.cli.completion",),
+}
+
+_DEBUG: Final = "--debug"
 
 
-class _Version(argparse.Action):
-    """``--version``: the version, then the solver's implementation and backends."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        from olmkit._solver.backends import describe
-
-        sys.stdout.write(f"olmkit {__version__}\n{describe()}\n")
-        parser.exit()
+class _ShortParseFailed(Exception):
+    """The short parser (one command's module, no plugins) refused the arguments."""
 
 
-def build_parser(pm: object | None = None) -> argparse.ArgumentParser:
-    """Build the full parser: built-in command modules, then plugin commands."""
-    parser = _Parser(prog="olmkit", description="The Operator Lifecycle Manager as a pluggable toolkit.")
-    parser.add_argument("--version", action=_Version)
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+def _parser_class() -> type[argparse.ArgumentParser]:
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        short = False
+
+        def error(self, message: str) -> NoReturn:
+            """Usage errors: one line naming the (sub)command's help, and exit code 2."""
+            if Parser.short:
+                raise _ShortParseFailed(message)
+            self.exit(2, f"olmkit: error: {message} (see '{self.prog} --help')\n")
+
+    return Parser
+
+
+def version_text() -> str:
+    """What ``--version`` prints: the version, then the solver's implementation and backends."""
+    from olmkit._solver.backends import describe
+
+    return f"olmkit {__version__}\n{describe()}\n"
+
+
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class Version(argparse.Action):
+        """``--version`` anywhere on the top level: :func:`version_text`, then exit 0."""
+
+        def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+            sys.stdout.write(version_text())
+            parser.exit()
+
+    return Version
+
+
+def build_parser(pm: object | None = None, *, modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """Build the parser: the given command modules (all by default), then plugin commands.
+
+    Args:
+        pm: a plugin manager whose ``olmkit_add_commands`` hook adds plugin commands
+            (``None``: built-in commands only).
+        modules: the command modules to import.
+    """
+    import importlib
+
+    parser_class = _parser_class()
+    parser = parser_class(prog="olmkit", description="The Operator Lifecycle Manager as a pluggable toolkit.")
+    parser.add_argument("--version", action=_version_action(), help="show the version and exit")
+    parser.add_argument(_DEBUG, action="store_true", help="show tracebacks for errors (also after the command)")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=parser_class)
+    for name in modules:
         importlib.import_module(name).add_commands(subparsers)
     if pm is not None:
         pm.hook.olmkit_add_commands(subparsers=subparsers)  # type: ignore[attr-defined]
     return parser
 
 
+class LazyPluginManager:
+    """Stands in for the plugin manager until a command first uses it, then loads it.
+
+    Every attribute is the real manager's, so commands (and plugin commands) see no
+    difference; a command that never touches ``pm`` never pays for loading plugins.
+    """
+
+    def __init__(self, factory: Callable[[], PluginManager] | None = None) -> None:
+        self._factory = factory
+        self._pm: PluginManager | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the real manager has been loaded."""
+        return self._pm is not None
+
+    def load(self) -> PluginManager:
+        """The real plugin manager (loaded on first call)."""
+        if self._pm is None:
+            if self._factory is not None:
+                self._pm = self._factory()
+            else:
+                from olmkit import manager  # looked up at call time, so tests can patch it
+
+                self._pm = manager.get_plugin_manager()
+        return self._pm
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.load(), name)
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The first argument that is not an option: the command (``None`` for none)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _without_debug(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """``argv`` without ``--debug`` (accepted anywhere before ``--``), and whether it was there."""
+    out: list[str] = []
+    debug = False
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            out.extend(argv[index:])
+            break
+        if arg == _DEBUG:
+            debug = True
+        else:
+            out.append(arg)
+    return out, debug
+
+
+def _parse(argv: list[str], pm: LazyPluginManager) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """Parse with only the command's own module when it is a built-in, else with everything."""
+    word = _command_word(argv)
+    homes = COMMAND_HOMES.get(word) if word is not None else None
+    if homes is not None:
+        parser = build_parser(None, modules=homes)
+        parser_class: Any = type(parser)
+        parser_class.short = True
+        try:
+            return parser, parser.parse_args(argv)
+        except _ShortParseFailed:
+            pass  # a plugin may extend this command: the full parser says what is wrong
+        finally:
+            parser_class.short = False
+    parser = build_parser(pm.load())
+    return parser, parser.parse_args(argv)
+
+
+_DEFAULT_SHOWWARNING: Final = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """olmkit's own warnings (a plugin that failed to load ...) as one line, without a source line."""
+    from olmkit.errors import OlmkitWarning
+
+    if issubclass(category, OlmkitWarning):
+        sys.stderr.write(f"olmkit: warning: {message}\n")
+    else:
+        _DEFAULT_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv or bool(os.environ.get("OLMKIT_DEBUG"))
-    pm = None
-    try:
-        from olmkit.manager import get_plugin_manager
+    if argv == ["--version"]:  # the fast path of the commonest probe: no parser
+        sys.stdout.write(version_text())
+        return 0
+    argv, debug = _without_debug(argv)
+    debug = debug or bool(os.environ.get("OLMKIT_DEBUG"))
+    from olmkit.errors import OlmkitError
 
-        pm = get_plugin_manager()
-        parser = build_parser(pm)
+    pm = LazyPluginManager()
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
+    try:
         try:
-            args = parser.parse_args(argv)
+            parser, args = _parse(argv, pm)
         except SystemExit as exc:  # a usage error (printed already), --help or --version: return its code
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        if debug:
+            args.debug = True
         func = getattr(args, "func", None)
         if func is None:
             parser.print_help(sys.stderr)
@@ -100,9 +266,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug in olmkit or a plugin: still no traceback unless --debug
         if debug:
             raise
-        plugin = pm.culprit(exc) if pm is not None else None
+        plugin = pm.culprit(exc) if pm.loaded else None
         if plugin is not None:
             sys.stderr.write(f"olmkit: error: plugin {plugin!r} failed: {exc!r} (run with --debug for the traceback)\n")
         else:
             sys.stderr.write(f"olmkit: internal error: {exc!r} (run with --debug for the traceback)\n")
         return 70
+    finally:
+        warnings.showwarning = previous
