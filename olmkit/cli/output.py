@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 import orjson
-import yaml
 
 __all__ = ["FORMATS", "add_output_option", "dump_json", "dump_yaml", "emit", "render_table"]
 
@@ -33,6 +32,8 @@ def dump_json(data: Any) -> str:
 
 def dump_yaml(data: Any) -> str:
     """YAML text, keys in insertion order."""
+    import yaml  # only -o yaml pays for it
+
     return yaml.safe_dump(_plain(data), sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 

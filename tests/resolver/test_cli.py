@@ -199,3 +199,110 @@ def test_resolve_reads_standard_input(monkeypatch, capsys):
 
     assert 0 == code
     assert "backup-operator.v1.0.0" == json.loads(out)["steps"][0]["bundle"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--catalog", "/no/such/catalog", "--subscribe", "x"],
+            "--catalog /no/such/catalog: no such file or directory",
+        ),
+        (
+            ["--catalog", str(EXAMPLES), "--subscribe", "backup-operator", "--solver", "cryptominisay"],
+            "(did you mean 'cryptominisat'?)",
+        ),
+    ],
+)
+def test_resolve_input_errors_go_to_stderr_with_exit_2(capsys, argv, message):
+    """A missing catalog, an unknown solver, a misspelt package or channel: stderr, exit 2, nothing on stdout."""
+    code, out, err = run(capsys, "resolve", *argv)
+
+    assert (2, "") == (code, out)
+    assert message in err
+    assert 1 == len(err.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("subscribe", "hint"),
+    [
+        ("backup-operatr", "package 'backup-operatr' is not in {catalog} (did you mean 'backup-operator'?)"),
+        (
+            "postgres-operator/stabel",
+            "package 'postgres-operator' has no channel 'stabel' (did you mean 'stable'?) (channels: fast, stable)",
+        ),
+    ],
+)
+def test_resolve_short_form_suggests_the_close_package_or_channel(capsys, subscribe, hint):
+    """A misspelt package or channel stays unsatisfiable (exit 1) and stderr names the close one."""
+    code, out, err = run(capsys, "resolve", "--catalog", str(EXAMPLES), "--subscribe", subscribe)
+
+    assert 1 == code
+    assert out.startswith("unsatisfiable:")
+    assert [f"olmkit: hint: --subscribe {subscribe}: " + hint.format(catalog=EXAMPLES)] == err.splitlines()
+
+
+def test_resolve_error_from_an_unreadable_catalog_source_is_exit_2(tmp_path, capsys):
+    """A CatalogSource whose path is missing is an input error: stderr and exit 2 (not an answer on stdout)."""
+    path = tmp_path / "m.yaml"
+    path.write_text(MANIFESTS.replace(str(EXAMPLES), str(tmp_path / "gone")))
+
+    code, out, err = run(capsys, "resolve", "-f", str(path))
+
+    assert (2, "") == (code, out)
+    assert "gone" in err
+
+
+def test_bench_resolve_refuses_huge_sizes_without_yes(tmp_path, capsys):
+    """Sizes beyond the bound are refused before anything is generated, naming --yes."""
+    gen = tmp_path / "gen.py"
+    gen.write_text("raise SystemExit('must not run')")
+
+    code, _, err = run(capsys, "bench", "resolve", "--generator", str(gen), "-P", "30000", "-B", "10")
+
+    assert 2 == code
+    assert "300,000 bundles" in err
+    assert "--yes" in err
+
+
+def test_bench_resolve_text_is_a_table_and_the_workload_is_removed(tmp_path, capsys, monkeypatch):
+    """Text output is a table of phases (no Python dicts); the generated workload's directory is removed."""
+    gen = tmp_path / "gen.py"
+    gen.write_text(FAKE_GENERATOR.format(catalog=str(EXAMPLES)))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+
+    code, out, err = run(capsys, "bench", "resolve", "--generator", str(gen), "--repeat", "2")
+
+    assert 0 == code
+    assert "{" not in out
+    assert out.splitlines()[1] == "status        ok (3 steps)"
+    assert any(line.split()[:1] == ["total"] for line in out.splitlines())
+    assert "generating 500 packages x 10 bundles, 20 subscriptions ... done in" in err
+    assert [] == list(tmp_path.glob("olmkit-bench-*"))
+
+
+def test_bench_resolve_keep_workload_keeps_it(tmp_path, capsys, monkeypatch):
+    """--keep-workload keeps the generated directory and says where it is."""
+    gen = tmp_path / "gen.py"
+    gen.write_text(FAKE_GENERATOR.format(catalog=str(EXAMPLES)))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+
+    code, _, err = run(capsys, "bench", "resolve", "--generator", str(gen), "--repeat", "1", "--keep-workload")
+
+    kept = list(tmp_path.glob("olmkit-bench-*"))
+    assert (0, 1) == (code, len(kept))
+    assert f"workload kept in {kept[0]}" in err
+    assert (kept[0] / "problem.json").is_file()
+
+
+def test_bench_resolve_documents_every_flag(capsys):
+    """Every option of bench resolve has a help text (-B is bundles per package)."""
+    from olmkit.cli import build_parser
+
+    parser = build_parser(None)
+    bench = parser._subparsers._group_actions[0].choices["bench"]
+    sub = bench._subparsers._group_actions[0].choices["resolve"]
+
+    undocumented = [a.option_strings for a in sub._actions if a.option_strings and not a.help]
+    assert [] == undocumented
+    assert "bundles per package" in next(a.help for a in sub._actions if "-B" in a.option_strings)

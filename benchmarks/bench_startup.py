@@ -1,0 +1,85 @@
+"""Whole-process start-up time of ``olmkit`` commands, against ``python -c pass`` in the same run.
+
+Every sample is a fresh process (as hyperfine measures), run round-robin so that load
+changes on a shared machine hit every command alike. The store for ``get`` is a small
+SQLite store made first (one CatalogSource and an installed operator).
+
+    .venv/bin/python benchmarks/bench_startup.py [--runs 30] [--warmup 3]
+
+Prints a table: min / median / mean wall time per command and the ratio of the median
+to ``python -c pass``'s median, with the targets (``--version`` <= 3x, ``get`` <= 6x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+OLMKIT = str(BIN / "olmkit")
+
+
+def _seed(store: Path, env: dict[str, str]) -> None:
+    steps = [
+        ["apply", "-f", str(ROOT / "examples" / "demo" / "catalogsource-v1.yaml")],
+        ["install", "postgres-operator", "-n", "demo", "--channel", "stable"],
+        ["reconcile", "--until-stable"],
+    ]
+    for step in steps:
+        subprocess.run([OLMKIT, *step, "--store", str(store)], env=env, check=True, capture_output=True)
+
+
+def _time(cmd: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30, help="samples per command (default 30)")
+    parser.add_argument("--warmup", type=int, default=3, help="unrecorded runs first (default 3)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="olmkit-startup-"))
+    try:
+        env = {**os.environ, "OLMKIT_CACHE_DIR": str(tmp / "cache")}
+        store = tmp / "cluster.db"
+        _seed(store, env)
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "olmkit --version": [OLMKIT, "--version"],
+            "olmkit get csv -n demo": [OLMKIT, "get", "csv", "-n", "demo", "--store", str(store)],
+            "olmkit get sub,csv -A": [OLMKIT, "get", "sub,csv", "-A", "--store", str(store)],
+        }
+        samples: dict[str, list[float]] = {name: [] for name in commands}
+        for index in range(args.warmup + args.runs):
+            for name, cmd in commands.items():
+                took = _time(cmd, env)
+                if index >= args.warmup:
+                    samples[name].append(took)
+        base = statistics.median(samples["python -c pass"])
+        targets = {"olmkit --version": 3.0, "olmkit get csv -n demo": 6.0, "olmkit get sub,csv -A": 6.0}
+        print(f"{'command':<26} {'min':>8} {'median':>8} {'mean':>8} {'x pass':>7} {'target':>7}")
+        for name, values in samples.items():
+            ratio = statistics.median(values) / base
+            target = f"<= {targets[name]:.0f}x" if name in targets else ""
+            print(
+                f"{name:<26} {min(values) * 1000:7.1f}ms {statistics.median(values) * 1000:7.1f}ms "
+                f"{statistics.mean(values) * 1000:7.1f}ms {ratio:6.2f}x {target:>7}"
+            )
+        print(f"{args.runs} runs each, round-robin, after {args.warmup} warm-up rounds; load {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
