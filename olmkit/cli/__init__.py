@@ -49,7 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.completion",
 )
 
-_CLUSTER: Final = ("olmkit.cli.cluster",)
+_OPERATORS: Final = ("olmkit.cli.operators",)
 
 #: Which modules define each built-in command (``tests/cli/test_startup.py`` checks it
 #: against what the modules really add).
@@ -59,9 +59,11 @@ COMMAND_HOMES: Mapping[str, tuple[str, ...]] = {
     "resolve": ("olmkit.cli.resolve",),
     "explain": ("olmkit.cli.resolve",),
     "bench": ("olmkit.cli.resolve",),
-    **dict.fromkeys(
-        ("apply", "get", "describe", "delete", "install", "uninstall", "approve", "list", "list-available"), _CLUSTER
-    ),
+    "apply": ("olmkit.cli.apply",),
+    "get": ("olmkit.cli.get",),
+    "describe": ("olmkit.cli.describe",),
+    "delete": ("olmkit.cli.delete",),
+    **dict.fromkeys(("install", "uninstall", "approve", "list", "list-available"), _OPERATORS),
     "reconcile": ("olmkit.cli.lifecycle",),
     "run": ("olmkit.cli.lifecycle",),
     "serve": ("olmkit.cli.serve",),
