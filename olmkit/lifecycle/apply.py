@@ -2,8 +2,17 @@
 
 One code path for every writer that takes objects from people: ``olmkit apply``, ``delete -f``,
 ``install`` and the API server all check objects with :func:`prepare_manifests` (shape, then
-the registered admission checks, see :mod:`olmkit.lifecycle.admission`) and write them with
-:func:`apply_object`, so they never disagree about what is a valid object.
+:func:`object_problems`, then the registered admission checks, see
+:mod:`olmkit.lifecycle.admission`) and write them with :func:`apply_object`, so they never
+disagree about what is a valid object.
+
+:func:`object_problems` is the API server's strict validation: the kind and version must be
+served (built in, see :mod:`olmkit.lifecycle.schemas`, or by a stored CustomResourceDefinition,
+or one applied in the same batch); a built-in kind's fields must be declared (``spec.chanel``
+is ``strict decoding error: unknown field "spec.chanel" (did you mean "spec.channel"?)``);
+a custom resource must be valid under its CRD version's ``openAPIV3Schema``, with Kubernetes'
+error texts (``spec.replicas: Invalid value: "three": spec.replicas in body must be of type
+integer``).
 
 :func:`load_manifest_files` reads manifests (YAML or JSON, several documents, ``kind: List``)
 from files, directories or standard input.
@@ -14,6 +23,8 @@ from files, directories or standard input.
 from __future__ import annotations
 
 import copy
+import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -24,7 +35,9 @@ import orjson
 from olmkit.errors import InputError
 from olmkit.lifecycle.admission import admit
 from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
-from olmkit.lifecycle.kinds import CATALOG_SOURCE, kind_of
+from olmkit.lifecycle.kinds import CATALOG_SOURCE, CRD, kind_of
+from olmkit.lifecycle.openapi import FORBIDDEN, validate
+from olmkit.lifecycle.schemas import SERVED, builtin_schema, served_versions
 from olmkit.resolver.manifests import STDIN
 from olmkit.store import AlreadyExists, Conflict, NotFound, Object, Store, retry_on_conflict
 from olmkit.store.names import DEFAULT_NAMESPACE, is_namespace_name, is_object_name
@@ -35,10 +48,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_NAMESPACE",
     "MANIFEST_SUFFIXES",
+    "KnownKinds",
     "PreparedObject",
     "apply_object",
     "load_manifest_files",
     "object_label",
+    "object_problems",
     "prepare_manifests",
     "shape_problems",
 ]
@@ -155,25 +170,196 @@ def shape_problems(obj: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _group_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+@attrs.define
+class KnownKinds:
+    """The kinds that are served: built in, by a stored CRD, or by a CRD about to be applied.
+
+    Build one per batch with :meth:`of` (it lists the stored CRDs once).
+
+    .. versionadded:: 0.2
+    """
+
+    crds: dict[tuple[str, str], Mapping[str, Any]]
+
+    @classmethod
+    def of(cls, store: Store, pending: Iterable[Mapping[str, Any]] = ()) -> KnownKinds:
+        """The stored CRDs, then the CRDs among ``pending`` objects (they win: they are newer)."""
+        crds: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for crd in [*store.list(CRD.api_version, CRD.kind), *(o for o in pending if _is_crd(o))]:
+            spec = crd.get("spec")
+            if isinstance(spec, Mapping) and isinstance(spec.get("names"), Mapping):
+                crds[(str(spec.get("group") or ""), str(spec["names"].get("kind") or ""))] = crd
+        return cls(crds)
+
+    def served(self, group: str, kind: str) -> tuple[str, ...] | None:
+        """The versions serving ``group``/``kind``, or ``None`` when nothing serves the kind."""
+        builtin = served_versions(group, kind)
+        if builtin is not None:
+            return builtin
+        crd = self.crds.get((group, kind))
+        if crd is None:
+            return None
+        return tuple(str(v.get("name")) for v in _crd_versions(crd) if v.get("served", True))
+
+    def crd_version(self, group: str, kind: str, version: str) -> Mapping[str, Any] | None:
+        """The CRD's entry for ``version`` (its schema, subresources), or ``None``."""
+        crd = self.crds.get((group, kind))
+        if crd is None:
+            return None
+        return next((v for v in _crd_versions(crd) if v.get("name") == version), None)
+
+    def kinds(self) -> list[tuple[str, str]]:
+        """Every known ``(group, kind)``."""
+        return [*SERVED, *self.crds]
+
+
+def _is_crd(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == CRD.kind and _group_version(str(obj.get("apiVersion") or ""))[0] == CRD.group
+
+
+def _crd_versions(crd: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = crd.get("spec") or {}
+    versions = spec.get("versions")
+    if isinstance(versions, list) and versions:
+        return [v for v in versions if isinstance(v, Mapping)]
+    version = spec.get("version")  # the old single-version form
+    return [{"name": version, "served": True, "schema": spec.get("validation")}] if version else []
+
+
+def _api_version(group: str, version: str) -> str:
+    return f"{group}/{version}" if group else version
+
+
+def _similar_kind(group: str, kind: str, known: list[tuple[str, str]]) -> str | None:
+    """The kind the user probably meant: a plural or a case slip of a known kind, else a close one."""
+    same_group = [k for g, k in known if g == group] or [k for _, k in known]
+    lowered = kind.lower()
+    for candidate in same_group:
+        low = candidate.lower()
+        if lowered in (low, low + "s", low + "es") or (
+            lowered.endswith("ies") and low.endswith("y") and lowered[:-3] == low[:-1]
+        ):
+            return candidate
+    close = difflib.get_close_matches(kind, same_group, n=1)
+    return close[0] if close else None
+
+
+def _kind_problem(group: str, version: str, kind: str, kinds: KnownKinds) -> str | None:
+    served = kinds.served(group, kind)
+    where = f'no matches for kind "{kind}" in version "{_api_version(group, version)}"'
+    if served is None:
+        similar = _similar_kind(group, kind, kinds.kinds())
+        hint = f' (did you mean "{similar}"?)' if similar else ""
+        return f"{where}{hint}; ensure CRDs are installed first"
+    if version not in served:
+        versions = ", ".join(_api_version(group, v) for v in served) or "none"
+        return f"{where} (served versions: {versions})"
+    return None
+
+
+_SEGMENT: Final = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _declared_at(schema: Mapping[str, Any], path: str) -> list[str]:
+    """The field names the schema declares at ``path`` (``spec.config``, ``spec.versions[0]``)."""
+    node: Any = schema
+    for name, index in _SEGMENT.findall(path):
+        if not isinstance(node, Mapping):
+            return []
+        node = node.get("items") if index else (node.get("properties") or {}).get(name)
+    if not isinstance(node, Mapping):
+        return []
+    return list((node.get("properties") or {}).keys())
+
+
+def _schema_problems(
+    obj: Mapping[str, Any], schema: Mapping[str, Any], *, report_unknown: bool, only_unknown: bool = False
+) -> list[str]:
+    problems = []
+    for error in validate(obj, schema, report_unknown=report_unknown):
+        unknown = error.reason == FORBIDDEN and error.detail == "field not declared in schema"
+        if only_unknown and not unknown:
+            continue
+        if unknown:
+            parent, _, field = error.path.rpartition(".")
+            close = difflib.get_close_matches(field, _declared_at(schema, parent), n=1)
+            hint = f' (did you mean "{parent + "." if parent else ""}{close[0]}"?)' if close else ""
+            problems.append(f'strict decoding error: unknown field "{error.path}"{hint}')
+        else:
+            problems.append(str(error))
+    return problems
+
+
+def object_problems(store: Store, obj: Mapping[str, Any], *, kinds: KnownKinds | None = None) -> list[str]:
+    """What the API server's strict validation says about an object (``[]``: nothing).
+
+    The kind and version must be served (:class:`KnownKinds`); a built-in kind's fields must be
+    declared (:mod:`olmkit.lifecycle.schemas`; their values are the admission checks' to judge);
+    a custom resource must be valid under its CRD
+    version's ``openAPIV3Schema`` (unknown fields included, unless the CRD preserves them), its
+    ``status`` too unless the version has a status subresource. Call it on every create and
+    update of an object that comes from outside.
+
+    Args:
+        store: where the CRDs are (unused when ``kinds`` is given).
+        obj: the object, with a string ``apiVersion`` and ``kind``.
+        kinds: the known kinds of a batch (:meth:`KnownKinds.of`), to list CRDs only once.
+
+    .. versionadded:: 0.2
+    """
+    kinds = kinds if kinds is not None else KnownKinds.of(store)
+    group, version = _group_version(str(obj.get("apiVersion") or ""))
+    kind = str(obj.get("kind") or "")
+    problem = _kind_problem(group, version, kind, kinds)
+    if problem is not None:
+        return [problem]
+    schema = builtin_schema(group, kind)
+    if schema is not None:  # values are the admission checks' (their texts say more): fields only
+        return _schema_problems(obj, schema, report_unknown=True, only_unknown=True)
+    entry = kinds.crd_version(group, kind, version)
+    if entry is None:
+        return []
+    raw_schema = entry.get("schema")
+    schema = raw_schema.get("openAPIV3Schema") if isinstance(raw_schema, Mapping) else None
+    if not isinstance(schema, Mapping):
+        return []
+    crd_spec = kinds.crds[(group, kind)].get("spec") or {}
+    subresources = entry.get("subresources") or crd_spec.get("subresources") or {}
+    checked = dict(obj)
+    if isinstance(subresources, Mapping) and "status" in subresources:
+        checked.pop("status", None)  # written through the status subresource, not with the object
+    return _schema_problems(checked, schema, report_unknown=crd_spec.get("preserveUnknownFields") is not True)
+
+
 def prepare_manifests(
     store: Store,
     registry: Registry,
     manifests: Sequence[tuple[str, Mapping[str, Any]]],
     *,
     namespace: str | None = None,
+    strict: bool = True,
 ) -> list[PreparedObject]:
     """Validate every object and make it ready to write; nothing is written.
 
     Each object gets its namespace (its own, else ``namespace``, else ``default``; none for
     cluster-scoped kinds) and, for a CatalogSource, the :data:`MANIFEST_DIR_ANNOTATION` with
-    the absolute directory of its file. Then the object's shape and the registered admission
-    checks are run on it.
+    the absolute directory of its file. Then the object's shape, :func:`object_problems`
+    (CRDs of the same batch count as served) and the registered admission checks are run on it.
 
     Args:
         store: the store the objects are for (scope of kinds, the stored objects the checks see).
         registry: the registry with the admission checks.
         manifests: ``(file, object)`` pairs, as :func:`load_manifest_files` returns them.
         namespace: the namespace asked for with ``-n``; an object naming another one is refused.
+        strict: run :func:`object_problems` (``False``: shape and admission checks only).
+
+    .. versionchanged:: 0.2
+        Strict validation (``strict``).
 
     Raises:
         InputError: an object is refused; names the file, ``Kind/name`` and every problem, and
@@ -181,9 +367,12 @@ def prepare_manifests(
     """
     prepared: list[PreparedObject] = []
     refused: list[InputError] = []
+    kinds = KnownKinds.of(store, [raw for _, raw in manifests]) if strict else None
     for path, raw in manifests:
         obj = copy.deepcopy(dict(raw))
         problems = shape_problems(obj)
+        if not problems and kinds is not None:
+            problems = object_problems(store, obj, kinds=kinds)
         if not problems:
             meta = obj["metadata"] = dict(obj["metadata"])
             if store.is_namespaced(obj["apiVersion"], obj["kind"]):
