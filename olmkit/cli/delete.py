@@ -49,7 +49,7 @@ def delete_object(store: Store, kind: Kind, name: str, namespace: str | None, *,
 def run_delete(args: argparse.Namespace, pm: PluginManager) -> int:
     """Delete objects by name, by selector, every one of a kind, or those of manifest files."""
     ok = True
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
         if args.files:
             if args.kind or args.names:
                 raise UsageError("delete takes either -f FILE or KIND NAME, not both")

@@ -351,7 +351,7 @@ def _events_of(store: Store, obj: Mapping[str, Any]) -> list[Object]:
 
 def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
     """Describe objects by name."""
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
         kind, names = kind_and_names(store, args.kind, args.names)
         if not names:
             raise UsageError("describe needs a name: describe KIND NAME")

@@ -232,7 +232,7 @@ def _kinds_and_names(store: Store, kind_arg: str, names: Sequence[str]) -> tuple
 
 def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
     """List objects of one or more kinds (``csv,deploy``), or get some by name."""
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
         kinds, names = _kinds_and_names(store, args.kind, args.names)
         if names and args.all_namespaces:
             raise UsageError("a resource cannot be retrieved by name across all namespaces (drop -A)")

@@ -247,7 +247,7 @@ def _find_subscription(store: Store, package: str, namespace: str) -> Object | N
 def run_uninstall(args: argparse.Namespace, pm: PluginManager) -> int:
     """Delete a package's Subscription and the CSV it installed."""
     namespace = namespace_arg(args)
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
         sub = _find_subscription(store, args.package, namespace)
         if sub is None:
             sys.stderr.write(
@@ -273,7 +273,7 @@ _FINISHED: Final = ("Complete", "Failed")
 def run_approve(args: argparse.Namespace, pm: PluginManager) -> int:
     """Approve an InstallPlan (``spec.approved: true``)."""
     namespace = namespace_arg(args)
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
 
         def attempt() -> str:
             plan = store.get(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, args.name, namespace)
@@ -343,7 +343,7 @@ def _installed_rows(store: Store, namespace: str | None) -> list[dict[str, Any]]
 def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
     """Installed operators: Subscriptions with their CSVs (and CSVs no Subscription claims)."""
     namespace = None if args.all_namespaces else namespace_arg(args)
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
         rows = _installed_rows(store, namespace)
     columns: list[Column] = [
         ("package", "package"),
@@ -393,7 +393,7 @@ def _available_rows(visible: _Visible, package: str | None) -> list[dict[str, An
 def run_list_available(args: argparse.Namespace, pm: PluginManager) -> int:
     """Packages in the catalogs visible from a namespace (its own and the global one)."""
     namespace = namespace_arg(args)
-    with store_from_args(args) as store:
+    with store_from_args(args, existing=True) as store:
         cache = CatalogCache(store, pm.registry, disk_cache=not args.no_cache)
         visible = _visible_catalogs(cache, list(dict.fromkeys([namespace, args.global_namespace])))
     _warn_failed(visible)

@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Final
 
-from olmkit.store import STORE_ENV, Store, default_store_path, open_store
+from olmkit.errors import UsageError
+from olmkit.store import MEMORY, STORE_ENV, Store, default_store_path, open_store
 from olmkit.store.names import DEFAULT_NAMESPACE, is_namespace_name
 
 __all__ = [
@@ -54,13 +56,27 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_from_args(args: argparse.Namespace) -> Store:
+def store_from_args(args: argparse.Namespace, *, existing: bool = False) -> Store:
     """Open the store ``--store`` names (``$OLMKIT_STORE``, else ``.olmkit/cluster.db``).
+
+    Args:
+        args: the parsed arguments.
+        existing: the command only reads (``get``, ``describe``, ``list`` ...): a store file
+            that does not exist is an error instead of being created (with its directories).
 
     Raises:
         StoreError: the file cannot be opened as a store.
+        UsageError: ``existing`` and there is no store at the path (exit code 1).
     """
-    return open_store(getattr(args, "store", None))
+    given = getattr(args, "store", None)
+    if existing:
+        where = default_store_path(given)
+        if where != MEMORY and not os.path.exists(where):
+            how = "--store PATH" if given else f"--store PATH or ${STORE_ENV}"
+            raise UsageError(
+                f"no store at {where}: nothing has been applied or installed there (give {how})", exit_code=1
+            )
+    return open_store(given)
 
 
 def add_namespace_option(parser: argparse.ArgumentParser, *, all_namespaces: bool = False) -> None:

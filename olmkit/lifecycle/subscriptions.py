@@ -270,9 +270,10 @@ class SubscriptionController(Controller):
 
         try:
             plan_name, plan = self._ensure_install_plan(ns, subs, resolution.steps, inputs)
-        except BundleUnpackError as exc:
-            self._fail_all(subs, BUNDLE_UNPACK_FAILED, "BundleUnpackFailed", str(exc))
-            self.ctx.event(f"namespace {ns}: {exc}")
+        except _UnpackFailed as exc:
+            self._fail_unpack(subs, steps_by_sub, exc.failures)
+            for failure in exc.failures.values():
+                self.ctx.event(f"namespace {ns}: {failure}")
             return Result(requeue_after=ERROR_RETRY, resync=True)
         self._gc_install_plans(ns)
         ref = {
@@ -667,8 +668,13 @@ class SubscriptionController(Controller):
         crd_steps: list[dict[str, Any]] = []
         rest: list[dict[str, Any]] = []
         install_ctx = InstallContext(self.ctx.store, self.ctx.now)
+        failures: dict[str, BundleUnpackError] = {}
         for step in steps:
-            content = bundle_content(self.ctx.pm, step.content, name=step.bundle, image=step.image)
+            try:
+                content = bundle_content(self.ctx.pm, step.content, name=step.bundle, image=step.image)
+            except BundleUnpackError as exc:
+                failures[step.bundle] = exc
+                continue
 
             csv = self._csv_manifest(ns, step, content.csv)
             csv_steps.append(_plan_step(step, csv))
@@ -683,6 +689,8 @@ class SubscriptionController(Controller):
                 pass  # the CSV controller reports the unknown strategy on the CSV
             if step.subscription is None:
                 rest.append(_plan_step(step, self._generated_subscription(ns, plan_name, step)))
+        if failures:
+            raise _UnpackFailed(failures)
         self._admit_steps(ns, steps, csv_steps + crd_steps + rest)
         return csv_steps + crd_steps + rest
 
@@ -796,11 +804,45 @@ class SubscriptionController(Controller):
             )
             self._write_status(sub, status)
 
+    def _fail_unpack(
+        self, subs: Iterable[Object], steps_by_sub: Mapping[str, Step], failures: Mapping[str, BundleUnpackError]
+    ) -> None:
+        """BundleUnpackFailed on every subscription: about its own bundle when that one failed,
+        else naming the bundles (of other subscriptions or dependencies) the namespace waits for."""
+        now = self.ctx.now()
+        for sub in subs:
+            step = steps_by_sub.get(sub["metadata"]["name"])
+            own = failures.get(step.bundle) if step is not None else None
+            if own is not None:
+                message = str(own)
+            else:
+                message = "waiting for the namespace's other bundles, which could not be unpacked: " + "; ".join(
+                    str(error) for error in failures.values()
+                )
+            status = status_of(sub)
+            status["conditions"] = set_condition(
+                status.get("conditions"),
+                BUNDLE_UNPACK_FAILED,
+                "True",
+                reason="BundleUnpackFailed",
+                message=message,
+                now=now,
+            )
+            self._write_status(sub, status)
+
     def _clear_failures(self, subs: Iterable[Object]) -> None:
         for sub in subs:
             status = status_of(sub)
             status["conditions"] = remove_condition(status.get("conditions"), RESOLUTION_FAILED, BUNDLE_UNPACK_FAILED)
             self._write_status(sub, status)
+
+
+class _UnpackFailed(Exception):
+    """Bundles of a resolution whose content could not be obtained, by bundle name."""
+
+    def __init__(self, failures: Mapping[str, BundleUnpackError]) -> None:
+        super().__init__("; ".join(map(str, failures.values())))
+        self.failures = dict(failures)
 
 
 def _failed_with(plan: Mapping[str, Any], inputs: bytes) -> bool:

@@ -65,3 +65,26 @@ def test_get_loads_no_plugins_and_no_resolver(tmp_path):
         "yaml": False,
         "olmkit.cli.operators": False,
     } == seen
+
+
+def test_read_only_commands_do_not_create_a_store(tmp_path, capsys):
+    """get, describe, list, list-available on a path with no store: exit 1, say so, create nothing."""
+    from olmkit.cli import main
+
+    where = tmp_path / "not" / "there" / "cluster.db"
+    commands = [
+        ["get", "csv"],
+        ["describe", "sub", "x"],
+        ["list"],
+        ["list-available"],
+        ["approve", "install-x"],
+        ["uninstall", "x"],
+    ]
+
+    codes = [main([*argv, "--store", str(where)]) for argv in commands]
+
+    err = capsys.readouterr().err.splitlines()
+    assert [1] * len(commands) == codes
+    expected = f"olmkit: error: no store at {where}: nothing has been applied or installed there (give --store PATH)"
+    assert [expected] * len(commands) == err
+    assert not (tmp_path / "not").exists()

@@ -38,6 +38,47 @@ def test_bundle_without_content_fails_with_bundle_unpack_failed(
     assert [] == cluster.names("csv")
 
 
+def test_bundle_unpack_failed_message_is_per_subscription(
+    tmp_path: Path, make_cluster: Callable[..., Cluster]
+) -> None:
+    """Two subscriptions whose bundles both cannot be unpacked: each one's message names its own bundle."""
+    gadget = ("example.io", "v1", "Gadget")
+    catalog = write_catalog(
+        tmp_path / "catalog",
+        [B("widget", "1.0.0", owns=(GVK,), inline=False), B("gadget", "2.0.0", owns=(gadget,), inline=False)],
+    )
+    cluster = _cluster(make_cluster, catalog)
+    cluster.subscribe("gadget", source="test")
+
+    cluster.reconcile()
+
+    widget = cluster.condition(cluster.get("sub", "widget"), "BundleUnpackFailed")["message"]
+    gadget_message = cluster.condition(cluster.get("sub", "gadget"), "BundleUnpackFailed")["message"]
+    assert widget.startswith("bundle widget.v1.0.0 (image ")
+    assert "gadget" not in widget
+    assert gadget_message.startswith("bundle gadget.v2.0.0 (image ")
+    assert "widget" not in gadget_message
+
+
+def test_a_subscription_whose_bundle_is_fine_names_the_bundle_it_waits_for(
+    tmp_path: Path, make_cluster: Callable[..., Cluster]
+) -> None:
+    """A subscription with a good bundle, blocked by another's, says which bundle it waits for."""
+    gadget = ("example.io", "v1", "Gadget")
+    catalog = write_catalog(
+        tmp_path / "catalog",
+        [B("widget", "1.0.0", owns=(GVK,), inline=False), B("gadget", "2.0.0", owns=(gadget,))],
+    )
+    cluster = _cluster(make_cluster, catalog)
+    cluster.subscribe("gadget", source="test")
+
+    cluster.reconcile()
+
+    message = cluster.condition(cluster.get("sub", "gadget"), "BundleUnpackFailed")["message"]
+    assert message.startswith("waiting for the namespace's other bundles, which could not be unpacked: ")
+    assert "bundle widget.v1.0.0 (image " in message
+
+
 def test_deployment_that_never_becomes_available_fails_the_install_after_the_timeout(
     tmp_path: Path, make_cluster: Callable[..., Cluster]
 ) -> None:
