@@ -73,7 +73,8 @@ def _tables(parser: argparse.ArgumentParser) -> dict[str, dict[str, str]]:
                     continue
                 options += action.option_strings
                 if action.nargs != 0:
-                    choice = " ".join(map(str, action.choices)) if action.choices else "__files__"
+                    choices = action.choices or getattr(action.type, "formats", None)
+                    choice = " ".join(map(str, choices)) if choices else "__files__"
                     for option in action.option_strings:
                         values[f"{key}|{option}"] = choice
             elif action.choices:

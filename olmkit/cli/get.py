@@ -1,5 +1,9 @@
 """``olmkit get``: list objects of one or more kinds, or get some by name, as kubectl does.
 
+With kubectl's habits: ``-o jsonpath=TEMPLATE``, ``-o custom-columns=HEADER:PATH,...``,
+``--sort-by=PATH``, ``--no-headers``, ``--show-labels``, ``--field-selector=PATH=VALUE,...``
+and ``-w``/``--watch`` (``--watch-only``; ``--watch-timeout`` ends the watch).
+
 .. versionadded:: 0.2
 """
 
@@ -19,7 +23,7 @@ from olmkit.cli.options import (
     namespace_arg,
     store_from_args,
 )
-from olmkit.cli.output import Column, add_output_option, dump_json, dump_yaml, render_table
+from olmkit.cli.output import Column, add_output_option, custom_columns, dump_json, dump_yaml, render_table
 from olmkit.cli.refs import get_or_none, kind_and_names, not_found, resource_ref
 from olmkit.errors import UsageError
 from olmkit.lifecycle.events import event_sort_key
@@ -28,6 +32,7 @@ from olmkit.lifecycle.kinds import (
     CSV,
     DEPLOYMENT,
     INSTALL_PLAN,
+    KINDS,
     OPERATOR_GROUP,
     SUBSCRIPTION,
     Kind,
@@ -184,6 +189,11 @@ def _as_list(items: list[Object]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
 
 
+def _labels(obj: Mapping[str, Any]) -> str:
+    labels = at(obj, "metadata.labels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) if labels else "<none>"
+
+
 def print_objects(
     store: Store,
     kind: Kind,
@@ -193,10 +203,14 @@ def print_objects(
     all_namespaces: bool = False,
     single: bool = False,
     qualified: bool = False,
+    headers: bool = True,
+    show_labels: bool = False,
 ) -> None:
-    """Print objects of one kind as ``get`` does (``table``, ``wide``, ``json``, ``yaml``, ``name``).
+    """Print objects of one kind as ``get`` does (``table``, ``wide``, ``json``, ``yaml``, ``name``,
+    ``jsonpath=TEMPLATE``, ``custom-columns=SPEC``).
 
-    ``qualified`` names objects ``kind/name`` in tables, as kubectl does when several kinds are listed.
+    ``qualified`` names objects ``kind/name`` in tables, as kubectl does when several kinds are
+    listed; ``headers=False`` leaves out the header line, ``show_labels`` adds a LABELS column.
     """
     if fmt in ("json", "yaml"):
         data: Any = objects[0] if single and len(objects) == 1 else _as_list(objects)
@@ -206,16 +220,78 @@ def print_objects(
         for obj in objects:
             print(f"{resource_ref(kind)}/{obj_name(obj)}")
         return
-    columns, wide = _columns_for(kind, datetime.now(UTC))
-    if fmt == "wide":
-        columns = columns + wide
-    if qualified:
-        ref = resource_ref(kind)
-        columns = [("name", lambda obj: f"{ref}/{obj_name(obj)}"), *columns[1:]]
-    if all_namespaces and store.is_namespaced(kind.api_version, kind.kind):
-        columns = [("namespace", obj_namespace), *columns]
+    if fmt.startswith("jsonpath="):
+        from olmkit.cli.jsonpath import JSONPath
+
+        data = objects[0] if single and len(objects) == 1 else _as_list(objects)
+        sys.stdout.write(JSONPath(fmt.partition("=")[2]).render(data))
+        return
+    if fmt.startswith("custom-columns="):
+        columns = custom_columns(fmt.partition("=")[2])
+    else:
+        columns, wide = _columns_for(kind, datetime.now(UTC))
+        if fmt == "wide":
+            columns = columns + wide
+        if qualified:
+            ref = resource_ref(kind)
+            columns = [("name", lambda obj: f"{ref}/{obj_name(obj)}"), *columns[1:]]
+        if all_namespaces and store.is_namespaced(kind.api_version, kind.kind):
+            columns = [("namespace", obj_namespace), *columns]
+    if show_labels:
+        columns = [*columns, ("labels", _labels)]
     if objects:
-        print(render_table(objects, columns))
+        print(render_table(objects, columns, headers=headers))
+
+
+def _field_selector(text: str) -> list[tuple[str, str, str]]:
+    """``metadata.name=a,status.phase!=Failed`` as ``(path, op, value)`` terms."""
+    terms = []
+    for part in text.split(","):
+        for op in ("!=", "==", "="):
+            path, found, value = part.partition(op)
+            if found:
+                break
+        else:
+            raise UsageError(f"--field-selector {text!r}: {part!r} is not PATH=VALUE, PATH==VALUE or PATH!=VALUE")
+        path = path.strip().lstrip(".")
+        if not path:
+            raise UsageError(f"--field-selector {text!r}: a term without a field")
+        terms.append((path, "!=" if found == "!=" else "=", value.strip()))
+    return terms
+
+
+def _field_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _selected(obj: Mapping[str, Any], terms: Sequence[tuple[str, str, str]]) -> bool:
+    for path, op, value in terms:
+        equal = _field_text(at(obj, path)) == value
+        if equal != (op == "="):
+            return False
+    return True
+
+
+def _sort_key(template: Any) -> Any:
+    def key(obj: Mapping[str, Any]) -> tuple[int, Any]:
+        found = template.values(obj)
+        if not found or found[0] is None:
+            return (0, "")
+        value = found[0]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return (1, value)
+        return (2, str(value))
+
+    return key
+
+
+def _kind_list() -> str:
+    names = sorted({k.short_names[0] if k.short_names else k.plural for k in KINDS.values()})
+    return ", ".join(names)
 
 
 def _kinds_and_names(store: Store, kind_arg: str, names: Sequence[str]) -> tuple[list[Kind], list[str]]:
@@ -232,8 +308,22 @@ def _kinds_and_names(store: Store, kind_arg: str, names: Sequence[str]) -> tuple
 
 def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
     """List objects of one or more kinds (``csv,deploy``), or get some by name."""
+    if args.kind is None:
+        raise UsageError(
+            f"get needs the kind of resource: one of {_kind_list()}, or a stored CRD's kind (see 'olmkit get --help')"
+        )
     with store_from_args(args, existing=True) as store:
         kinds, names = _kinds_and_names(store, args.kind, args.names)
+        terms = _field_selector(args.field_selector) if args.field_selector else []
+        sort_key = None
+        if args.sort_by:
+            from olmkit.cli.jsonpath import JSONPath
+
+            path = args.sort_by if args.sort_by.startswith("{") else "{" + args.sort_by + "}"
+            sort_key = _sort_key(JSONPath(path))
+        watching = args.watch or args.watch_only
+        if watching and len(kinds) > 1:
+            raise UsageError("watch one kind at a time (get -w KIND)")
         if names and args.all_namespaces:
             raise UsageError("a resource cannot be retrieved by name across all namespaces (drop -A)")
         if names and args.selector:
@@ -243,8 +333,11 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
             raise UsageError("--for KIND/NAME selects events: use it with `get events`")
         missing = False
         groups: list[tuple[Kind, list[Object]]] = []
+        resource_version: str | None = None
         for kind in kinds:
             if names:
+                if watching:  # changes are watched from here on
+                    resource_version = store.list(kind.api_version, kind.kind, namespace).resource_version
                 objects = []
                 for name in names:
                     found = get_or_none(store, kind, name, namespace)
@@ -254,12 +347,19 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
                     else:
                         objects.append(found)
             else:
-                objects = list(store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector))
+                listed = store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector)
+                resource_version, objects = listed.resource_version, list(listed)
             if _is_event(kind):
                 objects = _events_for(store, objects, args.for_object)
+            objects = [obj for obj in objects if _selected(obj, terms)]
+            if sort_key is not None:
+                objects.sort(key=sort_key)
             groups.append((kind, objects))
+        if watching:
+            return _watch(store, args, kinds[0], groups[0][1], names, namespace, terms, resource_version)
         found_any = any(objects for _, objects in groups)
-        if not names and not found_any and args.output in ("table", "wide", "name"):
+        tabular = args.output in ("table", "wide", "name") or args.output.startswith("custom-columns=")
+        if not names and not found_any and tabular:
             namespaced = any(kind.namespaced for kind in kinds)
             where = "" if namespace is None or not namespaced else f" in {namespace} namespace"
             sys.stderr.write(f"No resources found{where}.\n")
@@ -268,7 +368,16 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
             kind, objects = groups[0]
             if objects or not missing:
                 single = len(names) == 1
-                print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, single=single)
+                print_objects(
+                    store,
+                    kind,
+                    objects,
+                    args.output,
+                    all_namespaces=args.all_namespaces,
+                    single=single,
+                    headers=not args.no_headers,
+                    show_labels=args.show_labels,
+                )
         elif args.output in ("json", "yaml"):
             if found_any or not missing:
                 every = [obj for _, objects in groups for obj in objects]
@@ -278,15 +387,61 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
             for index, (kind, objects) in enumerate(shown):
                 if index and args.output != "name":
                     print()
-                print_objects(store, kind, objects, args.output, all_namespaces=args.all_namespaces, qualified=True)
+                print_objects(
+                    store,
+                    kind,
+                    objects,
+                    args.output,
+                    all_namespaces=args.all_namespaces,
+                    qualified=True,
+                    headers=not args.no_headers,
+                    show_labels=args.show_labels,
+                )
     return EXIT_NOT_FOUND if missing else 0
+
+
+def _watch(
+    store: Store,
+    args: argparse.Namespace,
+    kind: Kind,
+    objects: list[Object],
+    names: Sequence[str],
+    namespace: str | None,
+    terms: Sequence[tuple[str, str, str]],
+    resource_version: str | None,
+) -> int:
+    """``get -w``: the current objects (unless ``--watch-only``), then each change after ``resource_version``."""
+    options = {"all_namespaces": args.all_namespaces, "show_labels": args.show_labels}
+    if not args.watch_only and objects:
+        print_objects(store, kind, objects, args.output, headers=not args.no_headers, **options)
+        sys.stdout.flush()
+    headers = args.watch_only and not args.no_headers
+    with store.watch(
+        kind.api_version,
+        kind.kind,
+        namespace,
+        label_selector=args.selector,
+        resource_version=resource_version,
+        timeout=args.watch_timeout,
+    ) as watch:
+        for event in watch:
+            obj = event.object
+            if (names and obj_name(obj) not in names) or not _selected(obj, terms):
+                continue
+            print_objects(store, kind, [obj], args.output, headers=headers, **options)
+            headers = False
+            sys.stdout.flush()
+    return 0
 
 
 def add_commands(subparsers: Any) -> None:
     """Add ``get``."""
     p = subparsers.add_parser("get", help="list objects of a kind, or get some by name")
     p.add_argument(
-        "kind", metavar="KIND", help="kind, plural or short name (csv, sub, ip, catsrc, og, crd, deploy ...)"
+        "kind",
+        nargs="?",
+        metavar="KIND",
+        help="kind, plural or short name (csv, sub, ip, catsrc, og, crd, deploy ...); KIND/NAME; KIND,KIND",
     )
     p.add_argument("names", nargs="*", metavar="NAME")
     add_namespace_option(p, all_namespaces=True)
@@ -298,6 +453,18 @@ def add_commands(subparsers: Any) -> None:
         metavar="KIND/NAME",
         help="with `get events`: only the events about this object (csv/NAME, ip/NAME, sub/NAME, namespace/NAME)",
     )
-    add_output_option(p, formats=("table", "wide", "yaml", "json", "name"))
+    p.add_argument(
+        "--field-selector",
+        default=None,
+        metavar="SELECTOR",
+        help="keep objects whose fields match: PATH=VALUE, PATH!=VALUE, comma-separated (metadata.name=x)",
+    )
+    add_output_option(p, formats=("table", "wide", "yaml", "json", "name"), templates=True)
+    p.add_argument("--sort-by", default=None, metavar="JSONPATH", help="sort by a field ({.metadata.name})")
+    p.add_argument("--no-headers", action="store_true", help="tables without the header line")
+    p.add_argument("--show-labels", action="store_true", help="add a LABELS column")
+    p.add_argument("-w", "--watch", action="store_true", help="after listing, print every change")
+    p.add_argument("--watch-only", action="store_true", help="print only the changes")
+    p.add_argument("--watch-timeout", type=float, default=None, metavar="SECONDS", help="stop watching after this long")
     add_store_option(p)
     p.set_defaults(func=run_get)

@@ -1,4 +1,10 @@
-"""Printing data: ``-o table|json|yaml`` (and ``wide``) wherever output is data."""
+"""Printing data: ``-o table|json|yaml`` (and ``wide``) wherever output is data.
+
+Commands that print objects also take kubectl's templates (``-o jsonpath=TEMPLATE``,
+``-o custom-columns=HEADER:PATH,...``, see :func:`output_format`), and tables can leave out
+their headers and keep long cells short (:func:`render_table`). Colour is never written to
+something that is not a terminal (:func:`use_colour`).
+"""
 
 from __future__ import annotations
 
@@ -9,20 +15,119 @@ from typing import Any, TextIO
 
 import orjson
 
-__all__ = ["FORMATS", "add_output_option", "dump_json", "dump_yaml", "emit", "render_table"]
+__all__ = [
+    "FORMATS",
+    "TEMPLATE_FORMATS",
+    "add_output_option",
+    "custom_columns",
+    "dump_json",
+    "dump_yaml",
+    "emit",
+    "output_format",
+    "render_table",
+    "shorten",
+    "use_colour",
+]
+
+#: ``-o`` formats that carry a template after ``=``.
+TEMPLATE_FORMATS = ("jsonpath", "custom-columns")
 
 FORMATS = ("table", "json", "yaml")
 
 Column = tuple[str, str | Callable[[Mapping[str, Any]], Any]]
 
 
+def output_format(formats: Sequence[str], *, templates: bool = False) -> Callable[[str], str]:
+    """The type of ``-o``: one of ``formats`` or, with ``templates``, ``jsonpath=T`` / ``custom-columns=SPEC``.
+
+    A template is checked when the option is parsed, so a broken one is a usage error naming it.
+    """
+
+    def parse(text: str) -> str:
+        kind, eq, template = text.partition("=")
+        if templates and kind in TEMPLATE_FORMATS:
+            if not eq or not template:
+                raise argparse.ArgumentTypeError(f"{kind} needs a template: -o {kind}=...")
+            from olmkit.errors import UsageError
+
+            try:
+                custom_columns(template) if kind == "custom-columns" else _jsonpath(template)
+            except UsageError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+            return text
+        if text not in formats:
+            allowed = [*formats, *(f"{t}=..." for t in TEMPLATE_FORMATS)] if templates else list(formats)
+            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(allowed)})")
+        return text
+
+    parse.formats = (*formats, *(f"{t}=" for t in TEMPLATE_FORMATS if templates))  # type: ignore[attr-defined]
+    return parse
+
+
 def add_output_option(
-    parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS, default: str = "table"
+    parser: argparse.ArgumentParser,
+    formats: Sequence[str] = FORMATS,
+    default: str = "table",
+    *,
+    templates: bool = False,
 ) -> None:
-    """Add ``-o/--output`` to a command."""
+    """Add ``-o/--output`` to a command (``templates``: also ``jsonpath=`` and ``custom-columns=``)."""
+    if not templates:
+        parser.add_argument(
+            "-o", "--output", choices=list(formats), default=default, help=f"output format (default {default})"
+        )
+        return
     parser.add_argument(
-        "-o", "--output", choices=list(formats), default=default, help=f"output format (default {default})"
+        "-o",
+        "--output",
+        type=output_format(formats, templates=True),
+        default=default,
+        metavar="FORMAT",
+        help=f"output format: {'|'.join(formats)}|jsonpath=TEMPLATE|custom-columns=HEADER:PATH,... (default {default})",
     )
+
+
+def _jsonpath(template: str) -> Any:
+    from olmkit.cli.jsonpath import JSONPath
+
+    return JSONPath(template)
+
+
+def custom_columns(spec: str) -> list[Column]:
+    """``NAME:.metadata.name,PHASE:.status.phase`` as table columns (kubectl's ``-o custom-columns``).
+
+    Raises:
+        UsageError: a column is not ``HEADER:PATH`` or its path does not parse.
+    """
+    from olmkit.errors import UsageError
+
+    columns: list[Column] = []
+    for part in spec.split(","):
+        header, colon, path = part.partition(":")
+        if not colon or not header or not path:
+            raise UsageError(f"custom-columns: {part!r} is not HEADER:JSONPATH")
+        columns.append((header, _render_with(_jsonpath(path if path.startswith("{") else "{" + path + "}"))))
+    return columns
+
+
+def _render_with(template: Any) -> Callable[[Mapping[str, Any]], str]:
+    def cell(row: Mapping[str, Any]) -> str:
+        return str(template.render(row)) or "<none>"
+
+    return cell
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in ``...`` when cut."""
+    return text if len(text) <= width else text[: max(0, width - 3)] + "..."
+
+
+def use_colour(stream: TextIO | None = None) -> bool:
+    """Whether to colour output: only on a terminal, and never with ``NO_COLOR`` set."""
+    import os
+
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
 
 
 def dump_json(data: Any) -> str:
@@ -60,14 +165,31 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> str:
-    """A kubectl-style table: upper-case headers, columns padded with three spaces."""
-    headers = [h.upper() for h, _ in columns]
+def render_table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[Column],
+    *,
+    headers: bool = True,
+    max_cell: int | None = None,
+) -> str:
+    """A kubectl-style table: upper-case headers, columns padded with three spaces.
+
+    Args:
+        rows: the rows.
+        columns: ``(header, key or function of the row)``.
+        headers: print the header line (``--no-headers``: ``False``).
+        max_cell: cut longer cells to this many characters (``...`` at the end).
+    """
+    names = [h.upper() for h, _ in columns]
     body = []
     for row in rows:
-        body.append([_cell(get(row) if callable(get) else row.get(get)) for _, get in columns])
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
-    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [headers, *body]]
+        cells = [_cell(get(row) if callable(get) else row.get(get)) for _, get in columns]
+        body.append([shorten(c, max_cell) for c in cells] if max_cell else cells)
+    shown = [names, *body] if headers else body
+    if not shown:
+        return ""
+    widths = [max(len(r[i]) for r in shown) for i in range(len(names))]
+    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in shown]
     return "\n".join(lines)
 
 

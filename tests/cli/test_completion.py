@@ -48,7 +48,9 @@ def test_bash_completes_commands_and_subcommands(bash_script):
 def test_bash_completes_options_and_their_values(bash_script):
     """A command's own options, the choices of an option, and kinds for get."""
     assert ["--no-cache"] == _complete(bash_script, "olmkit", "catalog", "validate", "--n")
-    assert ["table", "wide", "yaml", "json", "name"] == _complete(bash_script, "olmkit", "get", "csv", "-o", "")
+    assert ["table", "wide", "yaml", "json", "name", "jsonpath=", "custom-columns="] == _complete(
+        bash_script, "olmkit", "get", "csv", "-o", ""
+    )
     assert ["Automatic", "Manual"] == _complete(bash_script, "olmkit", "install", "x", "--approval", "")
     assert {"csv", "csvs"} <= set(_complete(bash_script, "olmkit", "get", "cs"))
     assert "subscription" in _complete(bash_script, "olmkit", "describe", "sub")

@@ -38,9 +38,7 @@ def test_bundle_without_content_fails_with_bundle_unpack_failed(
     assert [] == cluster.names("csv")
 
 
-def test_bundle_unpack_failed_message_is_per_subscription(
-    tmp_path: Path, make_cluster: Callable[..., Cluster]
-) -> None:
+def test_bundle_unpack_failed_message_is_per_subscription(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> None:
     """Two subscriptions whose bundles both cannot be unpacked: each one's message names its own bundle."""
     gadget = ("example.io", "v1", "Gadget")
     catalog = write_catalog(
