@@ -353,8 +353,18 @@ def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
     """Describe objects by name."""
     with store_from_args(args, existing=True) as store:
         kind, names = kind_and_names(store, args.kind, args.names)
-        if not names:
-            raise UsageError("describe needs a name: describe KIND NAME")
+        namespace = namespace_arg(args)
+        if not names:  # every object of the kind, as kubectl describe KIND does
+            objects = list(store.list(kind.api_version, kind.kind, namespace, label_selector=args.selector))
+            if not objects:
+                where = f" in {namespace} namespace" if kind.namespaced else ""
+                sys.stderr.write(f"No resources found{where}.\n")
+                return 0
+            texts = [describe_object(obj, events=_events_of(store, obj)) for obj in objects]
+            sys.stdout.write("\n".join(texts))
+            return 0
+        if args.selector:
+            raise UsageError("name resources or select them with -l, not both")
         missing = False
         texts = []
         for name in names:
@@ -371,8 +381,9 @@ def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
 def add_commands(subparsers: Any) -> None:
     """Add ``describe``."""
     p = subparsers.add_parser("describe", help="show an object in detail: status, conditions, steps")
-    p.add_argument("kind", metavar="KIND")
-    p.add_argument("names", nargs="*", metavar="NAME")
+    p.add_argument("kind", metavar="KIND", help="kind, plural or short name; KIND/NAME")
+    p.add_argument("names", nargs="*", metavar="NAME", help="the objects (none: every object of the kind)")
     add_namespace_option(p)
+    p.add_argument("-l", "--selector", default=None, help="without names: only objects with these labels")
     add_store_option(p)
     p.set_defaults(func=run_describe)

@@ -35,6 +35,7 @@ from olmkit.lifecycle.kinds import (
     INSTALL_PLAN,
     OPERATOR_GROUP,
     SUBSCRIPTION,
+    resolve_kind,
 )
 from olmkit.store import AlreadyExists, NotFound, Object, Store, retry_on_conflict
 
@@ -158,8 +159,8 @@ def _channel(catalog: Catalog, package: str, source: Object, args: argparse.Name
         channel = next(iter(channels))
     if channel not in channels:
         raise UsageError(
-            f'channel "{channel}" not found in package "{package}" (catalog {_source_ref(source)}); '
-            f"channels: {_listing(channels)}"
+            f'channel "{channel}" not found in package "{package}" (catalog {_source_ref(source)})'
+            f"{_did_you_mean(channel, channels)}; channels: {_listing(channels)}"
         )
     if args.starting_csv:
         entries = [e.name for e in channels[channel].entries]
@@ -273,6 +274,10 @@ _FINISHED: Final = ("Complete", "Failed")
 def run_approve(args: argparse.Namespace, pm: PluginManager) -> int:
     """Approve an InstallPlan (``spec.approved: true``)."""
     namespace = namespace_arg(args)
+    if "/" in args.name:  # installplan/NAME, as get -o name prints it
+        kind_name, _, args.name = args.name.partition("/")
+        if resolve_kind(kind_name) != INSTALL_PLAN or not args.name:
+            raise UsageError(f"approve takes an InstallPlan: NAME or installplan/NAME, not {kind_name}/{args.name}")
     with store_from_args(args, existing=True) as store:
 
         def attempt() -> str:
@@ -390,6 +395,23 @@ def _available_rows(visible: _Visible, package: str | None) -> list[dict[str, An
     return rows
 
 
+#: how wide list-available's CHANNELS cell may grow before the rest is counted, not listed
+CHANNELS_WIDTH: Final = 48
+
+
+def _channels_cell(row: Mapping[str, Any]) -> str:
+    """The channels, default first, as many as fit :data:`CHANNELS_WIDTH`, then ``(+N more)``."""
+    channels = [str(c) for c in row["channels"]]
+    shown: list[str] = []
+    for index, channel in enumerate(channels):
+        rest = len(channels) - index - 1
+        candidate = ",".join([*shown, channel])
+        if len(candidate) + (len(f" (+{rest} more)") if rest else 0) > CHANNELS_WIDTH and shown:
+            return ",".join(shown) + f" (+{len(channels) - len(shown)} more)"
+        shown.append(channel)
+    return ",".join(shown)
+
+
 def run_list_available(args: argparse.Namespace, pm: PluginManager) -> int:
     """Packages in the catalogs visible from a namespace (its own and the global one)."""
     namespace = namespace_arg(args)
@@ -409,7 +431,7 @@ def run_list_available(args: argparse.Namespace, pm: PluginManager) -> int:
             ("package", "package"),
             ("catalog", "catalog"),
             ("default-channel", "defaultChannel"),
-            ("channels", "channels"),
+            ("channels", _channels_cell),
             ("head", "head"),
         ],
     )
@@ -456,7 +478,7 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=run_uninstall)
 
     p = subparsers.add_parser("approve", help="approve an InstallPlan that waits for approval")
-    p.add_argument("name", metavar="INSTALLPLAN")
+    p.add_argument("name", metavar="INSTALLPLAN", help="the InstallPlan: NAME or installplan/NAME")
     add_namespace_option(p)
     add_store_option(p)
     p.set_defaults(func=run_approve)

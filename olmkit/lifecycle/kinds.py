@@ -9,6 +9,7 @@ Kinds that stored CustomResourceDefinitions add are found through the store (see
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -177,4 +178,11 @@ def resolve_kind(name: str, store: Store | None = None) -> Kind:
                     tuple(names.get("shortNames") or ()),
                     spec.get("scope", "Namespaced") == "Namespaced",
                 )
-    raise UsageError(f"unknown resource type {name!r} (try csv, sub, ip, catsrc, og, crd, deploy)")
+    names = set(_BY_NAME)
+    if store is not None:
+        for crd in store.list(CRD.api_version, CRD.kind):
+            crd_names = (crd.get("spec") or {}).get("names") or {}
+            names.update(str(crd_names.get(k, "")).lower() for k in ("plural", "singular", "kind") if crd_names.get(k))
+    close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.75)
+    hint = f"; did you mean {close[0]!r}?" if close else " (try csv, sub, ip, catsrc, og, crd, deploy)"
+    raise UsageError(f"unknown resource type {name!r}{hint}")

@@ -707,3 +707,28 @@ def test_store_defaults_to_the_environment(tmp_path, monkeypatch, write, capsys)
     assert 0 == code
     with SqliteStore(path) as s:
         assert ["etcd"] == [o["metadata"]["name"] for o in s.list(V1A1, "Subscription")]
+
+
+def test_get_suggests_the_close_kind(olmkit, seeded):
+    """A misspelt kind names the close one."""
+    result = olmkit("get", "subscriptons")
+
+    assert (2, "olmkit: error: unknown resource type 'subscriptons'; did you mean 'subscriptions'?\n") == (
+        result.code,
+        result.err,
+    )
+
+
+def test_describe_a_kind_without_a_name_describes_each_object(olmkit, seeded):
+    """describe KIND: every object of the kind in the namespace, one after the other."""
+    result = olmkit("describe", "sub")
+
+    names = [line.split()[1] for line in result.out.splitlines() if line.startswith("Name:")]
+    assert (0, ["etcd", "prometheus"]) == (result.code, names)
+
+
+def test_describe_a_kind_with_nothing_in_the_namespace(olmkit, seeded):
+    """describe KIND in a namespace without such objects says so, as kubectl does."""
+    result = olmkit("describe", "sub", "-n", "empty")
+
+    assert (0, "", "No resources found in empty namespace.\n") == (result.code, result.out, result.err)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
@@ -412,3 +414,67 @@ def test_list_available_skips_a_broken_catalog_with_a_warning(olmkit, examples, 
     assert 0 == result.code
     assert result.err.startswith("warning: catalog default/broken cannot be read and is skipped: ")
     assert {"olm/examples"} == {r["catalog"] for r in orjson.loads(result.out)}
+
+
+@pytest.mark.parametrize(
+    "ref", ["installplan/install-abc12", "ip/install-abc12", "installplans.operators.coreos.com/install-abc12"]
+)
+def test_approve_takes_the_form_get_prints(olmkit, plan, store, ref):
+    """approve installplan/NAME (what get -o name prints) approves the plan."""
+    plan()
+
+    result = olmkit("approve", ref)
+
+    assert (0, "installplan.operators.coreos.com/install-abc12 approved\n") == (result.code, result.out)
+    assert store.get(V1A1, "InstallPlan", "install-abc12", "default")["spec"]["approved"] is True
+
+
+def test_approve_refuses_another_kind(olmkit, plan):
+    """approve subscription/x is a usage error naming what approve takes."""
+    plan()
+
+    result = olmkit("approve", "subscription/install-abc12")
+
+    assert 2 == result.code
+    assert "approve takes an InstallPlan: NAME or installplan/NAME" in result.err
+
+
+def test_install_suggests_the_close_channel(olmkit, examples):
+    """A misspelt --channel names the close one."""
+    result = olmkit("install", "postgres-operator", "-n", "demo", "--channel", "stabel")
+
+    assert 2 == result.code
+    assert 'channel "stabel" not found in package "postgres-operator"' in result.err
+    assert "did you mean stable?" in result.err
+
+
+def test_list_available_keeps_a_package_with_many_channels_readable(olmkit, write, tmp_path):
+    """A package with 39 channels: the CHANNELS cell shows what fits and counts the rest; JSON has them all."""
+    catalog = tmp_path / "many"
+    catalog.mkdir()
+    channels = [f"release-4.{n}" for n in range(39)]
+    blobs = [{"schema": "olm.package", "name": "wide", "defaultChannel": "release-4.38"}]
+    blobs += [
+        {"schema": "olm.channel", "package": "wide", "name": c, "entries": [{"name": "wide.v1.0.0"}]} for c in channels
+    ]
+    blobs.append(
+        {
+            "schema": "olm.bundle",
+            "name": "wide.v1.0.0",
+            "package": "wide",
+            "image": "example.invalid/wide:v1",
+            "properties": [{"type": "olm.package", "value": {"packageName": "wide", "version": "1.0.0"}}],
+        }
+    )
+    (catalog / "catalog.json").write_text("\n".join(json.dumps(b) for b in blobs))
+    olmkit("apply", "-f", write("cs.yaml", catalog_source("many", "olm", str(catalog))))
+
+    table = olmkit("list-available")
+    data = olmkit("list-available", "-o", "json")
+
+    row = table.out.splitlines()[1]
+    assert len(row) < 140
+    assert "release-4.38," in row
+    assert row.rstrip().endswith("wide.v1.0.0")
+    assert "more)" in row
+    assert 39 == len(json.loads(data.out)[0]["channels"])
