@@ -110,3 +110,26 @@ def test_usage_error_is_one_line_exit_2():
     assert 2 == result.returncode
     assert "Traceback" not in result.stderr
     assert 1 == len(result.stderr.strip().splitlines())
+
+
+def test_usage_errors_point_at_the_subcommands_help(capsys):
+    """An unknown option after a subcommand is reported with that subcommand's help, exit 2."""
+    codes = [main(["get", "csv", "--bogus"]), main(["catalog", "validate", "--bogus", "x"]), main(["--bogus"])]
+
+    err = capsys.readouterr().err.splitlines()
+    assert [2, 2, 2] == codes
+    assert [
+        "olmkit: error: unrecognized arguments: --bogus (see 'olmkit get --help')",
+        "olmkit: error: unrecognized arguments: --bogus (see 'olmkit catalog validate --help')",
+        "olmkit: error: unrecognized arguments: --bogus (see 'olmkit --help')",
+    ] == err
+
+
+def test_debug_is_accepted_after_the_subcommand(tmp_path):
+    """--debug after the subcommand turns a user error into its traceback."""
+    result = run("catalog", "validate", str(tmp_path / "missing"), "--debug")
+    plain = run("catalog", "validate", str(tmp_path / "missing"))
+
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "Traceback" not in plain.stderr
+    assert plain.stderr.startswith("olmkit: error: ")

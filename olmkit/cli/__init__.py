@@ -72,6 +72,7 @@ COMMAND_HOMES: Mapping[str, tuple[str, ...]] = {
 }
 
 _DEBUG: Final = "--debug"
+_PARSER_ATTR: Final = "_olmkit_parser"
 
 
 class _ShortParseFailed(Exception):
@@ -83,6 +84,15 @@ def _parser_class() -> type[argparse.ArgumentParser]:
 
     class Parser(argparse.ArgumentParser):
         short = False
+
+        def parse_known_args(  # type: ignore[override]
+            self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+        ) -> tuple[argparse.Namespace, list[str]]:
+            """Remember the innermost (sub)command parser, so errors about leftovers point at its help."""
+            parsed, extras = super().parse_known_args(args, namespace)
+            if not hasattr(parsed, _PARSER_ATTR):
+                setattr(parsed, _PARSER_ATTR, self)
+            return parsed, extras
 
         def error(self, message: str) -> NoReturn:
             """Usage errors: one line naming the (sub)command's help, and exit code 2."""
@@ -203,13 +213,22 @@ def _parse(argv: list[str], pm: LazyPluginManager) -> tuple[argparse.ArgumentPar
         parser_class: Any = type(parser)
         parser_class.short = True
         try:
-            return parser, parser.parse_args(argv)
+            return parser, _parse_all(parser, argv)
         except _ShortParseFailed:
             pass  # a plugin may extend this command: the full parser says what is wrong
         finally:
             parser_class.short = False
     parser = build_parser(pm.load())
-    return parser, parser.parse_args(argv)
+    return parser, _parse_all(parser, argv)
+
+
+def _parse_all(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parse_args``, but leftover arguments are reported by the subcommand that was given them."""
+    args, extras = parser.parse_known_args(argv)
+    innermost = vars(args).pop(_PARSER_ATTR, parser)
+    if extras:
+        innermost.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
 
 
 _DEFAULT_SHOWWARNING: Final = warnings.showwarning
