@@ -45,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.operators",
     "olmkit.cli.lifecycle",
     "olmkit.cli.serve",
+    "olmkit.cli.waiting",
     "olmkit.cli.cache",
     "olmkit.cli.completion",
 )
@@ -67,6 +68,7 @@ COMMAND_HOMES: Mapping[str, tuple[str, ...]] = {
     "reconcile": ("olmkit.cli.lifecycle",),
     "run": ("olmkit.cli.lifecycle",),
     "serve": ("olmkit.cli.serve",),
+    "wait": ("olmkit.cli.waiting",),
     "cache": ("olmkit.cli.cache",),
     "completion": ("olmkit.cli.completion",),
 }

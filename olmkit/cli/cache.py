@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import attrs
 
+from olmkit.cli.options import parse_duration
 from olmkit.cli.output import add_output_option, emit
 from olmkit.errors import UsageError
 
@@ -27,8 +28,6 @@ __all__ = ["CacheEntry", "add_commands", "cache_entries", "parse_duration", "par
 
 _SIZE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
 _UNITS: Final = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_size(text: str) -> int:
@@ -41,18 +40,6 @@ def parse_size(text: str) -> int:
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500M, 2G)")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
-
-
-def parse_duration(text: str) -> float:
-    """``30d``, ``12h``, ``2w``, ``90m``, ``45s`` -> seconds.
-
-    Raises:
-        argparse.ArgumentTypeError: not a duration.
-    """
-    match = _DURATION.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30d, 12h)")
-    return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
 def _human(size: float) -> str:

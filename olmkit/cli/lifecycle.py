@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from olmkit.cli.options import namespace_name
 from olmkit.errors import UsageError
 from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
+from olmkit.lifecycle.outcome import subscription_outcomes
 from olmkit.lifecycle.runtime import Key, Result
 from olmkit.store import MemoryStore, SqliteStore, Store, open_store
 
@@ -157,6 +158,7 @@ def _reconcile(args: argparse.Namespace, pm: Any) -> int:
     with store:
         manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
         outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
+        subscriptions = subscription_outcomes(store)
     elapsed = time.monotonic() - reporter.start
     if reporter.json:
         reporter.log(
@@ -168,7 +170,21 @@ def _reconcile(args: argparse.Namespace, pm: Any) -> int:
         )
         return 0 if outcome.stable else 1
     if outcome.stable:
+        failed = [o for o in subscriptions if o.state == "failed"]
+        waiting = [o for o in subscriptions if o.state == "approval"]
+        if failed:  # settled, but not where anyone wanted: say so and exit 1
+            print(
+                f"stable after {outcome.reconciles} reconciles in {elapsed:.2f}s, but {len(failed)} of "
+                f"{len(subscriptions)} subscription(s) failed:"
+            )
+            for o in failed:
+                print(f"  subscription {o.ref}: {o.message.splitlines()[0] if o.message else 'failed'}")
+            for o in waiting:
+                print(f"  subscription {o.ref}: {o.message}")
+            return 1
         print(f"stable after {outcome.reconciles} reconciles in {elapsed:.2f}s")
+        for o in waiting:
+            print(f"  subscription {o.ref}: {o.message}")
         return 0
     print(f"not stable after {elapsed:.2f}s ({outcome.reconciles} reconciles); still pending:")
     for line in outcome.pending:
@@ -261,7 +277,12 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
 
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``reconcile`` and ``run``."""
-    p = subparsers.add_parser("reconcile", help="run the controllers until nothing changes")
+    p = subparsers.add_parser(
+        "reconcile",
+        help="run the controllers until nothing changes",
+        description="Run the controllers until nothing is left to do. Exit 0 when stable, 1 when work is still "
+        "pending or when it is stable with a Subscription failed (ResolutionFailed, BundleUnpackFailed ...).",
+    )
     add_lifecycle_options(p)
     p.add_argument(
         "--until-stable",

@@ -25,6 +25,7 @@ from olmkit.cli.options import (
     add_store_option,
     namespace_arg,
     namespace_name,
+    parse_duration,
     store_from_args,
 )
 from olmkit.cli.output import Column, add_output_option, emit
@@ -232,6 +233,12 @@ def run_install(args: argparse.Namespace, pm: PluginManager) -> int:
             f"{resource_ref(SUBSCRIPTION)}/{package} created "
             f"(channel {channel}, catalog {_source_ref(source)}, approval {args.approval})"
         )
+        if args.wait:
+            from olmkit.cli.waiting import report_outcome, settle_subscription
+
+            sys.stdout.flush()
+            outcome = settle_subscription(store, pm, namespace, package, args.timeout)
+            return report_outcome(outcome, timeout=args.timeout)
     return 0
 
 
@@ -459,6 +466,18 @@ def add_commands(subparsers: Any) -> None:
         "--catalog-namespace", type=namespace_name, default=None, metavar="NS", help="namespace of --catalog"
     )
     p.add_argument("--starting-csv", default=None, metavar="CSV", help="install this version first")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="run the controllers until the operator is installed (exit 0) or fails (exit 1, with the reason)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=parse_duration,
+        default=300.0,
+        metavar="DURATION",
+        help="with --wait: give up after this (30s, 5m; default 5m)",
+    )
     p.add_argument(
         "--watch",
         action="append",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from typing import Final
 
 from olmkit.errors import UsageError
@@ -22,8 +23,24 @@ __all__ = [
     "add_store_option",
     "namespace_arg",
     "namespace_name",
+    "parse_duration",
     "store_from_args",
 ]
+
+_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|[smhdw]?)\s*$")
+_SECONDS: Final = {"ms": 0.001, "": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``30s``, ``5m``, ``12h``, ``2w``, ``500ms`` or plain seconds (``90``) -> seconds.
+
+    Raises:
+        argparse.ArgumentTypeError: not a duration.
+    """
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30s, 5m, 12h)")
+    return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
 #: Exit code when an object asked for by name is not in the store.
