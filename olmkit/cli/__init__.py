@@ -46,6 +46,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "olmkit.cli.lifecycle",
     "olmkit.cli.serve",
     "olmkit.cli.waiting",
+    "olmkit.cli.run_bundle",
     "olmkit.cli.cache",
     "olmkit.cli.completion",
 )
@@ -69,6 +70,7 @@ COMMAND_HOMES: Mapping[str, tuple[str, ...]] = {
     "run": ("olmkit.cli.lifecycle",),
     "serve": ("olmkit.cli.serve",),
     "wait": ("olmkit.cli.waiting",),
+    "run-bundle": ("olmkit.cli.run_bundle",),
     "cache": ("olmkit.cli.cache",),
     "completion": ("olmkit.cli.completion",),
 }

@@ -2,8 +2,7 @@
 
 Commands that print objects also take kubectl's templates (``-o jsonpath=TEMPLATE``,
 ``-o custom-columns=HEADER:PATH,...``, see :func:`output_format`), and tables can leave out
-their headers and keep long cells short (:func:`render_table`). Colour is never written to
-something that is not a terminal (:func:`use_colour`).
+their headers and keep long cells short (:func:`render_table`). Output is never coloured.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ __all__ = [
     "output_format",
     "render_table",
     "shorten",
-    "use_colour",
 ]
 
 #: ``-o`` formats that carry a template after ``=``.
@@ -120,14 +118,6 @@ def _render_with(template: Any) -> Callable[[Mapping[str, Any]], str]:
 def shorten(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, ending in ``...`` when cut."""
     return text if len(text) <= width else text[: max(0, width - 3)] + "..."
-
-
-def use_colour(stream: TextIO | None = None) -> bool:
-    """Whether to colour output: only on a terminal, and never with ``NO_COLOR`` set."""
-    import os
-
-    stream = stream or sys.stdout
-    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
 
 
 def dump_json(data: Any) -> str:
