@@ -4,10 +4,12 @@ Every sample is a fresh process (as hyperfine measures), run round-robin so that
 changes on a shared machine hit every command alike. The store for ``get`` is a small
 SQLite store made first (one CatalogSource and an installed operator).
 
-    .venv/bin/python benchmarks/bench_startup.py [--runs 30] [--warmup 3]
+    .venv/bin/python benchmarks/bench_startup.py [--runs 30] [--warmup 3] [--before SRC]
 
 Prints a table: min / median / mean wall time per command and the ratio of the median
 to ``python -c pass``'s median, with the targets (``--version`` <= 3x, ``get`` <= 6x).
+``--before SRC`` also times the same commands of another source tree (e.g. ``git archive
+main | tar -x -C SRC``), run with this interpreter and ``PYTHONPATH=SRC``, interleaved.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ def _seed(store: Path, env: dict[str, str]) -> None:
         subprocess.run([OLMKIT, *step, "--store", str(store)], env=env, check=True, capture_output=True)
 
 
-def _time(cmd: list[str], env: dict[str, str]) -> float:
+def _time(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -47,6 +49,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="samples per command (default 30)")
     parser.add_argument("--warmup", type=int, default=3, help="unrecorded runs first (default 3)")
+    parser.add_argument("--before", default=None, metavar="SRC", help="also time this source tree's olmkit")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="olmkit-startup-"))
     try:
@@ -59,20 +62,27 @@ def main() -> int:
             "olmkit get csv -n demo": [OLMKIT, "get", "csv", "-n", "demo", "--store", str(store)],
             "olmkit get sub,csv -A": [OLMKIT, "get", "sub,csv", "-A", "--store", str(store)],
         }
+        envs = dict.fromkeys(commands, env)
+        if args.before:
+            entry = [sys.executable, "-c", "import sys; from olmkit.cli import main; sys.exit(main())"]
+            before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+            for name, cmd in list(commands.items())[1:]:
+                commands[f"before: {name}"] = [*entry, *cmd[1:]]
+                envs[f"before: {name}"] = before_env
         samples: dict[str, list[float]] = {name: [] for name in commands}
         for index in range(args.warmup + args.runs):
             for name, cmd in commands.items():
-                took = _time(cmd, env)
+                took = _time(cmd, envs[name], tmp)  # not the source tree: '' on sys.path would import it
                 if index >= args.warmup:
                     samples[name].append(took)
         base = statistics.median(samples["python -c pass"])
         targets = {"olmkit --version": 3.0, "olmkit get csv -n demo": 6.0, "olmkit get sub,csv -A": 6.0}
-        print(f"{'command':<26} {'min':>8} {'median':>8} {'mean':>8} {'x pass':>7} {'target':>7}")
+        print(f"{'command':<34} {'min':>8} {'median':>8} {'mean':>8} {'x pass':>7} {'target':>7}")
         for name, values in samples.items():
             ratio = statistics.median(values) / base
             target = f"<= {targets[name]:.0f}x" if name in targets else ""
             print(
-                f"{name:<26} {min(values) * 1000:7.1f}ms {statistics.median(values) * 1000:7.1f}ms "
+                f"{name:<34} {min(values) * 1000:7.1f}ms {statistics.median(values) * 1000:7.1f}ms "
                 f"{statistics.mean(values) * 1000:7.1f}ms {ratio:6.2f}x {target:>7}"
             )
         print(f"{args.runs} runs each, round-robin, after {args.warmup} warm-up rounds; load {os.getloadavg()[0]:.2f}")
