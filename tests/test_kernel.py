@@ -245,3 +245,21 @@ def test_cli_prints_a_broken_plugin_as_one_line(site, capsys):
         "import and is skipped: ModuleNotFoundError: No module named 'not_a_module_at_all' "
         "(OLMKIT_DISABLE_PLUGINS=broken silences this)"
     ] == err.splitlines()
+
+
+def test_plugins_list_shows_a_name_conflict(olmkit_pm, olmkit_register, monkeypatch, capsys):
+    """plugins list still works with two plugins claiming one name, and lists the conflict."""
+    import orjson
+
+    from olmkit.cli import main
+
+    olmkit_register(TierPlugin(), "first-plugin")
+    olmkit_register(OtherTierPlugin(), "second-plugin")
+    monkeypatch.setattr("olmkit.manager.get_plugin_manager", lambda **kw: olmkit_pm)
+
+    assert 0 == main(["plugins", "list", "-o", "json"])
+
+    rows = orjson.loads(capsys.readouterr().out)
+    conflicts = [r for r in rows if r["origin"] == "conflict"]
+    assert ["first-plugin, second-plugin"] == [r["name"] for r in conflicts]
+    assert "OLMKIT_DISABLE_PLUGINS=second-plugin" in conflicts[0]["error"]

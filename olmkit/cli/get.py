@@ -10,6 +10,7 @@ and ``-w``/``--watch`` (``--watch-only``; ``--watch-timeout`` ends the watch).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -364,20 +365,17 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
             where = "" if namespace is None or not namespaced else f" in {namespace} namespace"
             sys.stderr.write(f"No resources found{where}.\n")
             return 0
+        show = functools.partial(
+            print_objects,
+            store,
+            all_namespaces=args.all_namespaces,
+            headers=not args.no_headers,
+            show_labels=args.show_labels,
+        )
         if len(groups) == 1:
             kind, objects = groups[0]
             if objects or not missing:
-                single = len(names) == 1
-                print_objects(
-                    store,
-                    kind,
-                    objects,
-                    args.output,
-                    all_namespaces=args.all_namespaces,
-                    single=single,
-                    headers=not args.no_headers,
-                    show_labels=args.show_labels,
-                )
+                show(kind, objects, args.output, single=len(names) == 1)
         elif args.output in ("json", "yaml"):
             if found_any or not missing:
                 every = [obj for _, objects in groups for obj in objects]
@@ -387,16 +385,7 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
             for index, (kind, objects) in enumerate(shown):
                 if index and args.output != "name":
                     print()
-                print_objects(
-                    store,
-                    kind,
-                    objects,
-                    args.output,
-                    all_namespaces=args.all_namespaces,
-                    qualified=True,
-                    headers=not args.no_headers,
-                    show_labels=args.show_labels,
-                )
+                show(kind, objects, args.output, qualified=True)
     return EXIT_NOT_FOUND if missing else 0
 
 

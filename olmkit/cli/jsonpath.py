@@ -101,21 +101,10 @@ class _Path:
         return steps
 
     def _closing(self, text: str, start: int) -> int:
-        depth, quote = 0, ""
-        for j in range(start, len(text)):
-            char = text[j]
-            if quote:
-                if char == quote and text[j - 1] != "\\":
-                    quote = ""
-            elif char in "'\"":
-                quote = char
-            elif char == "[":
-                depth += 1
-            elif char == "]":
-                depth -= 1
-                if depth == 0:
-                    return j
-        raise self._error("unclosed '['")
+        end = _matching(text, start, "[", "]")
+        if end < 0:
+            raise self._error("unclosed '['")
+        return end
 
     def _bracket(self, inner: str) -> tuple[str, Any]:
         inner = inner.strip()
@@ -176,6 +165,25 @@ class _Path:
             for item in items:
                 if _matches(path.find([item]), op, literal):
                     yield item
+
+
+def _matching(text: str, start: int, opening: str, closing: str) -> int:
+    """The index of the ``closing`` that matches the ``opening`` at ``start`` (quotes skipped), or -1."""
+    depth, quote = 0, ""
+    for j in range(start, len(text)):
+        char = text[j]
+        if quote:
+            if char == quote and text[j - 1] != "\\":
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == opening:
+            depth += 1
+        elif char == closing:
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
 
 
 def _descendants(value: Any) -> Iterator[Any]:
@@ -247,17 +255,10 @@ class JSONPath:
         return parts
 
     def _expression_end(self, text: str, start: int) -> int:
-        quote = ""
-        for j in range(start + 1, len(text)):
-            char = text[j]
-            if quote:
-                if char == quote and text[j - 1] != "\\":
-                    quote = ""
-            elif char in "'\"":
-                quote = char
-            elif char == "}":
-                return j
-        raise UsageError(f"jsonpath {self.template!r}: unclosed '{{'")
+        end = _matching(text, start, "{", "}")
+        if end < 0:
+            raise UsageError(f"jsonpath {self.template!r}: unclosed '{{'")
+        return end
 
     def values(self, obj: Any) -> list[Any]:
         """The results of the template's (first) path on ``obj``."""

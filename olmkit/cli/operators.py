@@ -23,10 +23,12 @@ from olmkit.cli.options import (
     GLOBAL_NAMESPACE,
     add_namespace_option,
     add_store_option,
+    add_target_options,
     namespace_arg,
     namespace_name,
     parse_duration,
     store_from_args,
+    target_namespaces,
 )
 from olmkit.cli.output import Column, add_output_option, emit
 from olmkit.cli.refs import get_or_none, not_found, resource_ref
@@ -209,7 +211,7 @@ def run_install(args: argparse.Namespace, pm: PluginManager) -> int:
                 f"warning: --watch is ignored: namespace {namespace} has OperatorGroup {obj_name(groups[0])} already\n"
             )
         if not groups:
-            targets = [] if args.watch_all else [t for w in args.watch or [namespace] for t in w.split(",") if t]
+            targets = target_namespaces(args, namespace)
             group = {
                 "apiVersion": OPERATOR_GROUP.api_version,
                 "kind": OPERATOR_GROUP.kind,
@@ -478,14 +480,7 @@ def add_commands(subparsers: Any) -> None:
         metavar="DURATION",
         help="with --wait: give up after this (30s, 5m; default 5m)",
     )
-    p.add_argument(
-        "--watch",
-        action="append",
-        default=None,
-        metavar="NS[,NS]",
-        help="target namespaces of a new OperatorGroup (default: the install namespace)",
-    )
-    p.add_argument("--watch-all", action="store_true", help="a new OperatorGroup targets every namespace")
+    add_target_options(p)
     catalog_options(p)
     add_store_option(p)
     p.set_defaults(func=run_install)

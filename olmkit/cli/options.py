@@ -21,10 +21,12 @@ __all__ = [
     "add_files_option",
     "add_namespace_option",
     "add_store_option",
+    "add_target_options",
     "namespace_arg",
     "namespace_name",
     "parse_duration",
     "store_from_args",
+    "target_namespaces",
 ]
 
 _DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|[smhdw]?)\s*$")
@@ -121,3 +123,22 @@ def add_files_option(p: argparse.ArgumentParser, what: str) -> None:
         metavar="FILE",
         help=f"manifest file or directory (YAML or JSON; - for standard input) {what}; repeatable",
     )
+
+
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--watch NS[,NS]`` and ``--watch-all``: the targets of an OperatorGroup a command makes."""
+    p.add_argument(
+        "--watch",
+        action="append",
+        default=None,
+        metavar="NS[,NS]",
+        help="target namespaces of a new OperatorGroup (default: the install namespace)",
+    )
+    p.add_argument("--watch-all", action="store_true", help="a new OperatorGroup targets every namespace")
+
+
+def target_namespaces(args: argparse.Namespace, namespace: str) -> list[str]:
+    """The namespaces ``--watch`` names (default ``namespace``); ``[]`` for ``--watch-all`` (every one)."""
+    if args.watch_all:
+        return []
+    return [t for w in args.watch or [namespace] for t in w.split(",") if t]

@@ -23,7 +23,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
-    """Print every plugin; third-party load failures are listed too."""
+    """Print every plugin; third-party load failures and name conflicts are listed too."""
     data = [
         {
             "name": info.name,
@@ -36,6 +36,10 @@ def run_list(args: argparse.Namespace, pm: PluginManager) -> int:
         for info in pm.plugin_info()
     ]
     data += [{"name": name, "origin": "failed", "error": message} for name, message in pm.load_failures]
+    data += [
+        {"name": ", ".join(error.plugins), "origin": "conflict", "error": str(error)}
+        for error in pm.registry.conflicts.values()
+    ]
     data.insert(0, _solver_row())
 
     def registers(row: Mapping[str, Any]) -> str:

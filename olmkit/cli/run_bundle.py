@@ -8,8 +8,8 @@ What ``operator-sdk run bundle`` does for operator authors, on olmkit's store:
    ``<package>-catalog`` (``sourceType: configmap``) in the namespace, so the store holds
    everything; a catalog is published where it is (``sourceType: file``, its absolute path,
    so that bundles it names by relative directory are found);
-3. install: an OperatorGroup when the namespace has none (targeting the namespace when the
-   CSV supports ``OwnNamespace``, else all namespaces), and a Subscription to the bundle
+3. install: an OperatorGroup when the namespace has none (targeting the namespace, or what
+   ``--watch``/``--watch-all`` say, as ``install`` does), and a Subscription to the bundle
    (``startingCSV``) on its default channel; then the controllers run here until the CSV
    succeeded (exit 0) or it fails, or waits, or ``--timeout`` passes (exit 1, with the reason).
 
@@ -22,13 +22,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from olmkit.cli.options import add_store_option, namespace_arg, namespace_name, parse_duration, store_from_args
+from olmkit.cli.options import (
+    add_store_option,
+    add_target_options,
+    namespace_arg,
+    namespace_name,
+    parse_duration,
+    store_from_args,
+    target_namespaces,
+)
 from olmkit.cli.refs import resource_ref
 from olmkit.errors import UsageError
 
@@ -61,9 +68,10 @@ def bundle_catalog(
         contents = read_bundle(path, registry)
         if package and package != contents.package:
             raise UsageError(f"{path} is a bundle of package {contents.package!r}, not {package!r}")
-        blobs = bundles_to_blobs([contents], standalone=True)
-        bundle = str(contents.blob["name"])
-        return blobs, contents.package, bundle, _channel_of(blobs, contents.package, bundle)
+        channel = contents.default_channel or (contents.channels[0] if contents.channels else None)
+        if channel is None:
+            raise UsageError(f"{path}: the bundle names no channel to publish it in (give --channel)")
+        return bundles_to_blobs([contents], standalone=True), contents.package, str(contents.blob["name"]), channel
     catalog = load_catalog(path, registry)
     packages = sorted(catalog.packages)
     if package is None:
@@ -81,39 +89,6 @@ def bundle_catalog(
         raise UsageError(f"package {package!r} of {path} has no channel to install from")
     head = catalog.channel_head(package, channel).name
     return None, package, head, channel
-
-
-def _channel_of(blobs: Sequence[Mapping[str, Any]], package: str, bundle: str) -> str:
-    default = next((b.get("defaultChannel") for b in blobs if b.get("schema") == "olm.package"), None)
-    having = [
-        str(b["name"])
-        for b in blobs
-        if b.get("schema") == "olm.channel"
-        and b.get("package") == package
-        and any(e.get("name") == bundle for e in b.get("entries") or ())
-    ]
-    return str(default) if default in having else (having[0] if having else str(default or ""))
-
-
-def _install_modes(blobs: Sequence[Mapping[str, Any]] | None, bundle: str) -> set[str]:
-    """The install modes the bundle's CSV supports (from its inline manifests)."""
-    import base64
-
-    for blob in blobs or ():
-        if blob.get("schema") != "olm.bundle" or blob.get("name") != bundle:
-            continue
-        for prop in blob.get("properties") or ():
-            if prop.get("type") not in ("olm.bundle.object", "olm.csv.metadata"):
-                continue
-            value = prop.get("value") or {}
-            try:
-                obj = orjson.loads(base64.b64decode(value["data"])) if "data" in value else value
-            except (ValueError, KeyError, TypeError):
-                continue
-            modes = (obj.get("spec") or obj).get("installModes") if isinstance(obj, Mapping) else None
-            if modes:
-                return {str(m.get("type")) for m in modes if isinstance(m, Mapping) and m.get("supported")}
-    return set()
 
 
 def run_bundle(args: argparse.Namespace, pm: Any) -> int:
@@ -160,14 +135,13 @@ def run_bundle(args: argparse.Namespace, pm: Any) -> int:
                 f"olmkit uninstall {package} -n {namespace} first"
             )
         if not store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace).items:
-            modes = _install_modes(blobs, bundle)
-            own = "OwnNamespace" in modes or not modes
+            targets = target_namespaces(args, namespace)
             objects.append(
                 {
                     "apiVersion": OPERATOR_GROUP.api_version,
                     "kind": OPERATOR_GROUP.kind,
                     "metadata": {"name": namespace, "namespace": namespace},
-                    "spec": {"targetNamespaces": [namespace]} if own or "AllNamespaces" not in modes else {},
+                    "spec": {"targetNamespaces": targets} if targets else {},
                 }
             )
         objects.append(
@@ -209,6 +183,7 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("--package", default=None, help="with a catalog of several packages: the one to install")
     p.add_argument("--channel", default=None, help="channel to subscribe to (default: the bundle's default)")
+    add_target_options(p)
     p.add_argument(
         "--timeout", type=parse_duration, default=300.0, metavar="DURATION", help="give up after this (default 5m)"
     )
