@@ -10,8 +10,11 @@ rm -rf "$DEMO" && mkdir -p "$DEMO"
 export OLMKIT_STORE="$DEMO/cluster.db"        # a fresh embedded cluster for the demo
 export OLMKIT_CACHE_DIR="$DEMO/cache"
 
-say()  { printf '\n\033[1;34m# %s\033[0m\n' "$*"; }
-step() { printf '\033[1m$ olmkit %s\033[0m\n' "$*"; "$OLMKIT" "$@"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then B=$'\033[1m' BLUE=$'\033[1;34m' R=$'\033[0m'; else B= BLUE= R=; fi
+say()  { printf '\n%s# %s%s\n' "$BLUE" "$*" "$R"; }
+step() { printf '%s$ olmkit %s%s\n' "$B" "$*" "$R"; "$OLMKIT" "$@"; }
+# a step that is meant to fail: show its exit code instead of stopping the demo
+fails() { printf '%s$ olmkit %s%s\n' "$B" "$*" "$R"; if "$OLMKIT" "$@"; then exit 1; else echo "(exit $?, as expected)"; fi; }
 
 say "olmkit $("$OLMKIT" --version | cut -d' ' -f2): an embedded cluster at $OLMKIT_STORE"
 step plugins list
@@ -35,5 +38,5 @@ step get events -n demo --for subscription/cert-manager-lite-stable-examples-olm
 
 say "3. A subscription that cannot be satisfied, and why"
 step install legacy-monitor -n demo --channel stable --starting-csv legacy-monitor.v0.1.0
-step reconcile --until-stable
+fails reconcile --until-stable
 step describe subscription legacy-monitor -n demo
