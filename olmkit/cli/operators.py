@@ -260,8 +260,13 @@ def run_uninstall(args: argparse.Namespace, pm: PluginManager) -> int:
     with store_from_args(args, existing=True) as store:
         sub = _find_subscription(store, args.package, namespace)
         if sub is None:
+            subscribed = [
+                str(at(o, "spec.name") or obj_name(o))
+                for o in store.list(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, namespace)
+            ]
             sys.stderr.write(
-                f'Error from server (NotFound): package "{args.package}" has no subscription in namespace {namespace}\n'
+                f'Error from server (NotFound): package "{args.package}" has no subscription in namespace {namespace}'
+                f"{_did_you_mean(args.package, subscribed)}\n"
             )
             return EXIT_NOT_FOUND
         csv_name = at(sub, "status.installedCSV") or at(sub, "status.currentCSV")

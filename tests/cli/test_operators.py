@@ -478,3 +478,13 @@ def test_list_available_keeps_a_package_with_many_channels_readable(olmkit, writ
     assert row.rstrip().endswith("wide.v1.0.0")
     assert "more)" in row
     assert 39 == len(json.loads(data.out)[0]["channels"])
+
+
+def test_uninstall_suggests_the_close_package(olmkit, examples):
+    """uninstall of a misspelt package: NotFound (exit 1) naming the subscribed one it is close to."""
+    olmkit("install", "postgres-operator", "-n", "demo")
+
+    result = olmkit("uninstall", "postgres-operatr", "-n", "demo")
+
+    assert 1 == result.code
+    assert result.err.endswith("; did you mean postgres-operator?\n")
