@@ -40,6 +40,8 @@ __all__ = ["add_commands", "parse_condition", "report_outcome", "run_wait", "set
 
 #: how often ``wait`` reads the store again
 POLL_SECONDS: Final = 0.2
+#: reconciles between two looks at the Subscription (and the clock) while settling
+SETTLE_BATCH: Final = 10
 
 Check = Callable[["Object | None"], bool]
 
@@ -155,7 +157,8 @@ def settle_subscription(store: Store, pm: Any, namespace: str, name: str, timeou
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
-        outcome = manager.run_until_stable(timeout=max(0.0, min(remaining, 5.0)))
+        # in small batches, so that the deadline holds even while work is ready all the time
+        outcome = manager.run_until_stable(timeout=max(0.0, min(remaining, 5.0)), max_reconciles=SETTLE_BATCH)
         current = subscription_outcome(store, store.get(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, name, namespace))
         if current.state != "pending" or time.monotonic() >= deadline:
             return current

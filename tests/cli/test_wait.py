@@ -135,3 +135,13 @@ def test_wait_usage_errors(olmkit, examples, argv, message):
 
     assert 2 == result.code
     assert message in result.err
+
+
+def test_install_wait_that_runs_out_of_time_says_where_it_stands(olmkit, examples):
+    """--timeout shorter than the install: exit 1, 'not installed after', and the Subscription's standing."""
+    result = olmkit("install", "postgres-operator", "-n", "demo", "--wait", "--timeout", "1ms")
+
+    assert 1 == result.code
+    assert (
+        "olmkit: error: subscription.operators.coreos.com/postgres-operator not installed after 0.001s: " in result.err
+    )
