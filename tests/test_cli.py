@@ -133,3 +133,13 @@ def test_debug_is_accepted_after_the_subcommand(tmp_path):
     assert "Traceback (most recent call last)" in result.stderr
     assert "Traceback" not in plain.stderr
     assert plain.stderr.startswith("olmkit: error: ")
+
+
+def test_a_group_without_its_subcommand_shows_every_command(capsys):
+    """'olmkit bench' (parsed with the short parser) still prints the help of every command; exit 2."""
+    code = main(["bench"])
+
+    err = capsys.readouterr().err
+    assert 2 == code
+    assert "run-bundle" in err
+    assert "list-available" in err

@@ -276,8 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             args.debug = True
         func = getattr(args, "func", None)
-        if func is None:
-            parser.print_help(sys.stderr)
+        if func is None:  # no command: the help of every command, plugins' too
+            (parser if pm.loaded else build_parser(pm.load())).print_help(sys.stderr)
             return 2
         return int(func(args, pm) or 0)
     except OlmkitError as exc:
