@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_NAMESPACE",
     "MANIFEST_SUFFIXES",
+    "OBJECT_META_FIELDS",
     "KnownKinds",
     "PreparedObject",
     "apply_object",
@@ -295,6 +296,37 @@ def _schema_problems(
     return problems
 
 
+#: the fields of ObjectMeta (what ``metadata`` may hold)
+OBJECT_META_FIELDS: Final = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
+
+
+def _metadata_problems(obj: Mapping[str, Any]) -> list[str]:
+    meta = obj.get("metadata")
+    problems = []
+    for key in meta if isinstance(meta, Mapping) else ():
+        if key not in OBJECT_META_FIELDS:
+            close = difflib.get_close_matches(str(key), OBJECT_META_FIELDS, n=1)
+            hint = f' (did you mean "metadata.{close[0]}"?)' if close else ""
+            problems.append(f'strict decoding error: unknown field "metadata.{key}"{hint}')
+    return problems
+
+
 def object_problems(store: Store, obj: Mapping[str, Any], *, kinds: KnownKinds | None = None) -> list[str]:
     """What the API server's strict validation says about an object (``[]``: nothing).
 
@@ -318,22 +350,25 @@ def object_problems(store: Store, obj: Mapping[str, Any], *, kinds: KnownKinds |
     problem = _kind_problem(group, version, kind, kinds)
     if problem is not None:
         return [problem]
+    problems = _metadata_problems(obj)
     schema = builtin_schema(group, kind)
     if schema is not None:  # values are the admission checks' (their texts say more): fields only
-        return _schema_problems(obj, schema, report_unknown=True, only_unknown=True)
+        return problems + _schema_problems(obj, schema, report_unknown=True, only_unknown=True)
     entry = kinds.crd_version(group, kind, version)
     if entry is None:
-        return []
+        return problems
     raw_schema = entry.get("schema")
     schema = raw_schema.get("openAPIV3Schema") if isinstance(raw_schema, Mapping) else None
     if not isinstance(schema, Mapping):
-        return []
+        return problems
     crd_spec = kinds.crds[(group, kind)].get("spec") or {}
     subresources = entry.get("subresources") or crd_spec.get("subresources") or {}
     checked = dict(obj)
     if isinstance(subresources, Mapping) and "status" in subresources:
         checked.pop("status", None)  # written through the status subresource, not with the object
-    return _schema_problems(checked, schema, report_unknown=crd_spec.get("preserveUnknownFields") is not True)
+    return problems + _schema_problems(
+        checked, schema, report_unknown=crd_spec.get("preserveUnknownFields") is not True
+    )
 
 
 def prepare_manifests(

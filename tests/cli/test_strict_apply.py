@@ -83,8 +83,20 @@ def subscription(**spec) -> dict:
             'Subscription/s: strict decoding error: unknown field "spec.config.nodeSelectr" '
             '(did you mean "spec.config.nodeSelector"?)',
         ),
+        (
+            {**subscription(), "metadata": {"name": "s", "namespace": "ops", "lables": {"a": "b"}}},
+            'Subscription/s: strict decoding error: unknown field "metadata.lables" (did you mean "metadata.labels"?)',
+        ),
     ],
-    ids=["unknown kind", "plural kind", "unserved version", "misspelt field", "misspelt spec", "nested field"],
+    ids=[
+        "unknown kind",
+        "plural kind",
+        "unserved version",
+        "misspelt field",
+        "misspelt spec",
+        "nested field",
+        "metadata",
+    ],
 )
 def test_apply_refuses_what_kubectl_refuses_and_writes_nothing(olmkit, write, store, obj, message):
     """One line naming the file, the object, the field or kind, and the close name; nothing is stored."""
