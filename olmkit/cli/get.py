@@ -376,7 +376,7 @@ def run_get(args: argparse.Namespace, pm: PluginManager) -> int:
             kind, objects = groups[0]
             if objects or not missing:
                 show(kind, objects, args.output, single=len(names) == 1)
-        elif args.output in ("json", "yaml"):
+        elif args.output in ("json", "yaml") or args.output.startswith("jsonpath="):  # one List of every kind
             if found_any or not missing:
                 every = [obj for _, objects in groups for obj in objects]
                 print_objects(store, kinds[0], every, args.output)

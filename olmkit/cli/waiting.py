@@ -1,7 +1,7 @@
 """``olmkit wait``, and waiting for Subscriptions (``install --wait``, ``run-bundle``, ``reconcile``).
 
 ``olmkit wait KIND[/NAME] [NAME...] --for=condition=TYPE[=VALUE] | --for=jsonpath={PATH}[=VALUE]
-| --for=delete [--timeout 30s]`` waits as ``kubectl wait`` does: it watches the store (the
+| --for=create | --for=delete [--timeout 30s]`` waits as ``kubectl wait`` does: it watches the store (the
 controllers run elsewhere: ``olmkit run``, or a cluster) and prints ``KIND/NAME condition met``
 for each object, or exits 1 with ``timed out waiting for the condition on ...``.
 
@@ -50,10 +50,12 @@ def parse_condition(text: str) -> tuple[str, Check]:
     """``--for``'s value: a description and the check an object (``None``: deleted) must pass.
 
     Raises:
-        UsageError: not ``condition=TYPE[=VALUE]``, ``jsonpath={PATH}[=VALUE]`` or ``delete``.
+        UsageError: not ``condition=TYPE[=VALUE]``, ``jsonpath={PATH}[=VALUE]``, ``create`` or ``delete``.
     """
     if text == "delete":
         return "delete", lambda obj: obj is None
+    if text == "create":
+        return "create", lambda obj: obj is not None
     kind, eq, rest = text.partition("=")
     if kind == "condition" and eq and rest:
         ctype, _, value = rest.partition("=")
@@ -92,7 +94,7 @@ def parse_condition(text: str) -> tuple[str, Check]:
             return any(format_value(v) == expected for v in found)
 
         return f"jsonpath={path}" + (f"={expected}" if expected is not None else ""), matches
-    raise UsageError(f"--for={text}: expected condition=TYPE[=VALUE], jsonpath={{PATH}}[=VALUE] or delete")
+    raise UsageError(f"--for={text}: expected condition=TYPE[=VALUE], jsonpath={{PATH}}[=VALUE], create or delete")
 
 
 def _targets(store: Store, args: argparse.Namespace, kind: Kind, names: Sequence[str]) -> list[str]:
@@ -205,7 +207,7 @@ def add_commands(subparsers: Any) -> None:
         "--for",
         dest="condition",
         metavar="CONDITION",
-        help="condition=TYPE[=VALUE] (VALUE default True), jsonpath={PATH}[=VALUE] or delete",
+        help="condition=TYPE[=VALUE] (VALUE default True), jsonpath={PATH}[=VALUE], create or delete",
     )
     p.add_argument(
         "--timeout",

@@ -109,3 +109,28 @@ def test_watch_prints_the_list_then_each_change(olmkit, subs, db, capsys):
     assert ["NAME    CH", "alpha   beta", "mid     stable", "zeta    stable"] == lines[:4]
     assert ["mid", "fast"] == lines[4].split()
     assert 5 == len(lines)
+
+
+def test_jsonpath_over_several_kinds_is_one_list(olmkit, subs, write):
+    """get sub,cm -o jsonpath: one List of every kind, as kubectl renders it."""
+    olmkit("apply", "-f", write("cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}))
+
+    result = olmkit("get", "sub,cm", "-o", "jsonpath={.items[*].metadata.name}")
+
+    assert "alpha mid zeta cfg" == result.out
+
+
+def test_watch_only_prints_only_changes(olmkit, subs, db):
+    """--watch-only skips the current list and prints a header with the first change."""
+
+    def change_later() -> None:
+        time.sleep(0.5)
+        with SqliteStore(db) as s:
+            s.delete(V1A1, "Subscription", "zeta", "default")
+
+    thread = threading.Thread(target=change_later)
+    thread.start()
+    result = olmkit("get", "sub", "--watch-only", "--watch-timeout", "2", "-o", "custom-columns=NAME:.metadata.name")
+    thread.join()
+
+    assert ["NAME", "zeta"] == result.out.splitlines()

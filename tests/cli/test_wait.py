@@ -145,3 +145,19 @@ def test_install_wait_that_runs_out_of_time_says_where_it_stands(olmkit, example
     assert (
         "olmkit: error: subscription.operators.coreos.com/postgres-operator not installed after 0.001s: " in result.err
     )
+
+
+def test_wait_for_create_sees_an_object_appear(olmkit, examples, db):
+    """--for=create waits for an object that is not there yet."""
+
+    def create_later() -> None:
+        time.sleep(0.4)
+        with SqliteStore(db) as s:
+            s.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": "demo"}})
+
+    thread = threading.Thread(target=create_later)
+    thread.start()
+    result = olmkit("wait", "cm/late", "-n", "demo", "--for=create", "--timeout", "10s")
+    thread.join()
+
+    assert (0, "configmap/late condition met\n") == (result.code, result.out)
