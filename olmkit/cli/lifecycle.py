@@ -171,7 +171,8 @@ def _reconcile(args: argparse.Namespace, pm: Any) -> int:
         return 0 if outcome.stable else 1
     if outcome.stable:
         failed = [o for o in subscriptions if o.state == "failed"]
-        waiting = [o for o in subscriptions if o.state == "approval"]
+        # waiting for approval, or (after waiting for delayed work too) stuck on something else
+        waiting = [o for o in subscriptions if o.state == "approval" or (args.until_stable and o.state == "pending")]
         if failed:  # settled, but not where anyone wanted: say so and exit 1
             print(
                 f"stable after {outcome.reconciles} reconciles in {elapsed:.2f}s, but {len(failed)} of "
