@@ -417,7 +417,7 @@ def _watch(
             obj = event.object
             if (names and obj_name(obj) not in names) or not _selected(obj, terms):
                 continue
-            print_objects(store, kind, [obj], args.output, headers=headers, **options)
+            print_objects(store, kind, [obj], args.output, headers=headers, single=True, **options)
             headers = False
             sys.stdout.flush()
     return 0

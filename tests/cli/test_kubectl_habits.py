@@ -134,3 +134,27 @@ def test_watch_only_prints_only_changes(olmkit, subs, db):
     thread.join()
 
     assert ["NAME", "zeta"] == result.out.splitlines()
+
+
+def test_watch_json_prints_each_changed_object(olmkit, subs, db):
+    """get -w -o json: after the List, each change is the object itself, as kubectl prints it."""
+    import json
+
+    def change_later() -> None:
+        time.sleep(0.5)
+        with SqliteStore(db) as s:
+            obj = s.get(V1A1, "Subscription", "alpha", "default")
+            obj["spec"]["channel"] = "fast"
+            s.update(obj)
+
+    thread = threading.Thread(target=change_later)
+    thread.start()
+    result = olmkit("get", "sub", "--watch-only", "--watch-timeout", "2", "-o", "json")
+    thread.join()
+
+    changed = json.loads(result.out)
+    assert ("Subscription", "alpha", "fast") == (
+        changed["kind"],
+        changed["metadata"]["name"],
+        changed["spec"]["channel"],
+    )
