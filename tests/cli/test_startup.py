@@ -68,7 +68,7 @@ def test_get_loads_no_plugins_and_no_resolver(tmp_path):
 
 
 def test_read_only_commands_do_not_create_a_store(tmp_path, capsys):
-    """get, describe, list, list-available on a path with no store: exit 1, say so, create nothing."""
+    """Commands that only read or remove, on a path with no store: exit 1, say so, create nothing."""
     from olmkit.cli import main
 
     where = tmp_path / "not" / "there" / "cluster.db"
@@ -79,6 +79,8 @@ def test_read_only_commands_do_not_create_a_store(tmp_path, capsys):
         ["list-available"],
         ["approve", "install-x"],
         ["uninstall", "x"],
+        ["delete", "sub", "x"],
+        ["wait", "sub", "x", "--for=delete"],
     ]
 
     codes = [main([*argv, "--store", str(where)]) for argv in commands]
