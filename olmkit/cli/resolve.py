@@ -213,6 +213,11 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _is_address(catalog: str) -> bool:
+    """``--catalog grpc://HOST:PORT`` (a server), not a directory."""
+    return "://" in catalog
+
+
 def _short_form_hints(args: argparse.Namespace, pm: Any) -> list[str]:
     """``--subscribe`` packages and channels the ``--catalog`` lacks, with the close names."""
     from olmkit.catalog import load_catalog
@@ -249,7 +254,7 @@ def build(args: argparse.Namespace, pm: Any) -> Any:
         raise UsageError("give manifest files with -f, or --catalog DIR --subscribe PKG")
     if args.solver is not None:
         _check_solver(args.solver, pm)
-    if args.catalog is not None and not Path(args.catalog).exists():
+    if args.catalog is not None and not _is_address(args.catalog) and not Path(args.catalog).exists():
         raise UsageError(f"--catalog {args.catalog}: no such file or directory")
     manifests = load_manifests(args.files)
     if args.catalog is not None:
@@ -300,7 +305,7 @@ def run_resolve(args: argparse.Namespace, pm: Any) -> int:
         sys.stdout.write(dump_yaml(resolution.to_json(explain=explain)))
     else:
         sys.stdout.write(_text(resolution, explain))
-    if not resolution.ok and args.catalog is not None:
+    if not resolution.ok and args.catalog is not None and not _is_address(args.catalog):
         for hint in _short_form_hints(args, pm):
             sys.stderr.write(f"olmkit: hint: {hint}\n")
     return 2 if resolution.status == "error" else int(resolution.exit_code)
