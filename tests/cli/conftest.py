@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -99,3 +103,36 @@ def mini_catalog(tmp_path):
     root.mkdir()
     shutil.copy(EXAMPLES / "cert-manager-lite" / "catalog.yaml", root / "catalog.yaml")
     return str(root)
+
+
+@pytest.fixture
+def meanwhile(db):
+    """``with meanwhile(change):`` runs ``change(store)`` on the test's store from another thread
+    after ``delay`` seconds (another writer while a command waits or watches), and joins it."""
+
+    @contextlib.contextmanager
+    def run(change: Callable[[SqliteStore], object], delay: float = 0.5) -> Iterator[None]:
+        def later() -> None:
+            time.sleep(delay)
+            with SqliteStore(db) as s:
+                change(s)
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        try:
+            yield
+        finally:
+            thread.join()
+
+    return run
+
+
+def set_channel(name: str, channel: str) -> Callable[[SqliteStore], object]:
+    """A change for :func:`meanwhile`: Subscription default/NAME moves to ``channel``."""
+
+    def change(s: SqliteStore) -> object:
+        obj = s.get("operators.coreos.com/v1alpha1", "Subscription", name, "default")
+        obj["spec"]["channel"] = channel
+        return s.update(obj)
+
+    return change

@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
-from olmkit.store import SqliteStore
+from .conftest import set_channel
 
 V1A1 = "operators.coreos.com/v1alpha1"
 
@@ -88,22 +85,12 @@ def test_get_without_a_kind_lists_the_kinds(olmkit):
     assert "(see 'olmkit get --help')" in result.err
 
 
-def test_watch_prints_the_list_then_each_change(olmkit, subs, db, capsys):
+def test_watch_prints_the_list_then_each_change(olmkit, subs, meanwhile):
     """get -w lists, then prints a row for each change until the watch ends."""
-
-    def change_later() -> None:
-        time.sleep(0.5)
-        with SqliteStore(db) as s:
-            obj = s.get(V1A1, "Subscription", "mid", "default")
-            obj["spec"]["channel"] = "fast"
-            s.update(obj)
-
-    thread = threading.Thread(target=change_later)
-    thread.start()
-    result = olmkit(
-        "get", "sub", "-w", "--watch-timeout", "2", "-o", "custom-columns=NAME:.metadata.name,CH:.spec.channel"
-    )
-    thread.join()
+    with meanwhile(set_channel("mid", "fast")):
+        result = olmkit(
+            "get", "sub", "-w", "--watch-timeout", "2", "-o", "custom-columns=NAME:.metadata.name,CH:.spec.channel"
+        )
 
     lines = result.out.splitlines()
     assert ["NAME    CH", "alpha   beta", "mid     stable", "zeta    stable"] == lines[:4]
@@ -120,37 +107,22 @@ def test_jsonpath_over_several_kinds_is_one_list(olmkit, subs, write):
     assert "alpha mid zeta cfg" == result.out
 
 
-def test_watch_only_prints_only_changes(olmkit, subs, db):
+def test_watch_only_prints_only_changes(olmkit, subs, meanwhile):
     """--watch-only skips the current list and prints a header with the first change."""
-
-    def change_later() -> None:
-        time.sleep(0.5)
-        with SqliteStore(db) as s:
-            s.delete(V1A1, "Subscription", "zeta", "default")
-
-    thread = threading.Thread(target=change_later)
-    thread.start()
-    result = olmkit("get", "sub", "--watch-only", "--watch-timeout", "2", "-o", "custom-columns=NAME:.metadata.name")
-    thread.join()
+    with meanwhile(lambda s: s.delete(V1A1, "Subscription", "zeta", "default")):
+        result = olmkit(
+            "get", "sub", "--watch-only", "--watch-timeout", "2", "-o", "custom-columns=NAME:.metadata.name"
+        )
 
     assert ["NAME", "zeta"] == result.out.splitlines()
 
 
-def test_watch_json_prints_each_changed_object(olmkit, subs, db):
+def test_watch_json_prints_each_changed_object(olmkit, subs, meanwhile):
     """get -w -o json: after the List, each change is the object itself, as kubectl prints it."""
     import json
 
-    def change_later() -> None:
-        time.sleep(0.5)
-        with SqliteStore(db) as s:
-            obj = s.get(V1A1, "Subscription", "alpha", "default")
-            obj["spec"]["channel"] = "fast"
-            s.update(obj)
-
-    thread = threading.Thread(target=change_later)
-    thread.start()
-    result = olmkit("get", "sub", "--watch-only", "--watch-timeout", "2", "-o", "json")
-    thread.join()
+    with meanwhile(set_channel("alpha", "fast")):
+        result = olmkit("get", "sub", "--watch-only", "--watch-timeout", "2", "-o", "json")
 
     changed = json.loads(result.out)
     assert ("Subscription", "alpha", "fast") == (

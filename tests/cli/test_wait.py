@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
-
-from olmkit.store import SqliteStore
 
 from .conftest import catalog_source
 
@@ -103,19 +100,12 @@ def test_wait_times_out_with_kubectls_message(olmkit, examples):
     assert time.monotonic() - start < 5
 
 
-def test_wait_sees_changes_made_by_another_writer(olmkit, examples, db):
+def test_wait_sees_changes_made_by_another_writer(olmkit, examples, meanwhile):
     """wait watches the store: a change written meanwhile (here by a thread) ends the wait."""
     olmkit("install", "postgres-operator", "-n", "demo")
 
-    def delete_later() -> None:
-        time.sleep(0.4)
-        with SqliteStore(db) as s:
-            s.delete(V1A1, "Subscription", "postgres-operator", "demo")
-
-    thread = threading.Thread(target=delete_later)
-    thread.start()
-    result = olmkit("wait", "sub", "postgres-operator", "-n", "demo", "--for=delete", "--timeout", "10s")
-    thread.join()
+    with meanwhile(lambda s: s.delete(V1A1, "Subscription", "postgres-operator", "demo"), delay=0.4):
+        result = olmkit("wait", "sub", "postgres-operator", "-n", "demo", "--for=delete", "--timeout", "10s")
 
     assert (0, "subscription.operators.coreos.com/postgres-operator condition met\n") == (result.code, result.out)
 
@@ -147,17 +137,11 @@ def test_install_wait_that_runs_out_of_time_says_where_it_stands(olmkit, example
     )
 
 
-def test_wait_for_create_sees_an_object_appear(olmkit, examples, db):
+def test_wait_for_create_sees_an_object_appear(olmkit, examples, meanwhile):
     """--for=create waits for an object that is not there yet."""
+    late = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": "demo"}}
 
-    def create_later() -> None:
-        time.sleep(0.4)
-        with SqliteStore(db) as s:
-            s.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": "demo"}})
-
-    thread = threading.Thread(target=create_later)
-    thread.start()
-    result = olmkit("wait", "cm/late", "-n", "demo", "--for=create", "--timeout", "10s")
-    thread.join()
+    with meanwhile(lambda s: s.create(late), delay=0.4):
+        result = olmkit("wait", "cm/late", "-n", "demo", "--for=create", "--timeout", "10s")
 
     assert (0, "configmap/late condition met\n") == (result.code, result.out)
