@@ -3,7 +3,9 @@
 The script is generated from the command line's own parser (built-in and plugin
 commands), so it completes every command, subcommand, option and option value that
 argparse knows (``-o`` formats, ``--approval`` modes ...), file names for options that
-take a path, and the kinds ``get``/``describe``/``delete`` accept. Load it with::
+take a path, the kinds ``get``/``describe``/``delete``/``wait`` accept and, after a kind, the
+names of its objects (``olmkit get KIND -o name`` on the store and namespace the command line
+names). Load it with::
 
     source <(olmkit completion bash)          # bash (put it in ~/.bashrc)
     source <(olmkit completion zsh)           # zsh (~/.zshrc; uses bashcompinit)
@@ -96,18 +98,22 @@ def _assoc(name: str, table: dict[str, str]) -> str:
 
 _FUNCTION: Final = r"""
 _olmkit_complete() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="_" word i skip=0
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="_" word i skip="" ns="" store=""
+    local -a positional=()
     (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"
     for (( i = 1; i < COMP_CWORD; i++ )); do
         word="${COMP_WORDS[i]}"
-        if (( skip )); then skip=0; continue; fi
+        if [[ -n "$skip" ]]; then
+            case "$skip" in -n|--namespace) ns="$word" ;; --store) store="$word" ;; esac
+            skip=""; continue
+        fi
         case "$word" in
             --*=*) continue ;;
-            -*) [[ -n "${_olmkit_values[$path|$word]+set}" ]] && skip=1; continue ;;
+            -*) [[ -n "${_olmkit_values[$path|$word]+set}" ]] && skip="$word"; continue ;;
         esac
         local key="$word"
         [[ "$path" != "_" ]] && key="$path $word"
-        [[ " ${_olmkit_subs[$path]} " == *" $word "* ]] && path="$key"
+        if [[ " ${_olmkit_subs[$path]} " == *" $word "* ]]; then path="$key"; else positional+=("$word"); fi
     done
     local choice="${_olmkit_values[$path|$prev]-}"
     if [[ -n "$choice" ]]; then
@@ -118,6 +124,14 @@ _olmkit_complete() {
         fi
     elif [[ "$cur" == -* ]]; then
         COMPREPLY=( $(compgen -W "${_olmkit_opts[$path]}" -- "$cur") )
+    elif [[ " __KIND_COMMANDS__ " == *" $path "* && ${#positional[@]} -ge 1 && "${positional[0]}" != */* ]]; then
+        # names of the objects of the kind given, from the store the command would read
+        local -a flags=()
+        [[ -n "$ns" ]] && flags+=(-n "$ns")
+        [[ -n "$store" ]] && flags+=(--store "$store")
+        local names
+        names=$("${COMP_WORDS[0]}" get "${positional[0]}" -o name "${flags[@]}" 2>/dev/null | sed 's|^.*/||')
+        COMPREPLY=( $(compgen -W "$names" -- "$cur") )
     else
         COMPREPLY=( $(compgen -W "${_olmkit_subs[$path]} ${_olmkit_words[$path]}" -- "$cur") )
     fi
@@ -132,7 +146,8 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
     if shell == "zsh":
         header = "#compdef olmkit\n" + header + "autoload -U +X bashcompinit && bashcompinit\n"
     body = "\n".join(f"typeset -A _olmkit_{name}\n" + _assoc(name, table) for name, table in tables.items())
-    return header + body + "\n" + _FUNCTION + "complete -o default -F _olmkit_complete olmkit\n"
+    function = _FUNCTION.replace("__KIND_COMMANDS__", " ".join(_KIND_COMMANDS))
+    return header + body + "\n" + function + "complete -o default -F _olmkit_complete olmkit\n"
 
 
 def run_completion(args: argparse.Namespace, pm: Any) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,8 @@ def _complete(script: Path, *words: str) -> list[str]:
     quoted = " ".join(f"'{w}'" for w in words)
     program = f"source {script}; COMP_WORDS=({quoted}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); "
     program += '_olmkit_complete; printf "%s\\n" "${COMPREPLY[@]}"'
-    done = subprocess.run([BASH, "-c", program], capture_output=True, text=True, check=True, timeout=30)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run([BASH, "-c", program], capture_output=True, text=True, check=True, timeout=60, env=env)
     return [line for line in done.stdout.splitlines() if line]
 
 
@@ -78,3 +81,19 @@ def test_unknown_shell_is_a_usage_error(capsys):
     """Only bash and zsh: anything else is exit 2 naming the choices."""
     assert 2 == main(["completion", "fish"])
     assert "invalid choice: 'fish'" in capsys.readouterr().err
+
+
+def test_bash_completes_object_names_from_the_store(bash_script, tmp_path):
+    """After a kind, the names of its objects in the store and namespace the line names."""
+    from olmkit.store import SqliteStore
+
+    db = tmp_path / "cluster.db"
+    with SqliteStore(str(db)) as s:
+        for name, ns in [("alpha", "ops"), ("alps", "ops"), ("beta", "ops"), ("other", "default")]:
+            s.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}})
+
+    names = _complete(bash_script, "olmkit", "get", "cm", "-n", "ops", "--store", str(db), "al")
+    described = _complete(bash_script, "olmkit", "describe", "--store", str(db), "configmap", "")
+
+    assert ["alpha", "alps"] == names
+    assert ["other"] == described
