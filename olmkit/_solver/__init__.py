@@ -13,39 +13,102 @@ says it for people.
 
 from __future__ import annotations
 
-from olmkit._solver._encode import IMPLEMENTATION
-from olmkit._solver._encode import current as implementation
-from olmkit._solver._encode import describe as describe_implementation
-from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
-from olmkit._solver._problem import Problem
+import importlib
+from typing import TYPE_CHECKING, Any
 
-# the constraint codes of Block templates and problem arrays
-from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
-from olmkit._solver._solve import solve, solve_problem
-from olmkit._solver.backends import (
-    DEFAULT_BACKEND,
-    Backend,
-    BackendFactory,
-    CryptoMiniSatBackend,
-    backend_names,
-    get_backend,
-    register_backend,
-)
-from olmkit._solver.constraints import (
-    And,
-    AppliedConstraint,
-    AtMost,
-    Conflict,
-    Constraint,
-    Dependency,
-    Mandatory,
-    Not,
-    Or,
-    Prohibited,
-    Variable,
-)
-from olmkit._solver.errors import DuplicateIdentifier, InvalidInput, NotSatisfiable, SolverError
-from olmkit._solver.reporter import PHASES, SolverReporter
+if TYPE_CHECKING:
+    from olmkit._solver._encode import IMPLEMENTATION
+    from olmkit._solver._encode import current as implementation
+    from olmkit._solver._encode import describe as describe_implementation
+    from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
+    from olmkit._solver._problem import Problem
+
+    # the constraint codes of Block templates and problem arrays
+    from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
+    from olmkit._solver._solve import solve, solve_problem
+    from olmkit._solver.backends import (
+        DEFAULT_BACKEND,
+        Backend,
+        BackendFactory,
+        CryptoMiniSatBackend,
+        backend_names,
+        get_backend,
+        register_backend,
+    )
+    from olmkit._solver.constraints import (
+        And,
+        AppliedConstraint,
+        AtMost,
+        Conflict,
+        Constraint,
+        Dependency,
+        Mandatory,
+        Not,
+        Or,
+        Prohibited,
+        Variable,
+    )
+    from olmkit._solver.errors import DuplicateIdentifier, InvalidInput, NotSatisfiable, SolverError
+    from olmkit._solver.reporter import PHASES, SolverReporter
+
+#: where each public name lives (module, name there): imported on first use, so that
+#: ``olmkit --version`` (which names the implementation and the backends) does not pay for
+#: the whole solver
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "And": ("constraints", "And"),
+    "AppliedConstraint": ("constraints", "AppliedConstraint"),
+    "AtMost": ("constraints", "AtMost"),
+    "Backend": ("backends", "Backend"),
+    "BackendFactory": ("backends", "BackendFactory"),
+    "Block": ("_expand", "Block"),
+    "CONFLICT": ("_pure", "CONFLICT"),
+    "Conflict": ("constraints", "Conflict"),
+    "Constraint": ("constraints", "Constraint"),
+    "CryptoMiniSatBackend": ("backends", "CryptoMiniSatBackend"),
+    "DEFAULT_BACKEND": ("backends", "DEFAULT_BACKEND"),
+    "DEPENDENCY": ("_pure", "DEPENDENCY"),
+    "Dependency": ("constraints", "Dependency"),
+    "DuplicateIdentifier": ("errors", "DuplicateIdentifier"),
+    "Expansion": ("_expand", "Expansion"),
+    "Heads": ("_expand", "Heads"),
+    "IMPLEMENTATION": ("_encode", "IMPLEMENTATION"),
+    "InvalidInput": ("errors", "InvalidInput"),
+    "LazyVariables": ("_expand", "LazyVariables"),
+    "MANDATORY": ("_pure", "MANDATORY"),
+    "Mandatory": ("constraints", "Mandatory"),
+    "Not": ("constraints", "Not"),
+    "NotSatisfiable": ("errors", "NotSatisfiable"),
+    "Or": ("constraints", "Or"),
+    "PHASES": ("reporter", "PHASES"),
+    "PROHIBITED": ("_pure", "PROHIBITED"),
+    "Problem": ("_problem", "Problem"),
+    "Prohibited": ("constraints", "Prohibited"),
+    "SolverError": ("errors", "SolverError"),
+    "SolverReporter": ("reporter", "SolverReporter"),
+    "Variable": ("constraints", "Variable"),
+    "backend_names": ("backends", "backend_names"),
+    "describe_implementation": ("_encode", "describe"),
+    "expand": ("_expand", "expand"),
+    "get_backend": ("backends", "get_backend"),
+    "implementation": ("_encode", "current"),
+    "register_backend": ("backends", "register_backend"),
+    "solve": ("_solve", "solve"),
+    "solve_problem": ("_solve", "solve_problem"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where[0]}"), where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "CONFLICT",

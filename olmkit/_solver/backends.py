@@ -30,10 +30,13 @@ import sys
 import tempfile
 from array import array
 from collections.abc import Callable, Sequence
-from typing import IO, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Protocol, runtime_checkable
 
 from olmkit._solver import _encode
-from olmkit._solver.errors import SolverError
+
+if TYPE_CHECKING:
+    from olmkit._solver.errors import SolverError
+
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -50,6 +53,15 @@ __all__ = [
     "instrument",
     "register_backend",
 ]
+
+
+def _error(message: str) -> SolverError:
+    """A :class:`~olmkit._solver.errors.SolverError` (imported when one is raised: the error
+    classes need attrs, which ``olmkit --version`` and the names of the backends do not)."""
+    from olmkit._solver.errors import SolverError
+
+    return SolverError(message)
+
 
 #: The built-in backends that run a whole solve (see the module docstring).
 ENGINES = ("cryptominisat", "native", "pure")
@@ -184,11 +196,11 @@ def register_backend(name: str, factory: BackendFactory, *, replace: bool = Fals
     """
     name = name.strip()
     if not name:
-        raise SolverError("a SAT backend needs a non-empty name")
+        raise _error("a SAT backend needs a non-empty name")
     if name in ("native", "pure"):
-        raise SolverError(f"SAT backend name {name!r} is reserved for a built-in backend")
+        raise _error(f"SAT backend name {name!r} is reserved for a built-in backend")
     if name in _REGISTRY and not replace and _REGISTRY[name] is not factory:
-        raise SolverError(f"SAT backend {name!r} is already registered")
+        raise _error(f"SAT backend {name!r} is already registered")
     _REGISTRY[name] = factory
 
 
@@ -214,7 +226,7 @@ def engine_of(name: str | None) -> tuple[str, str, BackendFactory]:
     key = default_backend() if name is None else name.strip()
     if key in ("native", "pure"):
         if key == "native" and "native" not in _encode.available():
-            raise SolverError("SAT backend 'native' needs the C part, which is not built (use 'pure')")
+            raise _error("SAT backend 'native' needs the C part, which is not built (use 'pure')")
         return key, key, _REGISTRY[DEFAULT_BACKEND]
     factory = get_backend(key)
     if key == DEFAULT_BACKEND and factory is CryptoMiniSatBackend:
@@ -235,7 +247,7 @@ def get_backend(name: str | None = None) -> BackendFactory:
         return _REGISTRY[key]
     except KeyError:
         known = ", ".join(backend_names())
-        raise SolverError(f"unknown SAT backend {key!r} (available: {known})") from None
+        raise _error(f"unknown SAT backend {key!r} (available: {known})") from None
 
 
 def get_backend_or_none(name: str) -> BackendFactory | None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from olmkit.manager import PluginManager
 
-__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "main"]
+__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "main", "version_text"]
 
 #: Modules contributing subcommand groups, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
