@@ -2,10 +2,12 @@
 
 ``olmkit resolve -f FILE [-f FILE ...] [-n NS] [--global-namespace NS] [-o json|yaml|text]``
 resolves one namespace from manifest files; ``--catalog DIR --subscribe PKG[/CHANNEL]`` is
-the short form. Exit 0 resolved, 1 unsatisfiable, 2 invalid input: unreadable manifests, a
-missing catalog, an unknown ``--solver``, a package or channel the short form's catalog
-lacks (with the close name), or a resolution error (a broken or unreachable catalog, not
-exactly one OperatorGroup ...); its message goes to stderr.
+the short form. Exit 0 resolved, 1 unsatisfiable, 2 invalid input (unreadable manifests, a
+missing ``--catalog``, an unknown ``--solver``), whose message goes to stderr; a package or
+channel the short form's catalog lacks stays unsatisfiable, with the close name on stderr. A
+resolution error (a broken
+constraint in the catalog, an unreachable source, not exactly one OperatorGroup) is an
+answer, as upstream's ErrorPreventedResolution is: on stdout, exit 1.
 
 ``olmkit bench resolve`` generates a workload with ``gen_catalog.py`` (or takes one with
 ``--workload``), resolves it ``--repeat`` times and prints the timings as a table (or
@@ -295,10 +297,6 @@ def run_resolve(args: argparse.Namespace, pm: Any) -> int:
     request = build(args, pm)
     resolution = pm.hook.olmkit_resolve(request=request)
     explain = bool(getattr(args, "explain", False))
-    if resolution.status == "error" and args.output == "text":
-        # a broken or unreachable catalog, a bad manifest set: an input error, not an answer
-        sys.stderr.write(f"olmkit: error: {resolution.message}\n")
-        return 2
     if args.output == "json":
         sys.stdout.write(dump_json(resolution.to_json(explain=explain)) + "\n")
     elif args.output == "yaml":
@@ -308,7 +306,7 @@ def run_resolve(args: argparse.Namespace, pm: Any) -> int:
     if not resolution.ok and args.catalog is not None and not _is_address(args.catalog):
         for hint in _short_form_hints(args, pm):
             sys.stderr.write(f"olmkit: hint: {hint}\n")
-    return 2 if resolution.status == "error" else int(resolution.exit_code)
+    return int(resolution.exit_code)
 
 
 # --------------------------------------------------------------------------- benchmark

@@ -242,15 +242,16 @@ def test_resolve_short_form_suggests_the_close_package_or_channel(capsys, subscr
     assert [f"olmkit: hint: --subscribe {subscribe}: " + hint.format(catalog=EXAMPLES)] == err.splitlines()
 
 
-def test_resolve_error_from_an_unreadable_catalog_source_is_exit_2(tmp_path, capsys):
-    """A CatalogSource whose path is missing is an input error: stderr and exit 2 (not an answer on stdout)."""
+def test_resolve_error_from_an_unreadable_catalog_source_is_an_answer(tmp_path, capsys):
+    """A CatalogSource (in a manifest) whose path is missing: the resolution's error, on stdout, exit 1."""
     path = tmp_path / "m.yaml"
     path.write_text(MANIFESTS.replace(str(EXAMPLES), str(tmp_path / "gone")))
 
     code, out, err = run(capsys, "resolve", "-f", str(path))
 
-    assert (2, "") == (code, out)
-    assert "gone" in err
+    assert (1, "") == (code, err)
+    assert out.startswith("error: ")
+    assert "gone" in out
 
 
 def test_bench_resolve_refuses_huge_sizes_without_yes(tmp_path, capsys):
