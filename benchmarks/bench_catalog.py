@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-REAL = Path("/work/shared/catalogs/community-operators-prod")
 GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"  # ../shared from the repository
+REAL = GEN.parents[1] / "catalogs" / "community-operators-prod"
 
 _CHILD = r"""
 import json, os, resource, sys, time

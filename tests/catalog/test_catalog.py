@@ -6,6 +6,7 @@ from olmkit.catalog.sources import open_source
 from olmkit.catalog.validate import validate_catalog
 from olmkit.errors import CatalogError, InputError
 from olmkit.serde import dump_json_stream
+from tests.shared import COMMUNITY
 
 EXAMPLES = "examples/catalog"
 
@@ -200,7 +201,7 @@ def test_validation_collects_all_problems(tmp_path, olmkit_pm):
 
 def test_real_catalog_is_valid(olmkit_pm):
     """The community catalog validates with no errors."""
-    path = "/work/shared/catalogs/community-operators-prod"
+    path = COMMUNITY
     result = load_catalog_result(path, olmkit_pm.registry, cache=False)
     problems = validate_catalog(result.catalog, olmkit_pm.registry, result.problems)
 
