@@ -59,7 +59,8 @@ SOURCE_TYPE = "sqlite"
 _REQUIRED = ("package", "channel", "channel_entry", "operatorbundle")
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
+    """A read-only connection to an opm index, and the tables it has."""
     if not path.is_file():
         raise InputError("no such index database", path=str(path))
     try:
@@ -72,15 +73,11 @@ def _connect(path: Path) -> sqlite3.Connection:
         con.close()
         raise InputError(f"not an opm index database (no table {', '.join(missing)})", path=str(path))
     con.row_factory = sqlite3.Row
-    return con
+    return con, tables
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
-
-
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def _manifests(text: str | bytes | None) -> list[Any]:
@@ -111,18 +108,17 @@ def read_index(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
         InputError: the file is missing, not SQLite, not an opm index, or a row does not parse.
     """
     path = Path(path)
-    con = _connect(path)
+    con, tables = _connect(path)
     try:
-        yield from _blobs(con, str(path))
+        yield from _blobs(con, tables, str(path))
     except sqlite3.DatabaseError as exc:
         raise InputError(f"cannot read the index database: {exc}", path=str(path)) from None
     finally:
         con.close()
 
 
-def _blobs(con: sqlite3.Connection, where: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
+def _blobs(con: sqlite3.Connection, tables: set[str], where: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
     bundle_cols = _columns(con, "operatorbundle")
-    tables = _tables(con)
     wanted = [
         c
         for c in ("name", "csv", "bundle", "bundlepath", "version", "skiprange", "replaces", "skips")
