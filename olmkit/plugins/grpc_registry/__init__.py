@@ -74,6 +74,8 @@ __all__ = ["GRPC_ORIGIN", "GrpcSource", "parse_address"]
 
 GRPC_ORIGIN: Final = "grpc://"
 DEFAULT_ADDRESS: Final = "127.0.0.1:50051"
+#: How often ``catalog serve`` checks the catalog's files for changes (seconds).
+WATCH_INTERVAL: Final = 1.0
 
 
 def parse_address(raw: Any, *, obj: str | None = None) -> str:
@@ -200,7 +202,7 @@ def olmkit_add_commands(subparsers: Any) -> None:
     p.add_argument(
         "--watch-interval",
         type=float,
-        default=1.0,
+        default=WATCH_INTERVAL,
         metavar="SECONDS",
         help="how often the catalog's files are checked for changes (0: never)",
     )

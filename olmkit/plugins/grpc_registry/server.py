@@ -28,6 +28,7 @@ from grpc_reflection.v1alpha import reflection
 
 from olmkit.catalog import Catalog, cache_dir, catalog_files, invalid_catalog, load_catalog_result
 from olmkit.errors import InputError, OlmkitError
+from olmkit.plugins.grpc_registry import DEFAULT_ADDRESS, WATCH_INTERVAL
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
 from olmkit.plugins.grpc_registry._api import registry_pb2_grpc as pb_grpc
 from olmkit.plugins.grpc_registry.convert import ApiView, NotFoundError
@@ -35,8 +36,6 @@ from olmkit.plugins.grpc_registry.convert import ApiView, NotFoundError
 __all__ = ["SERVICE_NAME", "RegistryServer", "RegistryServicer"]
 
 SERVICE_NAME: Final = "api.Registry"
-#: How often the catalog's files are checked for changes (seconds).
-WATCH_INTERVAL: Final = 1.0
 
 
 def _signature(root: Path) -> tuple[tuple[str, int, int], ...]:
@@ -178,7 +177,7 @@ class RegistryServer:
         path: str | os.PathLike[str],
         pm: Any,
         *,
-        address: str = "127.0.0.1:50051",
+        address: str = DEFAULT_ADDRESS,
         cache: bool = True,
         watch_interval: float = WATCH_INTERVAL,
         log: Callable[[str], None] | None = None,
@@ -209,16 +208,18 @@ class RegistryServer:
             return None
         return list(found) if found is not None else None
 
-    def load(self, *, warm: bool = False) -> Catalog:
+    def load(self, *, warm: bool = False, signature: tuple[tuple[str, int, int], ...] | None = None) -> Catalog:
         """Load the catalog and make it the served snapshot (unless its digest did not change).
 
         Args:
             warm: encode the new snapshot's ListBundles answer before it is served.
+            signature: the files' stat signature taken just before (by :meth:`check`), else taken here.
 
         Raises:
             OlmkitError: the catalog cannot be read or is invalid.
         """
-        signature = _signature(self.path)
+        if signature is None:
+            signature = _signature(self.path)
         result = load_catalog_result(self.path, self.pm.registry, cache=self.cache)
         if result.problems:
             raise invalid_catalog(self.path, result.problems)
@@ -264,7 +265,7 @@ class RegistryServer:
             return False
         before = self._view
         try:
-            catalog = self.load(warm=self.warm)  # on the watcher thread, before anyone asks
+            catalog = self.load(warm=self.warm, signature=signature)  # on the watcher thread, before anyone asks
         except OlmkitError as exc:
             self._signature = signature  # report once per change
             self.log(f"olmkit catalog serve: {exc} (still serving the previous catalog)")
