@@ -49,11 +49,15 @@ def _channel(address: str) -> Any:
     return grpc.insecure_channel(address, options=options)
 
 
-def _rpc_error(address: str, what: str, exc: grpc.RpcError) -> RegistryUnavailable:
+def _status(exc: grpc.RpcError) -> str:
+    """The failed call's status code name (``UNAVAILABLE`` ...)."""
     code = exc.code() if hasattr(exc, "code") else None
+    return code.name if code is not None else "UNKNOWN"
+
+
+def _rpc_error(address: str, what: str, exc: grpc.RpcError) -> RegistryUnavailable:
     details = exc.details() if hasattr(exc, "details") else str(exc)
-    name = code.name if code is not None else "UNKNOWN"
-    return RegistryUnavailable(f"registry server {address}: {what}: {name}: {details}")
+    return RegistryUnavailable(f"registry server {address}: {what}: {_status(exc)}: {details}")
 
 
 def fetch_catalog(address: str, registry: Any, *, name: str) -> Catalog:
@@ -104,8 +108,7 @@ def serving(address: str) -> str:
                 health_pb2.HealthCheckRequest(service=""), timeout=HEALTH_TIMEOUT
             )
         except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            return code.name if code is not None else "UNKNOWN"
+            return _status(exc)
     return str(health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status))
 
 
