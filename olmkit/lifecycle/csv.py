@@ -48,6 +48,7 @@ from olmkit.lifecycle.kinds import (
 from olmkit.lifecycle.operatorgroups import (
     PROVIDED_APIS_ANNOTATION,
     Membership,
+    descriptions,
     is_copied,
     operator_csvs,
     parse_apis,
@@ -85,12 +86,6 @@ _CLUSTER_OWNED: Final = (
     ("console.openshift.io/v1", "ConsoleCLIDownload"),
     ("console.openshift.io/v1", "ConsoleLink"),
 )
-
-
-def _descriptions(csv: Mapping[str, Any], section: str, which: str) -> list[Mapping[str, Any]]:
-    defs = spec_of(csv).get(section) or {}
-    items = defs.get(which) if isinstance(defs, Mapping) else None
-    return [d for d in items or () if isinstance(d, Mapping)]
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -135,8 +130,8 @@ class ClusterServiceVersionController(Controller):
             name = event.object["metadata"]["name"]
             out = []
             for csv in operator_csvs(store):
-                crds = _descriptions(csv, "customresourcedefinitions", "owned")
-                crds += _descriptions(csv, "customresourcedefinitions", "required")
+                crds = descriptions(csv, "customresourcedefinitions", "owned")
+                crds += descriptions(csv, "customresourcedefinitions", "required")
                 if any(d.get("name") == name for d in crds):
                     out.append((csv["metadata"]["namespace"], csv["metadata"]["name"]))
             return out
@@ -397,7 +392,7 @@ class ClusterServiceVersionController(Controller):
         store = self.ctx.store
         out: list[dict[str, Any]] = []
         for which in ("owned", "required"):
-            for desc in _descriptions(csv, "customresourcedefinitions", which):
+            for desc in descriptions(csv, "customresourcedefinitions", which):
                 name = str(desc.get("name") or "")
                 entry = {"group": CRD.group, "version": "v1", "kind": CRD.kind, "name": name}
                 try:
@@ -424,7 +419,7 @@ class ClusterServiceVersionController(Controller):
                         "uuid": crd["metadata"].get("uid", ""),
                     }
                 )
-        for desc in _descriptions(csv, "apiservicedefinitions", "required"):
+        for desc in descriptions(csv, "apiservicedefinitions", "required"):
             name = f"{desc.get('version')}.{desc.get('group')}"
             entry = {"group": "apiregistration.k8s.io", "version": "v1", "kind": "APIService", "name": name}
             try:

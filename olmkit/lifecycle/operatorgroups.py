@@ -46,6 +46,7 @@ __all__ = [
     "Verdict",
     "aggregated_cluster_roles",
     "api_intersection",
+    "descriptions",
     "format_apis",
     "group_annotations",
     "install_plan_problem",
@@ -143,19 +144,20 @@ def group_annotations(group: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _descriptions(csv: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
+def descriptions(csv: Mapping[str, Any], section: str, which: str = "owned") -> list[Mapping[str, Any]]:
+    """A CSV's ``owned`` (or ``required``) CRD or APIService descriptions (``section``)."""
     defs = spec_of(csv).get(section) or {}
-    owned = defs.get("owned") if isinstance(defs, Mapping) else None
-    return [d for d in owned or () if isinstance(d, Mapping)]
+    items = defs.get(which) if isinstance(defs, Mapping) else None
+    return [d for d in items or () if isinstance(d, Mapping)]
 
 
 def provided_apis(csv: Mapping[str, Any]) -> frozenset[str]:
     """``Kind.version.group`` of every CRD and APIService the CSV owns."""
     out = set()
-    for desc in _descriptions(csv, "customresourcedefinitions"):
+    for desc in descriptions(csv, "customresourcedefinitions"):
         group = str(desc.get("name") or "").partition(".")[2]
         out.add(f"{desc.get('kind')}.{desc.get('version')}.{group}")
-    for desc in _descriptions(csv, "apiservicedefinitions"):
+    for desc in descriptions(csv, "apiservicedefinitions"):
         out.add(f"{desc.get('kind')}.{desc.get('version')}.{desc.get('group')}")
     return frozenset(out)
 

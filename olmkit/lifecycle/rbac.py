@@ -23,8 +23,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from olmkit.lifecycle.kinds import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
-from olmkit.lifecycle.operatorgroups import COPIED_FROM_LABEL, GROUP_AGGREGATION_PREFIX, KUBE_AGGREGATION_PREFIX
-from olmkit.lifecycle.status import spec_of
+from olmkit.lifecycle.operatorgroups import (
+    COPIED_FROM_LABEL,
+    GROUP_AGGREGATION_PREFIX,
+    KUBE_AGGREGATION_PREFIX,
+    descriptions,
+)
 from olmkit.lifecycle.strategy import owner_labels
 
 __all__ = ["VERBS", "api_cluster_roles", "copied_role", "lifted_role"]
@@ -39,9 +43,7 @@ NAMESPACE_RULE: Final = {"apiGroups": [""], "resources": ["namespaces"], "verbs"
 
 
 def _owned(csv: Mapping[str, Any], section: str) -> list[Mapping[str, Any]]:
-    defs = spec_of(csv).get(section) or {}
-    owned = defs.get("owned") if isinstance(defs, Mapping) else None
-    return [d for d in owned or () if isinstance(d, Mapping) and d.get("name")]
+    return [d for d in descriptions(csv, section) if d.get("name")]
 
 
 def _role(name: str, suffix: str, group_name: str, csv: Mapping[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
