@@ -103,6 +103,15 @@ def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
     return dict((obj.get("metadata") or {}).get("labels") or {})
 
 
+def _annotate(store: Store, obj: Object, annotations: Mapping[str, str]) -> bool:
+    """Write ``annotations`` over the object's own unless it carries them already; whether it wrote."""
+    current = _annotations(obj)
+    if all(current.get(k) == v for k, v in annotations.items()):
+        return False
+    store.update({**obj, "metadata": {**obj["metadata"], "annotations": {**current, **annotations}}})
+    return True
+
+
 def is_copied(csv: Mapping[str, Any]) -> bool:
     """Whether a CSV is a copy OLM made in a target namespace (not an operator of its own)."""
     if status_of(csv).get("reason") == COPIED_REASON or COPIED_FROM_LABEL in _labels(csv):
@@ -330,13 +339,9 @@ class Membership:
     def check(self, csv: Object, group: Object) -> Verdict | None:
         """``None`` when the CSV is an active member and may go on; else what to do."""
         store = self.ctx.store
-        wanted = group_annotations(group)
-        current = _annotations(csv)
-        if any(current.get(k) != v for k, v in wanted.items()):
-            meta = csv["metadata"]
-            store.update({**csv, "metadata": {**meta, "annotations": {**current, **wanted}}})
+        if _annotate(store, csv, group_annotations(group)):
             return WROTE
-        targets_text = current.get(TARGET_NAMESPACES_ANNOTATION)
+        targets_text = _annotations(csv).get(TARGET_NAMESPACES_ANNOTATION)
         if targets_text is None:
             return WROTE  # the group has no status yet: its controller sets it, which wakes this CSV
         if status_of(group).get("namespaces") == []:  # a selector that matches no namespace (not "": all)
@@ -364,9 +369,7 @@ class Membership:
         if outcome in ("add", "remove"):
             have = parse_apis(_annotations(group).get(PROVIDED_APIS_ANNOTATION))
             new = have | apis if outcome == "add" else have - apis
-            meta = group["metadata"]
-            annotations = {**_annotations(group), PROVIDED_APIS_ANNOTATION: format_apis(new)}
-            store.update({**group, "metadata": {**meta, "annotations": annotations}})
+            _annotate(store, group, {PROVIDED_APIS_ANNOTATION: format_apis(new)})
             return WROTE
 
         if status.get("phase") == "Failed" and status.get("reason") in GROUP_FAILURE_REASONS:
@@ -416,12 +419,7 @@ class OperatorGroupController(Controller):
             ]
 
         def group_of_csv(event: WatchEvent) -> list[tuple[str, str]]:
-            if is_copied(event.object):
-                return []
-            ns = event.object["metadata"]["namespace"]
-            return [
-                (ns, g["metadata"]["name"]) for g in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, ns)
-            ]
+            return [] if is_copied(event.object) else groups_in(event)
 
         self.watches = (
             WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind),
@@ -456,15 +454,13 @@ class OperatorGroupController(Controller):
                 self.ctx.event(f"operatorgroup {namespace}/{name}: targets {where}")
         for role in aggregated_cluster_roles(group):
             ensure_object(store, role, ("aggregationRule",))
-        members = [c for c in store.list(CSV.api_version, CSV.kind, namespace) if not is_copied(c)]
         if len(store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace)) != 1:
             return DONE  # no group owns the CSVs of a namespace with two (TooManyOperatorGroups)
+        members = [c for c in store.list(CSV.api_version, CSV.kind, namespace) if not is_copied(c)]
         wanted = group_annotations(group)
         for csv in members:
-            current = _annotations(csv)
-            if any(current.get(k) != v for k, v in wanted.items()):
-                with contextlib.suppress(NotFound):
-                    store.update({**csv, "metadata": {**csv["metadata"], "annotations": {**current, **wanted}}})
+            with contextlib.suppress(NotFound):
+                _annotate(store, csv, wanted)
         self._prune(group, members)
         return DONE
 
@@ -506,8 +502,7 @@ class OperatorGroupController(Controller):
             provided |= apis
         keep = have & provided
         if keep != have:
-            annotations = {**_annotations(group), PROVIDED_APIS_ANNOTATION: format_apis(keep)}
-            self.ctx.store.update({**group, "metadata": {**group["metadata"], "annotations": annotations}})
+            _annotate(self.ctx.store, group, {PROVIDED_APIS_ANNOTATION: format_apis(keep)})
 
     def _forget(self, namespace: str, name: str) -> None:
         """A deleted group: remove its ClusterRoles."""
