@@ -32,10 +32,10 @@ from aiohttp import web
 from olmkit import __version__
 from olmkit.apiserver import openapi
 from olmkit.apiserver.apply import record_update, server_side_apply
-from olmkit.apiserver.resources import CRD_API_VERSION, CRD_KIND, Catalog, Resource
+from olmkit.apiserver.resources import CRD_API_VERSION, CRD_KIND, SUBRESOURCE_VERBS, VERBS, Catalog, Resource
 from olmkit.apiserver.status import ApiError, from_store_error, status_object
 from olmkit.apiserver.table import json_path, partial_metadata, table
-from olmkit.apiserver.watch import Delivered, WatchHub
+from olmkit.apiserver.watch import Delivered, WatchHub, relabelled
 from olmkit.errors import InputError, OlmkitError
 from olmkit.lifecycle.apply import prepare_manifests
 from olmkit.store import Conflict, Expired, Invalid, NotFound, Store, StoreError, parse_selector
@@ -55,8 +55,6 @@ _STRATEGIC: Final = "application/strategic-merge-patch+json"
 _APPLY: Final = "application/apply-patch+yaml"
 #: the aggregated discovery document's media type parameters (one request for every group)
 _AGGREGATED: Final = "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-_VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-_STATUS_VERBS: Final = ["get", "patch", "update"]
 
 
 @attrs.frozen
@@ -382,7 +380,7 @@ class ApiServer:
                     "singularName": r.singular,
                     "namespaced": r.namespaced,
                     "kind": r.kind,
-                    "verbs": _VERBS,
+                    "verbs": VERBS,
                     **_names(r),
                 }
             )
@@ -393,7 +391,7 @@ class ApiServer:
                         "singularName": "",
                         "namespaced": r.namespaced,
                         "kind": r.kind,
-                        "verbs": _STATUS_VERBS,
+                        "verbs": SUBRESOURCE_VERBS,
                     }
                 )
         group_version = f"{group}/{version}" if group else version
@@ -415,11 +413,13 @@ class ApiServer:
                         "responseKind": gvk,
                         "scope": "Namespaced" if r.namespaced else "Cluster",
                         "singularResource": r.singular,
-                        "verbs": _VERBS,
+                        "verbs": VERBS,
                         **_names(r),
                     }
                     if r.status:
-                        entry["subresources"] = [{"subresource": "status", "responseKind": gvk, "verbs": _STATUS_VERBS}]
+                        entry["subresources"] = [
+                            {"subresource": "status", "responseKind": gvk, "verbs": SUBRESOURCE_VERBS}
+                        ]
                     resources.append(entry)
                 entries.append({"version": version, "resources": resources, "freshness": "Current"})
             items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": entries})
@@ -474,7 +474,10 @@ class ApiServer:
             raise from_store_error(exc, r, target.name) from None
         return _json(self._shaped(request, target, self._view(obj, r)))
 
-    def _matcher(self, request: web.Request, target: Target) -> Callable[[dict[str, Any]], bool]:
+    def _matcher(
+        self, request: web.Request, target: Target
+    ) -> tuple[Callable[[dict[str, Any]], bool], Callable[[Any], bool] | None]:
+        """What an object must be to be listed, and the label selector's own test (``None`` without one)."""
         try:
             labels = parse_selector(request.query.get("labelSelector") or None)
         except Invalid as exc:
@@ -490,11 +493,11 @@ class ApiServer:
                 return False
             return all((_field_value(obj, path) == value) == equal for path, equal, value in fields)
 
-        return matches
+        return matches, (labels.matches if request.query.get("labelSelector") else None)
 
     async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
-        matches = self._matcher(request, target)
+        matches, _ = self._matcher(request, target)
         try:
             listed = await self.run(self.store.list, r.api_version, r.kind, target.namespace)
         except StoreError as exc:
@@ -555,7 +558,7 @@ class ApiServer:
             obj = delivered.event.object
             if etype == "DELETED" and delivered.event.type == "MODIFIED":
                 # it stopped matching the label selector: as the API server, send it as it matched
-                obj = {**obj, "metadata": {**obj["metadata"], "labels": delivered.old_labels}}
+                obj = relabelled(obj, delivered.old_labels)
             data = delivered.encoded[key] = self._event_bytes(request, target, etype, obj)
         return data
 
@@ -566,7 +569,7 @@ class ApiServer:
     async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert self.hub is not None
         r = target.resource
-        matches = self._matcher(request, target)
+        matches, labels = self._matcher(request, target)
         rv = request.query.get("resourceVersion", "")
         send_initial = _query_bool(request, "sendInitialEvents")
         bookmarks = _query_bool(request, "allowWatchBookmarks")
@@ -587,10 +590,6 @@ class ApiServer:
                 raise ApiError.bad_request(f'invalid resource version "{rv}"') from None
         response = web.StreamResponse(status=200, headers={"Content-Type": _JSON})
         try:
-            labels = None
-            if request.query.get("labelSelector"):
-                selector = parse_selector(request.query["labelSelector"])
-                labels = selector.matches
             sub = await self.hub.subscribe(r.api_version, r.kind, start, matches, labels)
         except Expired as exc:
             await response.prepare(request)
@@ -981,7 +980,7 @@ class ApiServer:
         r = target.resource
         options = await self._delete_options(request)
         propagation = self._propagation(request, options)
-        matches = self._matcher(request, target)
+        matches, _ = self._matcher(request, target)
         listed = await self.run(self.store.list, r.api_version, r.kind, target.namespace)
         deleted = []
         for obj in listed.items:

@@ -23,7 +23,7 @@ from typing import Any
 
 from olmkit.store import Expired, Store, StoreError, WatchEvent, group_of
 
-__all__ = ["Delivered", "Subscriber", "WatchHub"]
+__all__ = ["Delivered", "Subscriber", "WatchHub", "relabelled"]
 
 Matcher = Callable[[dict[str, Any]], bool]
 LabelMatcher = Callable[[Any], bool]
@@ -34,7 +34,8 @@ def _labels(obj: dict[str, Any]) -> Any:
     return (obj.get("metadata") or {}).get("labels")
 
 
-def _relabelled(obj: dict[str, Any], labels: Any) -> dict[str, Any]:
+def relabelled(obj: dict[str, Any], labels: Any) -> dict[str, Any]:
+    """``obj`` with other labels (as it was before a label change)."""
     return {**obj, "metadata": {**obj["metadata"], "labels": labels}}
 
 
@@ -90,13 +91,7 @@ class Subscriber:
             now = self.labels(_labels(event.object))
             if now and not was and etype is not None:
                 etype = "ADDED"
-            elif (
-                was
-                and not now
-                and self.matches(
-                    {**event.object, "metadata": {**event.object["metadata"], "labels": delivered.old_labels}}
-                )
-            ):
+            elif was and not now and self.matches(relabelled(event.object, delivered.old_labels)):
                 etype = "DELETED"
         if etype is not None:
             if self.queue.qsize() >= self.limit:
