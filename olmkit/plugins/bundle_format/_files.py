@@ -94,8 +94,8 @@ class BundleFiles:
             parts.append(obj)
         self.problems.append(": ".join([*parts, message]))
 
-    def unreadable(self, message: str, file: Path, obj: str | None = None) -> BundleError:
-        return BundleError(message, path=str(file), obj=obj)
+    def unreadable(self, message: str, file: Path) -> BundleError:
+        return BundleError(message, path=str(file))
 
     # -- files ------------------------------------------------------------------------
 
