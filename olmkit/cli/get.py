@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 __all__ = ["add_commands", "print_objects", "run_get"]
 
 
+def _field(header: str, path: str, default: Any = None) -> Column:
+    """A table column showing the value at a dotted path."""
+    return (header, lambda o: at(o, path, default))
+
+
 def _bool(value: Any) -> str:
     return "true" if value is True else "false" if value is False else ""
 
@@ -108,25 +113,25 @@ def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]
             return (
                 [
                     name,
-                    ("display", lambda o: at(o, "spec.displayName")),
-                    ("version", lambda o: at(o, "spec.version")),
-                    ("replaces", lambda o: at(o, "spec.replaces")),
-                    ("phase", lambda o: at(o, "status.phase")),
+                    _field("display", "spec.displayName"),
+                    _field("version", "spec.version"),
+                    _field("replaces", "spec.replaces"),
+                    _field("phase", "status.phase"),
                 ],
-                [("reason", lambda o: at(o, "status.reason")), age_col],
+                [_field("reason", "status.reason"), age_col],
             )
         if kind.kind == SUBSCRIPTION.kind:
             return (
                 [
                     name,
-                    ("package", lambda o: at(o, "spec.name")),
-                    ("source", lambda o: at(o, "spec.source")),
-                    ("channel", lambda o: at(o, "spec.channel")),
+                    _field("package", "spec.name"),
+                    _field("source", "spec.source"),
+                    _field("channel", "spec.channel"),
                 ],
                 [
-                    ("approval", lambda o: at(o, "spec.installPlanApproval")),
-                    ("state", lambda o: at(o, "status.state")),
-                    ("installed-csv", lambda o: at(o, "status.installedCSV")),
+                    _field("approval", "spec.installPlanApproval"),
+                    _field("state", "status.state"),
+                    _field("installed-csv", "status.installedCSV"),
                     age_col,
                 ],
             )
@@ -134,27 +139,27 @@ def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]
             return (
                 [
                     name,
-                    ("csv", lambda o: at(o, "spec.clusterServiceVersionNames")),
-                    ("approval", lambda o: at(o, "spec.approval")),
+                    _field("csv", "spec.clusterServiceVersionNames"),
+                    _field("approval", "spec.approval"),
                     ("approved", lambda o: _bool(at(o, "spec.approved", False))),
                 ],
-                [("phase", lambda o: at(o, "status.phase")), age_col],
+                [_field("phase", "status.phase"), age_col],
             )
         if kind.kind == CATALOG_SOURCE.kind:
             return (
                 [
                     name,
-                    ("display", lambda o: at(o, "spec.displayName")),
-                    ("type", lambda o: at(o, "spec.sourceType")),
-                    ("publisher", lambda o: at(o, "spec.publisher")),
+                    _field("display", "spec.displayName"),
+                    _field("type", "spec.sourceType"),
+                    _field("publisher", "spec.publisher"),
                     age_col,
                 ],
                 [
-                    ("priority", lambda o: at(o, "spec.priority", 0)),
-                    ("state", lambda o: at(o, "status.connectionState.lastObservedState")),
+                    _field("priority", "spec.priority", 0),
+                    _field("state", "status.connectionState.lastObservedState"),
                 ],
             )
-    if kind.group == "" and kind.kind == "Event":
+    if _is_event(kind):
         return (
             [
                 ("last seen", lambda o: age(o.get("lastTimestamp") or at(o, "metadata.creationTimestamp"), now)),
@@ -164,7 +169,7 @@ def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]
                 ("message", lambda o: o.get("message")),
             ],
             [
-                ("source", lambda o: at(o, "source.component")),
+                _field("source", "source.component"),
                 ("first seen", lambda o: age(o.get("firstTimestamp"), now)),
                 ("count", lambda o: o.get("count", 1)),
                 name,
@@ -177,8 +182,8 @@ def _columns_for(kind: Kind, now: datetime) -> tuple[list[Column], list[Column]]
             [
                 name,
                 ("ready", _deployment_ready),
-                ("up-to-date", lambda o: at(o, "status.updatedReplicas", 0)),
-                ("available", lambda o: at(o, "status.availableReplicas", 0)),
+                _field("up-to-date", "status.updatedReplicas", 0),
+                _field("available", "status.availableReplicas", 0),
                 age_col,
             ],
             [("containers", lambda o: _containers(o, "name")), ("images", lambda o: _containers(o, "image"))],
