@@ -26,9 +26,9 @@ from olmkit.cli.options import (
     add_target_options,
     namespace_arg,
     namespace_name,
+    new_operator_group,
     parse_duration,
     store_from_args,
-    target_namespaces,
 )
 from olmkit.cli.output import Column, add_output_option, emit
 from olmkit.cli.refs import get_or_none, not_found, resource_ref
@@ -211,13 +211,7 @@ def run_install(args: argparse.Namespace, pm: PluginManager) -> int:
                 f"warning: --watch is ignored: namespace {namespace} has OperatorGroup {obj_name(groups[0])} already\n"
             )
         if not groups:
-            targets = target_namespaces(args, namespace)
-            group = {
-                "apiVersion": OPERATOR_GROUP.api_version,
-                "kind": OPERATOR_GROUP.kind,
-                "metadata": {"name": namespace, "namespace": namespace},
-                "spec": {"targetNamespaces": targets} if targets else {},
-            }
+            group = new_operator_group(args, namespace)
         for obj in (group, subscription):
             if obj is not None:
                 problems = shape_problems(obj) + admit(pm.registry, obj, store=store)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from typing import Final
+from typing import Any, Final
 
 from olmkit.errors import UsageError
 from olmkit.store import MEMORY, STORE_ENV, Store, default_store_path, open_store
@@ -24,6 +24,7 @@ __all__ = [
     "add_target_options",
     "namespace_arg",
     "namespace_name",
+    "new_operator_group",
     "parse_duration",
     "store_from_args",
     "target_namespaces",
@@ -142,3 +143,16 @@ def target_namespaces(args: argparse.Namespace, namespace: str) -> list[str]:
     if args.watch_all:
         return []
     return [t for w in args.watch or [namespace] for t in w.split(",") if t]
+
+
+def new_operator_group(args: argparse.Namespace, namespace: str) -> dict[str, Any]:
+    """The OperatorGroup a command makes in a namespace that has none: named after it, targeting ``--watch``."""
+    from olmkit.lifecycle.kinds import OPERATOR_GROUP
+
+    targets = target_namespaces(args, namespace)
+    return {
+        "apiVersion": OPERATOR_GROUP.api_version,
+        "kind": OPERATOR_GROUP.kind,
+        "metadata": {"name": namespace, "namespace": namespace},
+        "spec": {"targetNamespaces": targets} if targets else {},
+    }

@@ -32,11 +32,11 @@ from olmkit.cli.options import (
     add_target_options,
     namespace_arg,
     namespace_name,
+    new_operator_group,
     parse_duration,
     store_from_args,
-    target_namespaces,
 )
-from olmkit.cli.refs import resource_ref
+from olmkit.cli.refs import get_or_none, resource_ref
 from olmkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -96,7 +96,6 @@ def run_bundle(args: argparse.Namespace, pm: Any) -> int:
     from olmkit.cli.waiting import report_outcome, settle_subscription
     from olmkit.lifecycle.apply import apply_object, prepare_manifests
     from olmkit.lifecycle.kinds import OPERATOR_GROUP, SUBSCRIPTION
-    from olmkit.store import NotFound
 
     namespace = namespace_arg(args)
     blobs, package, bundle, default_channel = bundle_catalog(args.path, pm.registry, args.package)
@@ -125,25 +124,13 @@ def run_bundle(args: argparse.Namespace, pm: Any) -> int:
         }
     )
     with store_from_args(args) as store:
-        try:
-            existing = store.get(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, package, namespace)
-        except NotFound:
-            existing = None
-        if existing is not None:
+        if get_or_none(store, SUBSCRIPTION, package, namespace) is not None:
             raise UsageError(
                 f"package {package!r} is already subscribed in namespace {namespace} (subscription {package}); "
                 f"olmkit uninstall {package} -n {namespace} first"
             )
         if not store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace).items:
-            targets = target_namespaces(args, namespace)
-            objects.append(
-                {
-                    "apiVersion": OPERATOR_GROUP.api_version,
-                    "kind": OPERATOR_GROUP.kind,
-                    "metadata": {"name": namespace, "namespace": namespace},
-                    "spec": {"targetNamespaces": targets} if targets else {},
-                }
-            )
+            objects.append(new_operator_group(args, namespace))
         objects.append(
             {
                 "apiVersion": SUBSCRIPTION.api_version,
