@@ -25,6 +25,7 @@ whether the copies of the operators watching all namespaces are where they shoul
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -69,19 +70,6 @@ PASSING_PHASES: Final = frozenset({"Pending", "InstallReady", "Installing"})
 SETTLE: Final = 2.0
 
 
-class _Lazy:
-    """A value computed on first use (the cluster's namespaces, once per pass)."""
-
-    def __init__(self, make: Callable[[], set[str]]) -> None:
-        self._make = make
-        self._value: set[str] | None = None
-
-    def get(self) -> set[str]:
-        if self._value is None:
-            self._value = self._make()
-        return self._value
-
-
 def copied_csvs_disabled(store: Any) -> bool:
     """Whether the ``cluster`` OLMConfig turns copied CSVs off (for operators watching all namespaces)."""
     try:
@@ -90,6 +78,11 @@ def copied_csvs_disabled(store: Any) -> bool:
         return False
     features = spec_of(config).get("features") or {}
     return isinstance(features, dict) and features.get("disableCopiedCSVs") is True
+
+
+def _fields(rbac: Object) -> tuple[str, ...]:
+    """The fields that make a Role (its rules) or a RoleBinding (its roleRef and subjects)."""
+    return ("rules",) if rbac["kind"] == ROLE.kind else ("roleRef", "subjects")
 
 
 def _source_key(csv: Object) -> tuple[str, str]:
@@ -191,7 +184,7 @@ class MemberController(Controller):
 
     def reconcile(self, namespace: str, name: str) -> Result | None:
         store = self.ctx.store
-        namespaces = _Lazy(self._namespaces)
+        namespaces = functools.cache(self._namespaces)  # the cluster's namespaces, listed once per pass if needed
         if name == EVERY_MEMBER:
             results = [
                 self._member(csv, namespaces)
@@ -211,7 +204,7 @@ class MemberController(Controller):
             return DONE
         return self._member(csv, namespaces)
 
-    def _member(self, csv: Object, namespaces: _Lazy) -> Result:
+    def _member(self, csv: Object, namespaces: Callable[[], set[str]]) -> Result:
         """Keep one member's RBAC and copies."""
         store = self.ctx.store
         namespace, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
@@ -242,12 +235,12 @@ class MemberController(Controller):
             self._rbac_for[(namespace, name)] = inputs
         if everywhere:
             protected = set(self.ctx.options.protected_copied_csv_namespaces)
-            wanted = protected if copied_csvs_disabled(store) else set(namespaces.get())
+            wanted = protected if copied_csvs_disabled(store) else set(namespaces())
         else:
             wanted = {str(t) for t in targets}
         wanted.discard(namespace)
         unsettled = self._unsettled(csv)
-        if unsettled and wanted - self._copies_of((namespace, name)):
+        if unsettled and wanted - self.copies_of((namespace, name)):
             # a CSV on its way through Pending, InstallReady and Installing changes its status
             # every few moments: copy it once it rests (upstream copies it at every step)
             return Result(requeue_after=unsettled, waiting="copies wait for the CSV to settle")
@@ -276,15 +269,13 @@ class MemberController(Controller):
             ensure_object(store, role, ("rules",))
         ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
         owned = owned_by(store, csv, ROLE) + owned_by(store, csv, ROLE_BINDING)
-        lifted_kinds = ((ROLE, CLUSTER_ROLE, ("rules",)), (ROLE_BINDING, CLUSTER_ROLE_BINDING, ("roleRef", "subjects")))
         if targets == [_ALL]:
             for obj in owned:
-                fields = ("rules",) if obj["kind"] == ROLE.kind else ("roleRef", "subjects")
-                ensure_object(store, lifted_role(obj, csv), fields)
+                ensure_object(store, lifted_role(obj, csv), _fields(obj))
             self._sync_copied_rbac(ns, name, owned, set())
             return
         # a group that stopped targeting all namespaces: the lifted twins go
-        for namespaced, cluster, _ in lifted_kinds:
+        for namespaced, cluster in ((ROLE, CLUSTER_ROLE), (ROLE_BINDING, CLUSTER_ROLE_BINDING)):
             for obj in owned:
                 if obj["kind"] != namespaced.kind:
                     continue
@@ -310,17 +301,13 @@ class MemberController(Controller):
             return
         csv = {"kind": CSV.kind, "metadata": {"name": name, "namespace": ns}}
         for obj in owned:
-            fields = ("rules",) if obj["kind"] == ROLE.kind else ("roleRef", "subjects")
             for target in sorted(targets):
-                ensure_object(store, copied_role(obj, csv, target), fields)
+                ensure_object(store, copied_role(obj, csv, target), _fields(obj))
 
     # -- copied CSVs ----------------------------------------------------------------------
 
     def copies_of(self, key: tuple[str, str]) -> set[str]:
         """The namespaces holding copies of the CSV ``(namespace, name)``, as this controller knows them."""
-        return self._copies_of(key)
-
-    def _copies_of(self, key: tuple[str, str]) -> set[str]:
         if self._index is None:
             self._index = {}
             for copy in self.ctx.store.list(CSV.api_version, CSV.kind, None, COPIED_FROM_LABEL):
@@ -331,7 +318,7 @@ class MemberController(Controller):
     def _sync_copies(self, ns: str, name: str, csv: Object | None, wanted: set[str]) -> None:
         """Copies of the CSV in exactly the ``wanted`` namespaces."""
         store = self.ctx.store
-        have = self._copies_of((ns, name))
+        have = self.copies_of((ns, name))
         for target in sorted(have - wanted):
             with contextlib.suppress(NotFound):
                 current = store.get(CSV.api_version, CSV.kind, name, target)
