@@ -88,12 +88,16 @@ def event_sort_key(event: Mapping[str, Any]) -> tuple[str, int, str]:
     return last, version, str(meta.get("name") or "")
 
 
+def _events_about(store: Store, ref: Mapping[str, Any], namespace: str) -> list[Object]:
+    """The events of ``namespace`` whose ``involvedObject`` is ``ref``, oldest first."""
+    found = [e for e in store.list("v1", "Event", namespace) if _same_object(e.get("involvedObject") or {}, ref)]
+    return sorted(found, key=event_sort_key)
+
+
 def events_of(store: Store, obj: Mapping[str, Any]) -> list[Object]:
     """The events recorded for ``obj``, oldest first."""
     ref = _involved(obj)
-    namespace = ref.get("namespace") or DEFAULT_NAMESPACE
-    found = [e for e in store.list("v1", "Event", namespace) if _same_object(e.get("involvedObject") or {}, ref)]
-    return sorted(found, key=event_sort_key)
+    return _events_about(store, ref, ref.get("namespace") or DEFAULT_NAMESPACE)
 
 
 class EventRecorder:
@@ -217,10 +221,7 @@ class EventRecorder:
         if known is not None and known + 1 <= self.limit:
             self._known[object_key] = known + 1
             return
-        events = [
-            e for e in self.store.list("v1", "Event", namespace) if _same_object(e.get("involvedObject") or {}, ref)
-        ]
-        events.sort(key=event_sort_key)
+        events = _events_about(self.store, ref, namespace)
         excess = len(events) - self.limit
         for old in events[: max(excess, 0)]:
             self._last.pop((namespace, str(old["metadata"]["name"])), None)
