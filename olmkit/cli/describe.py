@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -33,7 +34,6 @@ from olmkit.store import Object, Store
 
 if TYPE_CHECKING:
     from olmkit.manager import PluginManager
-import re
 
 __all__ = ["add_commands", "describe_object", "run_describe"]
 
@@ -345,10 +345,6 @@ def _event_age(event: Mapping[str, Any], now: datetime) -> str:
     return last
 
 
-def _events_of(store: Store, obj: Mapping[str, Any]) -> list[Object]:
-    return events_of(store, obj)
-
-
 def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
     """Describe objects by name."""
     with store_from_args(args, existing=True) as store:
@@ -360,7 +356,7 @@ def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
                 where = f" in {namespace} namespace" if kind.namespaced else ""
                 sys.stderr.write(f"No resources found{where}.\n")
                 return 0
-            texts = [describe_object(obj, events=_events_of(store, obj)) for obj in objects]
+            texts = [describe_object(obj, events=events_of(store, obj)) for obj in objects]
             sys.stdout.write("\n".join(texts))
             return 0
         if args.selector:
@@ -368,12 +364,12 @@ def run_describe(args: argparse.Namespace, pm: PluginManager) -> int:
         missing = False
         texts = []
         for name in names:
-            found = get_or_none(store, kind, name, namespace_arg(args))
+            found = get_or_none(store, kind, name, namespace)
             if found is None:
                 not_found(kind, name)
                 missing = True
                 continue
-            texts.append(describe_object(found, events=_events_of(store, found), members=_members_of(store, found)))
+            texts.append(describe_object(found, events=events_of(store, found), members=_members_of(store, found)))
         sys.stdout.write("\n".join(texts))
     return EXIT_NOT_FOUND if missing else 0
 
