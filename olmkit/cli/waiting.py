@@ -28,7 +28,7 @@ from olmkit.cli.options import (
     parse_duration,
     store_from_args,
 )
-from olmkit.cli.refs import kind_and_names, plural_ref, resource_ref
+from olmkit.cli.refs import get_or_none, kind_and_names, plural_ref, resource_ref
 from olmkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -108,8 +108,6 @@ def _targets(store: Store, args: argparse.Namespace, kind: Kind, names: Sequence
 
 def run_wait(args: argparse.Namespace, pm: Any) -> int:
     """Wait until every named object passes ``--for``, or ``--timeout`` passes (exit 1)."""
-    from olmkit.store import NotFound
-
     if not args.condition:
         raise UsageError("wait needs --for=condition=TYPE[=VALUE], --for=jsonpath={PATH}[=VALUE] or --for=delete")
     description, check = parse_condition(args.condition)
@@ -124,10 +122,7 @@ def run_wait(args: argparse.Namespace, pm: Any) -> int:
         waiting = list(targets)
         while True:
             for name in list(waiting):
-                try:
-                    obj: Object | None = store.get(kind.api_version, kind.kind, name, namespace)
-                except NotFound:
-                    obj = None
+                obj = get_or_none(store, kind, name, namespace)
                 if obj is None and description != "delete":
                     continue  # not there (yet): kubectl waits for it too
                 if check(obj):
