@@ -74,9 +74,6 @@ class ProgressReporter(Reporter):
             self.stream.write(f"[{elapsed:6.2f}s] {message}\n")
         self.stream.flush()
 
-    def _line(self, text: str) -> None:
-        self.log(text)
-
     def on_event(self, message: str) -> None:
         if not self.quiet:
             self.log(message)
