@@ -133,10 +133,6 @@ class Searcher:
             lib.olm_searcher_model(self._s, ffi.from_buffer(out))
         return bytes(out)
 
-    def forced_extras(self) -> bool:
-        """See :meth:`olmkit._solver._pure.Searcher.forced_extras`."""
-        return bool(lib.olm_searcher_forced_extras(self._s))
-
     def check(self, lits: array[int], complete: bool) -> int:
         """See :meth:`olmkit._solver._pure.Searcher.check`."""
         rc: int = lib.olm_searcher_check(self._s, _ptr(lits), len(lits), 1 if complete else 0)

@@ -614,29 +614,6 @@ class Searcher:
         """One byte (0/1) per input variable: the model found by the search."""
         return self._model
 
-    def forced_extras(self) -> bool:
-        """Whether guesses and model-false variables force every other model-true variable.
-
-        When they do, no cardinality minimisation can drop any of them.
-        """
-        while self.trail_lim:
-            self._undo_level()
-        if self.root_unsat:
-            return False
-        self._new_level()
-        model = self._model
-        for p in range(self.n_vars):
-            v = p + 1
-            if self.assumed[v]:
-                if not self._enqueue(v):
-                    return False
-            elif not model[p] and not self._enqueue(-v):
-                return False
-        if not self._propagate():
-            return False
-        val = self.val
-        return all(val[p + 1] == 1 for p in range(self.n_vars) if model[p])
-
     def check(self, lits: array[int], complete: bool) -> int:
         """Decide ``lits`` (activation literals, typically) cheaply, if possible.
 

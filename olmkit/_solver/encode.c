@@ -917,23 +917,6 @@ void olm_searcher_model(const olm_searcher *s, unsigned char *out) {
     memcpy(out, s->model, (size_t)s->n_vars);
 }
 
-int olm_searcher_forced_extras(olm_searcher *s) {
-    while (s->n_levels) undo_level(s);
-    if (s->root_unsat) return 0;
-    new_level(s);
-    for (int v = 1; v <= s->n_vars; v++) {
-        if (s->assumed[v]) {
-            if (!enqueue(s, v)) return 0;
-        } else if (!s->model[v - 1] && !enqueue(s, -v)) {
-            return 0;
-        }
-    }
-    if (!propagate(s)) return 0;
-    for (int v = 1; v <= s->n_vars; v++)
-        if (s->model[v - 1] && s->val[v] != 1) return 0;
-    return 1;
-}
-
 int olm_searcher_check(olm_searcher *s, const int *lits, int n, int complete) {
     if (s->units_unsat || s->empty_clause) return -1;
     s->n_levels = 0;

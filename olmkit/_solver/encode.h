@@ -20,7 +20,6 @@ int olm_searcher_assumptions(const olm_searcher *s, int *out);
 int olm_searcher_resume(olm_searcher *s, int sat, const unsigned char *model, const int *core,
                         int n_core);
 void olm_searcher_model(const olm_searcher *s, unsigned char *out);
-int olm_searcher_forced_extras(olm_searcher *s);
 int olm_searcher_check(olm_searcher *s, const int *lits, int n, int complete);
 void olm_searcher_stats(const olm_searcher *s, long long *out);
 

@@ -79,7 +79,6 @@ def test_searchers_run_in_lockstep(variables, data):
     assert native.assumptions() == pure.assumptions()
     if status[0] > 0:
         assert native.model() == pure.model()
-        assert native.forced_extras() == pure.forced_extras()
     # after the search: the propagators decide the same subsets of the constraints (and guesses)
     pool = list(acts) + [v if data.draw(st.booleans()) else -v for v in range(1, p.n_vars + 1)]
     for _ in range(3):
