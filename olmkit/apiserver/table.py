@@ -86,7 +86,6 @@ def table(
     resource_version: str = "",
     continue_token: str = "",
     include_object: str = "Metadata",
-    headers: bool = True,
 ) -> dict[str, Any]:
     """A ``Table`` of ``objects`` with the resource's columns."""
     now = datetime.now(UTC)
@@ -108,18 +107,17 @@ def table(
     if continue_token:
         metadata["continue"] = continue_token
     result: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "rows": rows}
-    if headers:
-        result["columnDefinitions"] = [
-            _NAME_COLUMN,
-            *(
-                {
-                    "name": c.name,
-                    "type": "string" if c.type == "date" else c.type,
-                    "format": c.format,
-                    "description": c.description,
-                    "priority": c.priority,
-                }
-                for c in columns
-            ),
-        ]
+    result["columnDefinitions"] = [
+        _NAME_COLUMN,
+        *(
+            {
+                "name": c.name,
+                "type": "string" if c.type == "date" else c.type,
+                "format": c.format,
+                "description": c.description,
+                "priority": c.priority,
+            }
+            for c in columns
+        ),
+    ]
     return result
