@@ -76,20 +76,26 @@ def _object_schema(resource: Resource) -> dict[str, Any]:
         "x-kubernetes-preserve-unknown-fields": True,
     }
     base["properties"] = properties
-    base["x-kubernetes-group-version-kind"] = [
-        {"group": resource.group, "version": resource.version, "kind": resource.kind}
-    ]
+    base["x-kubernetes-group-version-kind"] = [_gvk(resource)]
     return base
 
 
+#: the query parameters of every write
+_WRITE_QUERY: Final = [
+    {"name": name, "in": "query", "schema": {"type": "string"}}
+    for name in ("dryRun", "fieldManager", "fieldValidation")
+]
+
+
+def _gvk(resource: Resource) -> dict[str, str]:
+    return {"group": resource.group, "version": resource.version, "kind": resource.kind}
+
+
 def _operations(resource: Resource, ref: str) -> dict[str, Any]:
-    gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+    gvk = _gvk(resource)
     body = {"content": {"application/json": {"schema": {"$ref": ref}}}}
     ok = {"200": body}
-    query = [
-        {"name": name, "in": "query", "schema": {"type": "string"}}
-        for name in ("dryRun", "fieldManager", "fieldValidation")
-    ]
+    query = _WRITE_QUERY
     return {
         "get": {"x-kubernetes-group-version-kind": gvk, "x-kubernetes-action": "get", "responses": ok},
         "put": {
@@ -120,16 +126,13 @@ def v3_document(catalog: Catalog, group: str, version: str) -> dict[str, Any]:
         schemas[name] = _object_schema(resource)
         ref = f"#/components/schemas/{name}"
         scope = f"{prefix}/namespaces/{{namespace}}" if resource.namespaced else prefix
-        gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+        gvk = _gvk(resource)
         paths[f"{scope}/{resource.plural}"] = {
             "get": {"x-kubernetes-group-version-kind": gvk, "x-kubernetes-action": "list", "responses": {"200": {}}},
             "post": {
                 "x-kubernetes-group-version-kind": gvk,
                 "x-kubernetes-action": "post",
-                "parameters": [
-                    {"name": n, "in": "query", "schema": {"type": "string"}}
-                    for n in ("dryRun", "fieldManager", "fieldValidation")
-                ],
+                "parameters": _WRITE_QUERY,
                 "requestBody": {"content": {"application/json": {"schema": {"$ref": ref}}}},
                 "responses": {"201": {}},
             },
