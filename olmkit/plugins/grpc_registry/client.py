@@ -22,6 +22,7 @@ import orjson
 
 from olmkit.catalog import Catalog, build_catalog
 from olmkit.errors import CatalogError
+from olmkit.plugins.grpc_registry import GRPC_ORIGIN
 from olmkit.plugins.grpc_registry._api import registry_pb2 as pb
 from olmkit.plugins.grpc_registry._api import registry_pb2_grpc as pb_grpc
 from olmkit.plugins.grpc_registry.convert import blobs_from_api
@@ -68,7 +69,7 @@ def fetch_catalog(address: str, registry: Any, *, name: str) -> Catalog:
             address, the RPC and the gRPC status).
         CatalogError: what it serves does not make a valid catalog.
     """
-    origin = f"grpc://{address}"
+    origin = f"{GRPC_ORIGIN}{address}"  # what olmkit_bundle_content recognises
     with _channel(address) as channel:
         stub = pb_grpc.RegistryStub(channel)
         try:
