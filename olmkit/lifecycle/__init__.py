@@ -73,13 +73,9 @@ def build_manager(
 
     The manager's ``context`` attribute is the shared :class:`LifecycleContext`.
     """
-    from olmkit.lifecycle.context import HookReporter, LifecycleContext, LifecycleOptions
+    from olmkit.lifecycle.context import LifecycleContext, LifecycleOptions
     from olmkit.lifecycle.runtime import ControllerManager, RealClock, Reporter
 
-    hooked = HookReporter(reporter or Reporter(), pm)
-    ctx = LifecycleContext(store, pm, options or LifecycleOptions(), clock or RealClock(), hooked)
-    hooked.context = ctx
+    ctx = LifecycleContext(store, pm, options or LifecycleOptions(), clock or RealClock(), reporter or Reporter())
     controllers = [c for contributed in pm.hook.olmkit_controllers(context=ctx) for c in contributed]
-    manager = ControllerManager(store, controllers, clock=ctx.clock, reporter=hooked, context=ctx)
-    hooked.queue = manager.queue
-    return manager
+    return ControllerManager(store, controllers, clock=ctx.clock, reporter=ctx.reporter, context=ctx)

@@ -12,13 +12,13 @@ import attrs
 
 from olmkit.lifecycle.catalogs import CatalogCache
 from olmkit.lifecycle.events import EventRecorder, EventType
-from olmkit.lifecycle.runtime import Clock, Key, RealClock, Reporter, Result, WorkQueue, rfc3339
+from olmkit.lifecycle.runtime import Clock, RealClock, Reporter, rfc3339
 
 if TYPE_CHECKING:
     from olmkit.registry import Registry
     from olmkit.store import Store
 
-__all__ = ["HookReporter", "LifecycleContext", "LifecycleOptions"]
+__all__ = ["LifecycleContext", "LifecycleOptions"]
 
 
 @attrs.frozen
@@ -92,48 +92,3 @@ class LifecycleContext:
     def record_event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         """Record a Kubernetes Event about ``obj`` (repeats are counted on one Event)."""
         self.events.record(obj, type_, reason, message)
-
-
-class HookReporter(Reporter):
-    """Passes a run's progress to its reporter and every reconcile to the ``olmkit_reconciled`` hook.
-
-    Args:
-        inner: the reporter the caller asked for.
-        pm: the plugin manager.
-    """
-
-    def __init__(self, inner: Reporter, pm: Any) -> None:
-        self.inner = inner
-        self._hook = pm.hook.olmkit_reconciled
-        self.context: LifecycleContext | None = None
-        self.queue: WorkQueue | None = None
-
-    def _depth(self) -> int:
-        return self.queue.depth() if self.queue is not None else 0
-
-    def on_reconcile(self, key: Key, seconds: float, result: Result | None) -> None:
-        self.inner.on_reconcile(key, seconds, result)
-        self._hook(
-            context=self.context,
-            controller=key.controller,
-            namespace=key.namespace,
-            name=key.name,
-            seconds=seconds,
-            error=None,
-            queue_depth=self._depth(),
-        )
-
-    def on_error(self, key: Key, error: BaseException, attempt: int, retry_in: float) -> None:
-        self.inner.on_error(key, error, attempt, retry_in)
-        self._hook(
-            context=self.context,
-            controller=key.controller,
-            namespace=key.namespace,
-            name=key.name,
-            seconds=0.0,
-            error=error,
-            queue_depth=self._depth(),
-        )
-
-    def on_event(self, message: str) -> None:
-        self.inner.on_event(message)

@@ -303,7 +303,9 @@ class ControllerManager:
         controllers: the controllers, in the order their keys are processed when due together.
         clock: the time source (a :class:`FakeClock` makes runs deterministic).
         reporter: receives progress callbacks.
-        context: what the controllers share (kept for callers; the manager does not use it).
+        context: what the controllers share; with a plugin manager (``context.pm``), every
+            reconcile is passed to the ``olmkit_reconciled`` hook and a plugin's exception is
+            blamed on it.
     """
 
     def __init__(
@@ -317,6 +319,7 @@ class ControllerManager:
     ) -> None:
         self.store = store
         self.context = context
+        self._reconciled = getattr(getattr(getattr(context, "pm", None), "hook", None), "olmkit_reconciled", None)
         self.clock = clock or RealClock()
         self.reporter = reporter or Reporter()
         self.controllers = {c.name: c for c in controllers}
@@ -409,8 +412,23 @@ class ControllerManager:
             self.queue.add_after(key, result.requeue_after, resync=result.resync)
             if not result.resync and result.waiting:
                 self._waiting[key] = result.waiting
-        self.reporter.on_reconcile(key, time.perf_counter() - start, result)
+        seconds = time.perf_counter() - start
+        self.reporter.on_reconcile(key, seconds, result)
+        self._notify(key, seconds, None)
         return True
+
+    def _notify(self, key: Key, seconds: float, error: BaseException | None) -> None:
+        """Pass a reconcile to the ``olmkit_reconciled`` hook (when the context has a plugin manager)."""
+        if self._reconciled is not None:
+            self._reconciled(
+                context=self.context,
+                controller=key.controller,
+                namespace=key.namespace,
+                name=key.name,
+                seconds=seconds,
+                error=error,
+                queue_depth=self.queue.depth(),
+            )
 
     def _blamed(self, key: Key, exc: Exception) -> Exception:
         """``exc`` as a :class:`PluginError` naming the plugin whose code raised it, when one did."""
@@ -427,6 +445,7 @@ class ControllerManager:
         delay = self.queue.add_rate_limited(key)
         self._waiting[key] = f"retrying after error: {error}"
         self.reporter.on_error(key, error, attempt, delay)
+        self._notify(key, 0.0, error)
 
     def run_until_stable(
         self, timeout: float | None = None, *, wait: bool = True, max_reconciles: int | None = None
