@@ -40,7 +40,7 @@ from olmkit.registry import Registry
 __all__ = ["read_cache", "write_cache"]
 
 _FORMAT: Final = 5
-_MAGIC: Final = b"olmkit\x00\x04"  # what a cache file of this format starts with
+_MAGIC: Final = b"olmkit\x00" + bytes((_FORMAT,))  # what a cache file of this format starts with
 _HEAD: Final = len(_MAGIC) + 8  # the magic and the header length
 
 
