@@ -267,9 +267,7 @@ def run_uninstall(args: argparse.Namespace, pm: PluginManager) -> int:
         delete_object(store, SUBSCRIPTION, obj_name(sub), namespace, ignore_not_found=True)
         if csv_name:
             delete_object(store, CSV, str(csv_name), namespace, ignore_not_found=True)
-            try:
-                store.get(CSV.api_version, CSV.kind, str(csv_name), namespace)
-            except NotFound:
+            if get_or_none(store, CSV, str(csv_name), namespace) is None:
                 return 0
             # a finalizer holds it until the controllers removed what it owns cluster-wide
             print("the operator's workload goes when the controllers next run (olmkit reconcile, or olmkit run)")
