@@ -18,10 +18,10 @@ from olmkit.cli.options import (
 )
 from olmkit.cli.refs import resource_ref
 from olmkit.errors import UsageError
+from olmkit.lifecycle.apply import apply_object, load_manifest_files, prepare_manifests
 
 if TYPE_CHECKING:
     from olmkit.manager import PluginManager
-from olmkit.lifecycle.apply import apply_object, load_manifest_files, prepare_manifests
 
 __all__ = ["add_commands", "run_apply"]
 

@@ -20,6 +20,7 @@ from olmkit.cli.options import (
 )
 from olmkit.cli.refs import kind_and_names, not_found, resource_ref
 from olmkit.errors import InputError, UsageError
+from olmkit.lifecycle.apply import load_manifest_files, object_label, shape_problems
 from olmkit.lifecycle.kinds import (
     Kind,
     kind_of,
@@ -28,7 +29,6 @@ from olmkit.store import NotFound, Store
 
 if TYPE_CHECKING:
     from olmkit.manager import PluginManager
-from olmkit.lifecycle.apply import load_manifest_files, object_label, shape_problems
 
 __all__ = ["add_commands", "delete_object", "run_delete"]
 
