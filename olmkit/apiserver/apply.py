@@ -15,10 +15,10 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from olmkit.apiserver.status import ApiError
+from olmkit.lifecycle.runtime import rfc3339
 
 if TYPE_CHECKING:
     from olmkit.apiserver.resources import Resource
@@ -122,10 +122,6 @@ def _covers(owned: set[Path], path: Path) -> Path | None:
     return None
 
 
-def _now() -> str:
-    return datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def record_update(
     old: Mapping[str, Any] | None, new: dict[str, Any], manager: str, *, resource: Resource, status: bool = False
 ) -> None:
@@ -164,7 +160,7 @@ def record_update(
         "manager": manager,
         "operation": "Update",
         "apiVersion": resource.api_version,
-        "time": _now(),
+        "time": rfc3339(time.time()),
         "fieldsType": "FieldsV1",
         "fieldsV1": fields_v1({p for p in owned if _get(new, p) is not _MISSING}),
         **({"subresource": "status"} if status else {}),
@@ -246,7 +242,7 @@ def server_side_apply(
             "manager": manager,
             "operation": "Apply",
             "apiVersion": resource.api_version,
-            "time": _now(),
+            "time": rfc3339(time.time()),
             "fieldsType": "FieldsV1",
             "fieldsV1": fields_v1(applied),
             **({"subresource": "status"} if status else {}),
