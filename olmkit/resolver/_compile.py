@@ -242,8 +242,6 @@ class _Compiler:
         ukey_of = self._ukey_of
         ukey_get = ukey_of.get
         register_key = self._register_key
-        parsed = self.parsed
-        parsed_get = parsed.get
         assign = self._assign
         parse = self._parse
         wellformed = self.wellformed
@@ -294,17 +292,10 @@ class _Compiler:
                     if k == -2:
                         # a key not known yet (an identity is one per bundle): parsed now,
                         # registered once every missing one of the bundle parses
-                        value = parsed_get(id(prop), MISSING)
-                        if value is MISSING:
-                            try:
-                                value = pt.parse(prop.value)
-                            except ValueError as exc:
-                                value = Failed(exc)
-                            parsed[id(prop)] = value
-                        if type(value) is Failed:
+                        try:
+                            pending.append((len(keys), pt, parse(pt, prop)))
+                        except ValueError:
                             unparsed = True
-                        else:
-                            pending.append((len(keys), pt, value))
                     if uprops is None:
                         uprops = [prop]
                         keys = [k]
