@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from olmkit.lifecycle.kinds import CSV, INSTALL_PLAN, SUBSCRIPTION
+from olmkit.lifecycle.status import status_of
 from olmkit.store import NotFound, Object, Store
 
 __all__ = ["FAILURE_CONDITIONS", "SubscriptionOutcome", "subscription_outcome", "subscription_outcomes"]
@@ -56,16 +57,11 @@ def _get(store: Store, kind: Any, name: str, namespace: str) -> Object | None:
         return None
 
 
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    status = obj.get("status")
-    return status if isinstance(status, Mapping) else {}
-
-
 def subscription_outcome(store: Store, sub: Mapping[str, Any]) -> SubscriptionOutcome:
     """Where ``sub`` stands, from its status, its InstallPlan and its CSV."""
     meta = sub["metadata"]
     namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
-    status = _status(sub)
+    status = status_of(sub)
 
     def outcome(state: State, message: str, csv: str | None = None) -> SubscriptionOutcome:
         return SubscriptionOutcome(namespace, name, state, message, csv)
@@ -77,10 +73,11 @@ def subscription_outcome(store: Store, sub: Mapping[str, Any]) -> SubscriptionOu
     installed, current = status.get("installedCSV"), status.get("currentCSV")
     target = current or installed
     csv = _get(store, CSV, str(target), namespace) if target else None
+    csv_status = status_of(csv) if csv is not None else {}
     if csv is not None:
-        phase, reason = _status(csv).get("phase"), _status(csv).get("reason")
+        phase, reason = csv_status.get("phase"), csv_status.get("reason")
         if phase == "Failed":
-            detail = _status(csv).get("message") or ""
+            detail = csv_status.get("message") or ""
             return outcome("failed", f"csv {target}: Failed ({reason}): {detail}".rstrip(": "), str(target))
         if phase == "Succeeded" and installed and installed == target:
             return outcome("installed", f"csv {installed}: Succeeded", str(installed))
@@ -88,7 +85,7 @@ def subscription_outcome(store: Store, sub: Mapping[str, Any]) -> SubscriptionOu
     if isinstance(ref, Mapping) and ref.get("name"):
         plan = _get(store, INSTALL_PLAN, str(ref["name"]), namespace)
         if plan is not None:
-            phase = _status(plan).get("phase")
+            phase = status_of(plan).get("phase")
             if phase == "RequiresApproval":
                 return outcome(
                     "approval",
@@ -99,7 +96,7 @@ def subscription_outcome(store: Store, sub: Mapping[str, Any]) -> SubscriptionOu
             if phase == "Failed":
                 return outcome("failed", f"installplan {ref['name']} Failed", str(target) if target else None)
     if csv is not None:
-        phase = _status(csv).get("phase") or "no phase yet"
+        phase = csv_status.get("phase") or "no phase yet"
         return outcome("pending", f"csv {target}: {phase}", str(target))
     return outcome("pending", f"state {status.get('state') or 'unknown'}; no CSV yet")
 
