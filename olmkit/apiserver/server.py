@@ -107,8 +107,8 @@ async def _serve(
         except OSError as exc:
             raise OlmkitError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
         port = runner.addresses[0][1]
-        url = f"https://{_url_host(config.host)}:{port}"
         api.address = f"{_url_host(config.host)}:{port}"
+        url = f"https://{api.address}"
         write_kubeconfig(config.kubeconfig, url, credentials)
         if run_controllers is not None:
             controllers = threading.Thread(
