@@ -42,7 +42,7 @@ import orjson
 
 from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog, Deprecation
-from olmkit.catalog._load import _load, cache_dir
+from olmkit.catalog._load import _cache_path, _load
 from olmkit.catalog.graph import dead_ends
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
@@ -589,7 +589,7 @@ def validate_path(
         InputError: a file is missing, unreadable or malformed.
     """
     result, pending = _load(path, registry, name=None, cache=cache)
-    report = _report_path(result.catalog.digest) if cache and result.catalog.digest else None
+    report = _report_path(result.catalog.digest, Path(path)) if cache and result.catalog.digest else None
     if result.cached and report is not None:
         try:
             rows = orjson.loads(report.read_bytes())
@@ -611,5 +611,6 @@ def validate_path(
     return result.catalog, problems, False
 
 
-def _report_path(digest: str) -> Path:
-    return cache_dir() / f"{digest}.validation.json"
+def _report_path(digest: str, root: Path) -> Path:
+    """Next to the snapshot's cache file, keyed as it is: the problems name the catalog's files."""
+    return _cache_path(digest, root).with_suffix(".validation.json")

@@ -208,6 +208,20 @@ def test_validation_report_comes_from_the_cache(tmp_path, olmkit_pm):
     assert any("nothing in this catalog satisfies" in p.message for p in stored)
 
 
+def test_a_copied_catalogs_stored_report_names_its_own_files(tmp_path, olmkit_pm):
+    """The stored validation report is kept per copy, as the snapshot is: its problems name files."""
+    first, second = tmp_path / "a" / "cat", tmp_path / "b" / "cat"
+    write(first, CATALOG)
+    write(second, CATALOG)
+    validate_path(first, olmkit_pm.registry)
+    validate_path(second, olmkit_pm.registry)
+    _, stored, cached = validate_path(first, olmkit_pm.registry)
+
+    assert cached
+    assert stored
+    assert all(Path(p.path).is_relative_to(first) for p in stored if p.path), [p.path for p in stored]
+
+
 def test_parallel_validation_equals_serial(tmp_path, olmkit_pm):
     """Two processes find exactly the problems one finds, in the same order, a requirement warned once per package."""
     blobs = []
