@@ -8,8 +8,6 @@ else from disk, else compiled (and stored when the catalog has a content digest)
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
@@ -114,18 +112,8 @@ def read_graph(path: Path) -> CatalogGraph | None:
 
 def write_graph(path: Path, graph: CatalogGraph) -> None:
     """Write atomically; failures are ignored (the stored graph only saves time)."""
+    from olmkit.catalog import write_atomic
+
     data = graph.dumps()
-    if data is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".graph")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        return
+    if data is not None:
+        write_atomic(path, data)
