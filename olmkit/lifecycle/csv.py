@@ -186,7 +186,7 @@ class ClusterServiceVersionController(Controller):
             # copies in target namespaces have no phases of their own: their changes need no pass
             if is_copied(event.object) and event.type != "DELETED":
                 return []
-            return [(str(event.object["metadata"]["namespace"]), str(event.object["metadata"]["name"]))]
+            return [_key(event.object)]
 
         def by_replaces(event: WatchEvent) -> list[tuple[str, str]]:
             if is_copied(event.object):

@@ -56,7 +56,7 @@ from olmkit.lifecycle.rbac import api_cluster_roles, copied_role, lifted_role
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec, owners_of, parse_rfc3339
 from olmkit.lifecycle.status import set_condition, spec_of, status_of
 from olmkit.lifecycle.strategy import OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL
-from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
+from olmkit.store import AlreadyExists, NotFound, Object, Store, WatchEvent
 
 __all__ = ["MemberController", "OLMConfigController", "copied_csvs_disabled"]
 
@@ -78,6 +78,16 @@ def copied_csvs_disabled(store: Any) -> bool:
         return False
     features = spec_of(config).get("features") or {}
     return isinstance(features, dict) and features.get("disableCopiedCSVs") is True
+
+
+def _namespace_names(store: Store) -> set[str]:
+    return {ns["metadata"]["name"] for ns in store.list(NAMESPACE.api_version, NAMESPACE.kind)}
+
+
+def _every_group_namespace(store: Store) -> list[tuple[str, str]]:
+    """A key for every member of every namespace that has an OperatorGroup."""
+    groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
+    return [(ns, EVERY_MEMBER) for ns in sorted({g["metadata"]["namespace"] for g in groups})]
 
 
 def _fields(rbac: Object) -> tuple[str, ...]:
@@ -150,8 +160,7 @@ class MemberController(Controller):
             return [(ns, EVERY_MEMBER) for ns in sorted(hit)]
 
         def by_config(event: WatchEvent) -> list[tuple[str, str]]:
-            groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
-            return [(ns, EVERY_MEMBER) for ns in sorted({g["metadata"]["namespace"] for g in groups})]
+            return _every_group_namespace(store)
 
         def by_owner(event: WatchEvent) -> list[tuple[str, str]]:
             owners = owners_of(event.object, CSV.kind)
@@ -166,8 +175,7 @@ class MemberController(Controller):
             if event.type != "DELETED" or labels.get(OWNER_KIND_LABEL) != CSV.kind:
                 return []
             self._rbac_for.clear()
-            groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind)
-            return [(ns, EVERY_MEMBER) for ns in sorted({g["metadata"]["namespace"] for g in groups})]
+            return _every_group_namespace(store)
 
         self.watches = (
             WatchSpec(CLUSTER_ROLE.api_version, CLUSTER_ROLE.kind, by_deleted_cluster_rbac),
@@ -184,7 +192,7 @@ class MemberController(Controller):
 
     def reconcile(self, namespace: str, name: str) -> Result | None:
         store = self.ctx.store
-        namespaces = functools.cache(self._namespaces)  # the cluster's namespaces, listed once per pass if needed
+        namespaces = functools.cache(lambda: _namespace_names(store))  # listed once per pass, if needed
         if name == EVERY_MEMBER:
             results = [
                 self._member(csv, namespaces)
@@ -257,9 +265,6 @@ class MemberController(Controller):
         except ValueError:
             return 0.0
         return max(0.0, since + SETTLE - self.ctx.clock.now())
-
-    def _namespaces(self) -> set[str]:
-        return {ns["metadata"]["name"] for ns in self.ctx.store.list(NAMESPACE.api_version, NAMESPACE.kind)}
 
     # -- RBAC -----------------------------------------------------------------------------
 
@@ -469,7 +474,7 @@ class OLMConfigController(Controller):
     def _off_target(self, enabled: bool) -> bool:
         """Whether an active member of a global group has its copies anywhere but where they belong."""
         store = self.ctx.store
-        namespaces = {ns["metadata"]["name"] for ns in store.list(NAMESPACE.api_version, NAMESPACE.kind)}
+        namespaces = _namespace_names(store)
         protected = set(self.ctx.options.protected_copied_csv_namespaces)
         for group in store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind):
             if status_of(group).get("namespaces") != [_ALL]:
