@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from olmkit.cli.resolve import find_generator
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -39,21 +41,10 @@ TIMEOUT = 300
 INSTALL_LIBSOLV = "apt-get install python3-solv (Debian/Ubuntu) or dnf install python3-solv (Fedora)"
 
 
-def find_gen_catalog() -> Path | None:
-    env = os.environ.get("OLMKIT_GEN_CATALOG")
-    if env:
-        return Path(env)
-    for base in (HERE, *HERE.parents):
-        candidate = base / "shared" / "bench" / "gen_catalog.py"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def workloads(work: Path, quick: bool) -> list[tuple[str, str, Path]]:
     """(suite, name, directory) of every workload, generated into ``work``."""
     out: list[tuple[str, str, Path]] = []
-    gen = find_gen_catalog()
+    gen = find_generator()
     if gen is None:
         print("gen_catalog.py not found (set OLMKIT_GEN_CATALOG): the easy suite is skipped", file=sys.stderr)
     else:
