@@ -39,12 +39,17 @@ def relabelled(obj: dict[str, Any], labels: Any) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "labels": labels}}
 
 
+def _object_key(meta: dict[str, Any]) -> tuple[str, str]:
+    """An object's (namespace, name), the key its labels are remembered by."""
+    return (str(meta.get("namespace") or ""), str(meta.get("name")))
+
+
 def _known_old_labels(backlog: list[tuple[int, Delivered]]) -> None:
     """Set each history event's previous labels where the history itself shows them."""
     seen: dict[tuple[str, str], Any] = {}
     for _, delivered in backlog:
         meta = delivered.event.object.get("metadata") or {}
-        key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        key = _object_key(meta)
         if delivered.event.type == "ADDED":
             delivered.old_labels = None
         elif key in seen:
@@ -202,7 +207,7 @@ class WatchHub:
             delivered = Delivered(rv, event)
             if state.labels is not None:
                 meta = event.object.get("metadata") or {}
-                key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+                key = _object_key(meta)
                 delivered.old_labels = state.labels.get(key)
                 if event.type == "DELETED":
                     state.labels.pop(key, None)
@@ -238,10 +243,7 @@ class WatchHub:
         listed = await self.loop.run_in_executor(self.executor, self.store.list, api_version, kind)
         if key not in self._kinds:
             state = _Kind(api_version, kind, int(listed.resource_version))
-            state.labels = {
-                (str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): o["metadata"].get("labels")
-                for o in listed.items
-            }
+            state.labels = {_object_key(o["metadata"]): o["metadata"].get("labels") for o in listed.items}
             with self._lock:
                 self._kinds[key] = state
 
