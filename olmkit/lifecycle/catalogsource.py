@@ -114,8 +114,7 @@ class CatalogSourceController(Controller):
             if connecting.get("lastObservedState") is None:
                 where = str(getattr(opened.source, "address", ""))
                 connecting.update({"lastObservedState": CONNECTING, "address": where})
-                self._write(obj, {**status, "connectionState": connecting})
-                obj = store.get(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind, name, namespace)
+                obj = self._write(obj, {**status, "connectionState": connecting})
                 status = dict(obj.get("status") or {})
         if due:
             opened, changed = ctx.catalogs.refresh(obj)
@@ -161,13 +160,14 @@ class CatalogSourceController(Controller):
             "observedGeneration": generation,
         }
 
-    def _write(self, obj: dict[str, Any], status: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """Write ``status`` unless the object has it already; the object as stored."""
         if obj.get("status") == status:
-            return
+            return obj
         was = ((obj.get("status") or {}).get("connectionState") or {}).get("lastObservedState")
         now_state = (status.get("connectionState") or {}).get("lastObservedState")
-        obj = {**obj, "status": status}
-        self.ctx.store.update_status(obj)
+        stored = self.ctx.store.update_status({**obj, "status": status})
         if was != now_state:
             detail = f": {status['message']}" if status.get("message") else ""
             self.ctx.event(f"catalogsource {source_label(obj)}: {now_state}{detail}")
+        return stored
