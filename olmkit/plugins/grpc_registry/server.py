@@ -196,6 +196,7 @@ class RegistryServer:
         self._signature: tuple[tuple[str, int, int], ...] = ()
         self._stop = threading.Event()
         self._server: Any = None
+        self._workers: futures.ThreadPoolExecutor | None = None
         self._health: Any = None
         self._watcher: threading.Thread | None = None
 
@@ -290,7 +291,8 @@ class RegistryServer:
             InputError: the address cannot be bound.
         """
         self.load()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        self._workers = futures.ThreadPoolExecutor(max_workers=8)
+        server = grpc.server(self._workers)
         handlers = _handlers(RegistryServicer(self.view))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
         server.add_registered_method_handlers(SERVICE_NAME, handlers)
@@ -326,6 +328,8 @@ class RegistryServer:
             self._health.enter_graceful_shutdown()
         if self._server is not None:
             self._server.stop(grace).wait()
+        if self._workers is not None:  # grpc does not shut down the executor it was given
+            self._workers.shutdown()
         if self._watcher is not None:
             self._watcher.join(timeout=5)
 
