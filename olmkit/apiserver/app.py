@@ -150,6 +150,19 @@ def _decode_continue(token: str) -> tuple[str, str]:
         raise ApiError.bad_request("continue key is not valid") from None
 
 
+def _too_many_conflicts(resource: Resource, name: str) -> ApiError:
+    """A patch or apply that lost every retry to other writers."""
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {resource.qualified} "{name}": too many concurrent writes; try again',
+    )
+
+
+def _method_not_allowed() -> ApiError:
+    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+
 class ApiServer:
     """The aiohttp application over a store.
 
@@ -330,7 +343,7 @@ class ApiServer:
                 return await self._patch(request, target)
             if method == "DELETE":
                 return await self._delete(request, target)
-        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        raise _method_not_allowed()
 
     # -- discovery --------------------------------------------------------------------
 
@@ -859,11 +872,7 @@ class ApiServer:
                 continue  # written in between: patch the new state
             except StoreError as exc:
                 raise from_store_error(exc, r, target.name) from None
-        raise ApiError(
-            409,
-            "Conflict",
-            f'Operation cannot be fulfilled on {r.qualified} "{target.name}": too many concurrent writes; try again',
-        )
+        raise _too_many_conflicts(r, target.name)
 
     async def _apply(self, request: web.Request, target: Target, config: Any) -> web.StreamResponse:
         r = target.resource
@@ -900,11 +909,7 @@ class ApiServer:
                     continue
                 raise from_store_error(exc, r, target.name) from None
             return _json(self._written(target, written), 200 if old else 201)
-        raise ApiError(
-            409,
-            "Conflict",
-            f'Operation cannot be fulfilled on {r.qualified} "{target.name}": too many concurrent writes; try again',
-        )
+        raise _too_many_conflicts(r, target.name)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await request.read()
@@ -932,7 +937,7 @@ class ApiServer:
         r = target.resource
         assert target.name is not None
         if target.subresource is not None:
-            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            raise _method_not_allowed()
         options = await self._delete_options(request)
         propagation = self._propagation(request, options)
         given = options.get("preconditions")
