@@ -7,7 +7,6 @@ from typing import Any
 from tests.lifecycle.harness import Cluster
 
 OG = "operators.coreos.com/v1"
-ALL_MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
 
 
 def namespace(cluster: Cluster, name: str, **labels: str) -> None:

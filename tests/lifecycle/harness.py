@@ -17,6 +17,8 @@ import orjson
 from olmkit.testing import EmbeddedCluster as Cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: every install mode (``B(install_modes=ALL_MODES)`` supports them all)
+ALL_MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
 V1A1 = "operators.coreos.com/v1alpha1"
 
 __all__ = [
@@ -160,10 +162,7 @@ def csv_manifest(b: B) -> dict[str, Any]:
     if b.replaces:
         spec["replaces"] = b.replaces
     if b.install_modes is not None:
-        spec["installModes"] = [
-            {"type": t, "supported": t in b.install_modes}
-            for t in ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
-        ]
+        spec["installModes"] = [{"type": t, "supported": t in b.install_modes} for t in ALL_MODES]
     spec.update(b.spec or {})
     return {"apiVersion": V1A1, "kind": "ClusterServiceVersion", "metadata": {"name": b.name}, "spec": spec}
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.lifecycle.groups import ALL_MODES, OG, group, install
-from tests.lifecycle.harness import V1A1, B, Cluster
+from tests.lifecycle.groups import OG, group, install
+from tests.lifecycle.harness import ALL_MODES, V1A1, B, Cluster
 
 RBAC = "rbac.authorization.k8s.io/v1"
 WIDGET = ("example.io", "v1", "Widget")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.lifecycle.groups import ALL_MODES, OG, annotations, group, install, namespace, reason
-from tests.lifecycle.harness import V1A1, B, Cluster
+from tests.lifecycle.groups import OG, annotations, group, install, namespace, reason
+from tests.lifecycle.harness import ALL_MODES, V1A1, B, Cluster
 
 WIDGET = ("example.io", "v1", "Widget")
 GADGET = ("example.io", "v1", "Gadget")
