@@ -17,7 +17,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from olmkit.cli.options import namespace_name
+from olmkit.cli.options import add_global_namespace_option
 from olmkit.errors import UsageError
 from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
 from olmkit.lifecycle.outcome import subscription_outcomes
@@ -104,9 +104,7 @@ class ProgressReporter(Reporter):
 def add_lifecycle_options(parser: argparse.ArgumentParser) -> None:
     """The options every command that runs controllers takes."""
     parser.add_argument("--store", metavar="PATH", help="cluster store (default $OLMKIT_STORE or .olmkit/cluster.db)")
-    parser.add_argument(
-        "--global-namespace", type=namespace_name, default="olm", help="global catalog namespace (default olm)"
-    )
+    add_global_namespace_option(parser)
     parser.add_argument(
         "--install-timeout", type=float, default=300.0, metavar="SECONDS", help="how long a CSV may stay Installing"
     )

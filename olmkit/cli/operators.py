@@ -20,7 +20,7 @@ import attrs
 from olmkit.cli.fields import age, at, obj_name, obj_namespace
 from olmkit.cli.options import (
     EXIT_NOT_FOUND,
-    GLOBAL_NAMESPACE,
+    add_global_namespace_option,
     add_namespace_option,
     add_store_option,
     add_target_options,
@@ -448,11 +448,7 @@ def add_commands(subparsers: Any) -> None:
     """Add ``install``, ``uninstall``, ``approve``, ``list`` and ``list-available``."""
 
     def catalog_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--global-namespace",
-            default=GLOBAL_NAMESPACE,
-            help=f"global catalog namespace (default {GLOBAL_NAMESPACE})",
-        )
+        add_global_namespace_option(p)
         p.add_argument("--no-cache", action="store_true", help="do not use the on-disk catalog cache")
 
     p = subparsers.add_parser("install", help="subscribe to an operator package (kubectl operator install)")

@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "GLOBAL_NAMESPACE",
     "add_files_option",
+    "add_global_namespace_option",
     "add_namespace_option",
     "add_store_option",
     "add_target_options",
@@ -64,6 +65,16 @@ def namespace_name(text: str) -> str:
             "starting and ending with a letter or digit"
         )
     return text
+
+
+def add_global_namespace_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--global-namespace NS``: where the CatalogSources every namespace sees live."""
+    parser.add_argument(
+        "--global-namespace",
+        type=namespace_name,
+        default=GLOBAL_NAMESPACE,
+        help=f"global catalog namespace (default {GLOBAL_NAMESPACE})",
+    )
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from olmkit.cli.options import namespace_name
+from olmkit.cli.options import add_global_namespace_option, namespace_name
 from olmkit.cli.output import dump_json, dump_yaml
 from olmkit.errors import UsageError
 
@@ -78,9 +78,7 @@ def _add_resolve_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="namespace to resolve (default: the subscriptions')",
     )
-    p.add_argument(
-        "--global-namespace", type=namespace_name, default="olm", help="global catalog namespace (default olm)"
-    )
+    add_global_namespace_option(p)
     p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text", help="output format")
     p.add_argument(
         "--catalog",
