@@ -40,7 +40,6 @@ def json_patch(doc: Any, operations: Any, ref: Mapping[str, Any] | None = None) 
         Invalid: a malformed operation, a missing path or a failed ``test`` (nothing is applied).
     """
     import jsonpatch  # type: ignore[import-untyped,unused-ignore]
-    import jsonpointer  # type: ignore[import-untyped,unused-ignore]
 
     ref = dict(ref or {})
     if not isinstance(operations, list):
@@ -52,7 +51,7 @@ def json_patch(doc: Any, operations: Any, ref: Mapping[str, Any] | None = None) 
             raise Invalid(f"operation {n}: invalid JSON pointer {op['path']!r}", field="patch", **ref)
     try:
         return jsonpatch.JsonPatch(operations).apply(doc, in_place=False)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError) as exc:
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, ValueError) as exc:
         raise Invalid(f"JSON patch failed: {exc}", field="patch", **ref) from None
 
 
