@@ -101,12 +101,7 @@ def load_manifest_files(paths: Iterable[str | Path]) -> list[tuple[str, dict[str
         files.extend(_files_in(path))
     out: list[tuple[str, dict[str, Any]]] = []
     for file in files:
-        try:
-            manifests = load_manifests([file])
-        except (AttributeError, TypeError):
-            # load_manifests trips over a null or non-string kind (kind.endswith); say what is wrong
-            raise InputError("an object's kind must be a non-empty string", path=str(file)) from None
-        out.extend((m.path, dict(m.obj)) for m in manifests)
+        out.extend((m.path, dict(m.obj)) for m in load_manifests([file]))
     return out
 
 

@@ -68,7 +68,8 @@ def _flatten(doc: Any, path: str) -> Iterable[Mapping[str, Any]]:
         return
     if not isinstance(doc, Mapping):
         raise InputError(f"a manifest must be an object, not {type(doc).__name__}", path=path)
-    if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
+    kind = doc.get("kind")
+    if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
         items = doc.get("items") or []
         if not isinstance(items, list):
             raise InputError("items of a List must be a list", path=path)
@@ -110,8 +111,10 @@ def load_manifests(paths: Sequence[str | Path]) -> list[Manifest]:
         for doc in docs:
             for obj in _flatten(doc, path):
                 m = Manifest(obj, path)
-                if not isinstance(obj.get("kind"), str) or not obj.get("kind"):
+                if "kind" not in obj:
                     raise InputError("object has no kind", path=path)
+                if not isinstance(obj["kind"], str) or not obj["kind"]:
+                    raise InputError("an object's kind must be a non-empty string", path=path)
                 if not isinstance(obj.get("metadata"), Mapping) or not m.name:
                     raise InputError("metadata.name is required", path=path, obj=m.kind)
                 out.append(m)
