@@ -404,7 +404,7 @@ class OLMConfigController(Controller):
 
     name = "olmconfig"
 
-    def __init__(self, ctx: LifecycleContext, members: MemberController | None = None) -> None:
+    def __init__(self, ctx: LifecycleContext, members: MemberController) -> None:
         self.ctx = ctx
         self.members = members
         self._present = False
@@ -484,17 +484,6 @@ class OLMConfigController(Controller):
                 if is_copied(csv) or not _active(csv, group):
                     continue
                 expected = (namespaces if enabled else protected) - {ns}
-                if self._copies(ns, csv["metadata"]["name"]) != expected:
+                if self.members.copies_of((ns, csv["metadata"]["name"])) != expected:
                     return True
         return False
-
-    def _copies(self, ns: str, name: str) -> set[str]:
-        """Where the copies of a CSV are: the members controller's index, else the store."""
-        if self.members is not None:
-            return set(self.members.copies_of((ns, name)))
-        selector = {"matchLabels": {COPIED_FROM_LABEL: ns}}
-        return {
-            c["metadata"]["namespace"]
-            for c in self.ctx.store.list(CSV.api_version, CSV.kind, None, selector)
-            if c["metadata"]["name"] == name
-        }
