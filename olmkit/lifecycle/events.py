@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from olmkit.lifecycle.runtime import rfc3339
 from olmkit.store import AlreadyExists, Conflict, NotFound, Object, Store, StoreError
+from olmkit.store.names import DEFAULT_NAMESPACE
 
 __all__ = [
     "COMPONENT",
@@ -43,7 +44,6 @@ EventType = Literal["Normal", "Warning"]
 COMPONENT: Final = "operator-lifecycle-manager"
 #: events kept per involved object; older ones are deleted when a new one is recorded
 MAX_EVENTS_PER_OBJECT: Final = 16
-DEFAULT_NAMESPACE: Final = "default"
 #: seconds an Event is kept after it last happened (the Kubernetes API server's default --event-ttl)
 EVENT_TTL: Final = 3600.0
 #: Events remembered per process for one-write repeats
