@@ -1,8 +1,6 @@
 """``python -m olmkit``."""
 
-import sys
-
-from olmkit.cli import main
+from olmkit.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

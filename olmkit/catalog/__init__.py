@@ -10,7 +10,9 @@ The public contract the resolver codes against:
 * :mod:`olmkit.catalog.semver`: OLM's version and range rules.
 * :mod:`olmkit.catalog.sources`: the catalog-source contract (``file``, ``configmap`` ...).
 * :func:`cache_dir` (``$OLMKIT_CACHE_DIR``, :data:`CACHE_ENV`) and :func:`write_atomic`: for
-  what a plugin keeps next to the catalog cache.
+  what a plugin keeps next to the catalog cache; :func:`write_later` has a cache write done
+  now, or, in a one-shot command that called :func:`defer_writes`, once the command is
+  done (:func:`finish_writes`).
 
 ``deprecations`` maps a package to a :class:`Deprecation` holding the messages of its
 deprecations blob by what they deprecate (the package, channels, bundles).
@@ -32,6 +34,7 @@ from olmkit.catalog._load import (
     load_catalog,
     load_catalog_result,
 )
+from olmkit.catalog._writes import defer_writes, deferring, finish_writes, write_later
 from olmkit.catalog.problems import Problem
 
 __all__ = [
@@ -43,8 +46,12 @@ __all__ = [
     "build_catalog",
     "cache_dir",
     "catalog_files",
+    "defer_writes",
+    "deferring",
+    "finish_writes",
     "invalid_catalog",
     "load_catalog",
     "load_catalog_result",
     "write_atomic",
+    "write_later",
 ]

@@ -31,6 +31,7 @@ from olmkit import __version__
 from olmkit.catalog import _files, _fork
 from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._writes import write_later
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
 from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
@@ -301,9 +302,11 @@ class _PendingWrite:
     big: bool
 
     def start(self) -> None:
-        """A large catalog's cache is written by a forked child while this process goes on."""
-        if not (self.big and _fork.background(self.write)):
-            self.write()
+        """Write now, or when the command is done (:func:`~olmkit.catalog.defer_writes`).
+
+        A large catalog's cache is written by a forked child while this process goes on.
+        """
+        write_later(self.write, big=self.big)
 
 
 def _load(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from olmkit.manager import PluginManager
 
-__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "main", "version_text"]
+__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "entry", "main", "version_text"]
 
 #: Modules contributing subcommand groups, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -256,7 +256,53 @@ def _show_warning(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code.
+
+    Cache writes the command deferred (see :func:`olmkit.catalog.defer_writes`) are done
+    before it returns.
+    """
+    try:
+        return _main(argv)
+    finally:
+        _finish_writes(detach=False)
+
+
+def entry() -> NoReturn:
+    """The ``olmkit`` program: :func:`main`, then a quick exit.
+
+    Cache writes the command deferred are left to a forked child, and the process leaves
+    without freeing its heap object by object (after loading a large catalog, that alone
+    takes over half a second), once the exit handlers have run and the output is flushed.
+    With other threads still running, the ordinary exit.
+    """
+    try:
+        code = _main(None)
+    except BaseException:
+        _finish_writes(detach=False)
+        raise
+    _finish_writes(detach=True)
+    import threading
+
+    if threading.active_count() > 1:
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    import contextlib
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more can be said
+            stream.flush()
+    os._exit(code)
+
+
+def _finish_writes(*, detach: bool) -> None:
+    catalog = sys.modules.get("olmkit.catalog")  # a command that never loaded it deferred nothing
+    if catalog is not None:
+        catalog.finish_writes(detach=detach)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # the fast path of the commonest probe: no parser
         sys.stdout.write(version_text())

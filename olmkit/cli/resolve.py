@@ -292,6 +292,9 @@ def _text(resolution: Any, explain: bool) -> str:
 
 def run_resolve(args: argparse.Namespace, pm: Any) -> int:
     """Resolve and print; exit 0/1."""
+    from olmkit.catalog import defer_writes
+
+    defer_writes()  # what this command caches is written once its answer is out
     request = build(args, pm)
     resolution = pm.hook.olmkit_resolve(request=request)
     explain = bool(getattr(args, "explain", False))

@@ -55,7 +55,9 @@ def graph_for(catalog: Any, registry: Registry) -> tuple[CatalogGraph, str, Any]
         graph = compile_graph(catalog, registry)
         origin = "compiled"
         if digest:
-            write_graph(path, graph)
+            from olmkit.catalog import write_later
+
+            write_later(lambda: write_graph(path, graph))  # now, or when a one-shot command is done
     _GRAPHS[key] = (catalog, registry, graph)
     total = sum(len(g.entry_class) for _, _, g in _GRAPHS.values())
     while len(_GRAPHS) > 1 and (len(_GRAPHS) > _GRAPHS_KEPT or total > _ENTRIES_KEPT):

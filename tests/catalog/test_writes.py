@@ -1,0 +1,107 @@
+"""Cache writes: done at once, or, in a one-shot command, once its answer is out (by a child nobody waits for)."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from olmkit import catalog
+from olmkit.cli import main
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent.parent / "examples" / "catalog"
+
+
+@pytest.fixture(autouse=True)
+def _not_deferring():
+    yield
+    catalog.finish_writes()  # a failing test leaves no deferral to the next
+
+
+def test_a_write_is_done_at_once_unless_deferred():
+    done: list[str] = []
+
+    catalog.write_later(lambda: done.append("first"))
+    assert ["first"] == done
+    assert not catalog.deferring()
+
+    catalog.defer_writes()
+    catalog.write_later(lambda: done.append("second"))
+    catalog.write_later(lambda: done.append("third"))
+    assert catalog.deferring()
+    assert ["first"] == done  # queued
+
+    catalog.finish_writes()
+    assert ["first", "second", "third"] == done
+    assert not catalog.deferring()
+    catalog.write_later(lambda: done.append("fourth"))
+    assert "fourth" == done[-1]
+
+
+def _wait_for(predicate, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_a_detached_write_outlives_the_process_and_keeps_no_pipe_open(tmp_path):
+    """The process ends (its output pipe closes) while the forked child still writes; the write then lands."""
+    target = tmp_path / "written"
+    program = (
+        "import pathlib, time\n"
+        "from olmkit import catalog\n"
+        "catalog.defer_writes()\n"
+        f"catalog.write_later(lambda: (time.sleep(1.5), pathlib.Path({str(target)!r}).write_text('done')))\n"
+        "catalog.finish_writes(detach=True)\n"
+        "print('answer')\n"
+    )
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60)
+    elapsed = time.monotonic() - start
+
+    assert "answer\n" == done.stdout
+    assert elapsed < 1.5 or not target.exists()  # the pipe did not wait for the child
+    assert _wait_for(target.exists)
+    assert "done" == target.read_text()
+
+
+def _cached(root: pathlib.Path) -> bool:
+    """Whether the catalog's cache and its resolution graph are there (complete: renamed into place)."""
+    suffixes = {p.suffix for p in root.rglob("*") if p.is_file() and not p.name.startswith(".tmp-")}
+    return {".cache", ".graph"} <= suffixes
+
+
+def test_resolve_in_process_writes_its_caches_before_main_returns(tmp_path, monkeypatch, capsys):
+    """main() (in-process callers, tests) finishes the deferred writes itself: nothing stays deferred."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(catalog.CACHE_ENV, str(cache))
+
+    assert 0 == main(["resolve", "--catalog", str(EXAMPLES), "--subscribe", "cert-manager-lite", "-o", "json"])
+
+    assert not catalog.deferring()
+    assert _cached(cache)
+
+
+def test_resolve_command_answers_the_same_and_leaves_its_caches_behind(tmp_path, monkeypatch, capsys):
+    """`python -m olmkit resolve` (the program's exit) prints what main() prints; its caches appear after it."""
+    args = ["resolve", "--catalog", str(EXAMPLES), "--subscribe", "cert-manager-lite", "-o", "json"]
+    monkeypatch.setenv(catalog.CACHE_ENV, str(tmp_path / "in-process"))
+    assert 0 == main(args)
+    expected = capsys.readouterr().out
+    cache = tmp_path / "program"
+    monkeypatch.setenv(catalog.CACHE_ENV, str(cache))
+
+    done = subprocess.run([sys.executable, "-m", "olmkit", *args], capture_output=True, text=True, timeout=120)
+
+    assert 0 == done.returncode, done.stderr
+    assert expected == done.stdout
+    assert _wait_for(lambda: _cached(cache))
+    # and the next command finds them: the same answer from the caches
+    again = subprocess.run([sys.executable, "-m", "olmkit", *args], capture_output=True, text=True, timeout=120)
+    assert expected == again.stdout
