@@ -246,6 +246,19 @@ class Catalog:
         self._parsed[key] = value
         return value
 
+    def parsed_so_far(self, parse: Mapping[str, Any]) -> dict[int, Any]:
+        """``id(property) -> parsed value`` of the properties parsed so far (a copy).
+
+        Empty unless the catalog parses every type in ``parse`` with the same function
+        (``parse`` maps a type to its parser, as the caller's registry does). The loader
+        parses each bundle's identity property for its version: a caller that parses
+        every property of the catalog (the resolver's graph compiler) starts from these.
+        """
+        mine = self._parse
+        if not self._parsed or any(mine.get(name) is not fn for name, fn in parse.items()):
+            return {}
+        return dict(self._parsed)
+
     def values(self, bundle: Bundle, type_name: str) -> tuple[Any, ...]:
         """Parsed values of every property of ``type_name`` a bundle carries (malformed ones left out)."""
         out = []

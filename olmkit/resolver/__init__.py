@@ -156,12 +156,10 @@ def _resolve(request: ResolutionRequest) -> Resolution:
     )
 
 
-def _matching_subscriptions(problem: Problem, entry: Entry) -> list[SubscriptionRef]:
+def _matching_subscriptions(by_package: Mapping[str, list[SubscriptionRef]], entry: Entry) -> list[SubscriptionRef]:
     assert entry.source is not None
     out = []
-    for sub in problem.request.subscriptions:
-        if sub.package != entry.package:
-            continue
+    for sub in by_package.get(entry.package, ()):
         if sub.channel and sub.channel != entry.channel:
             continue
         if sub.source and (sub.source, sub.source_namespace) != (entry.source.name, entry.source.namespace):
@@ -172,6 +170,9 @@ def _matching_subscriptions(problem: Problem, entry: Entry) -> list[Subscription
 
 def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
     steps = []
+    by_package: dict[str, list[SubscriptionRef]] = {}  # in request order within a package
+    for sub in problem.request.subscriptions:
+        by_package.setdefault(sub.package, []).append(sub)
     for var in chosen:
         kind, item = problem.kind(var)
         if kind != "item":
@@ -179,7 +180,7 @@ def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
         entry = problem.entry(item)
         if entry.source is None:
             continue  # installed CSVs
-        subs = _matching_subscriptions(problem, entry)
+        subs = _matching_subscriptions(by_package, entry)
         name = entry.name
         if subs and name in problem.existing_by_name and all(s.current_csv == name for s in subs):
             continue  # already the current CSV

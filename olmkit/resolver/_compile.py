@@ -812,6 +812,9 @@ def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
     """Compile the resolution graph of a loaded catalog."""
     g = CatalogGraph()
     c = _Compiler(g, catalog, registry)
+    known = getattr(catalog, "parsed_so_far", None)
+    if known is not None:  # what the catalog's loader parsed (each bundle's identity) is not parsed again
+        c.parsed = known({n: pt.parse for n, pt in registry.property_types.items()})
     c.entries()
     c.classes()
     c.release_requirements()
