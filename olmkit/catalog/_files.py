@@ -43,20 +43,27 @@ IGNORE_FILE: Final = ".indexignore"
 #: Files changed less than this long before they are recorded are hashed again next time.
 _RACY_NS: Final = 2_000_000_000
 _clock = time.time_ns  # the recording time (tests move it)
-_FORMAT: Final = 1
+_FORMAT: Final = 2
 
 Signature = tuple[int, int, int, int, int]
+#: the signature of what could not be stat'ed: never equal to one that could
+_UNKNOWN: Final[Signature] = (-1, -1, -1, -1, -1)
 
 
 # --------------------------------------------------------------------------- walking
 
 
-def scan(root: str | os.PathLike[str]) -> list[tuple[str, str]]:
+def scan(root: str | os.PathLike[str], watched: list[tuple[str, Signature]] | None = None) -> list[tuple[str, str]]:
     """``(path, relative path)`` of every catalog file under ``root``, in catalog order.
 
     ``root`` may also be a single file. ``.indexignore`` files hold gitignore patterns
     relative to their directory and apply to it and everything below; they are never
     read as catalog content. Symbolic links to directories are not followed.
+
+    Args:
+        watched: when given, gets the stat signature of every directory listed (taken
+            before listing it) and of every ``.indexignore`` read (taken before reading
+            it): while none of them changes, neither does the result.
 
     Raises:
         InputError: ``root`` does not exist, or a directory or ``.indexignore`` cannot
@@ -68,11 +75,27 @@ def scan(root: str | os.PathLike[str]) -> list[tuple[str, str]]:
     if not os.path.isdir(top):
         raise InputError("no such file or directory", path=top)
     out: list[tuple[str, str]] = []
-    _scan_dir(top, "", [], out)
+    _scan_dir(top, "", [], out, watched)
     return out
 
 
-def _scan_dir(path: str, rel: str, specs: list[tuple[str, Any]], out: list[tuple[str, str]]) -> None:
+def _stat_signature(path: str) -> Signature | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _scan_dir(
+    path: str,
+    rel: str,
+    specs: list[tuple[str, Any]],
+    out: list[tuple[str, str]],
+    watched: list[tuple[str, Signature]] | None,
+) -> None:
+    if watched is not None:
+        watched.append((path, _stat_signature(path) or _UNKNOWN))
     try:
         with os.scandir(path) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -87,7 +110,10 @@ def _scan_dir(path: str, rel: str, specs: list[tuple[str, Any]], out: list[tuple
             is_dir = False
         (dirs if is_dir else files).append(entry)
     if any(e.name == IGNORE_FILE for e in files):
-        specs = [*specs, (rel, _ignore_spec(os.path.join(path, IGNORE_FILE)))]
+        ignore = os.path.join(path, IGNORE_FILE)
+        if watched is not None:
+            watched.append((ignore, _stat_signature(ignore) or _UNKNOWN))
+        specs = [*specs, (rel, _ignore_spec(ignore))]
     for entry in files:
         if entry.name == IGNORE_FILE:
             continue
@@ -101,7 +127,7 @@ def _scan_dir(path: str, rel: str, specs: list[tuple[str, Any]], out: list[tuple
         name = rel + entry.name
         if specs and _ignored(specs, name, True):
             continue
-        _scan_dir(entry.path, name + "/", specs, out)
+        _scan_dir(entry.path, name + "/", specs, out, watched)
 
 
 def _ignore_spec(path: str) -> Any:
@@ -183,11 +209,13 @@ class FileDigests:
             to remember nothing.
     """
 
-    __slots__ = ("_changed", "_entries", "_known", "_now", "_seen", "_store")
+    __slots__ = ("_changed", "_entries", "_known", "_listing", "_now", "_seen", "_store")
 
     def __init__(self, store: Path | None) -> None:
         self._store = store
         self._entries: dict[str, tuple[Signature, bytes]] = {}
+        #: the root as spelt, the signatures :func:`scan` watched and the files it listed
+        self._listing: tuple[str, list[tuple[str, Signature]], list[tuple[str, str]]] | None = None
         self._seen: set[str] = set()
         self._known = False
         self._changed = False
@@ -197,7 +225,13 @@ class FileDigests:
                 state = marshal.loads(store.read_bytes())
             except (OSError, EOFError, ValueError, TypeError):
                 return
-            if isinstance(state, tuple) and len(state) == 2 and state[0] == _FORMAT and isinstance(state[1], dict):
+            if not isinstance(state, tuple) or len(state) < 2 or not isinstance(state[1], dict):
+                return
+            if state[0] == _FORMAT and len(state) == 3:
+                self._entries = state[1]
+                self._listing = state[2]
+                self._known = True
+            elif state[0] == 1 and len(state) == 2:  # written before listings were kept
                 self._entries = state[1]
                 self._known = True
 
@@ -211,6 +245,34 @@ class FileDigests:
     def known(self) -> bool:
         """Whether this catalog was loaded (with these digests saved) before."""
         return self._known
+
+    def files(self, root: str | os.PathLike[str], *, fresh: bool = False) -> tuple[list[tuple[str, str]], bool]:
+        """The catalog's files, as :func:`scan` gives them, and whether they were remembered.
+
+        Remembered from the last listing while no directory listed then and no
+        ``.indexignore`` read then has changed (one ``stat`` each instead of listing every
+        directory); ``fresh`` lists them again. A listing is remembered only when every
+        one of them changed comfortably before it was taken (as digests are).
+
+        Raises:
+            InputError: as :func:`scan`.
+        """
+        top = os.fspath(root)
+        if not fresh and self._listing is not None:
+            # paths as spelt then: the same spelling of the root (the store is per real path)
+            spelt, watched, files = self._listing
+            if spelt == top and watched and all(_stat_signature(path) == signature for path, signature in watched):
+                return files, True
+        if self._store is None:
+            return scan(top), False
+        watched = []
+        files = scan(top, watched)
+        limit = self._now - _RACY_NS
+        listing = (top, watched, files) if watched and all(max(s[1], s[2]) < limit for _, s in watched) else None
+        if listing != self._listing:
+            self._listing = listing
+            self._changed = True
+        return files, False
 
     @staticmethod
     def signature(path: str) -> Signature:
@@ -258,7 +320,7 @@ class FileDigests:
         if self._known and not self._changed and self._entries.keys() <= self._seen:
             return
         entries = {rel: e for rel, e in self._entries.items() if rel in self._seen}
-        write_atomic(self._store, marshal.dumps((_FORMAT, entries)))
+        write_atomic(self._store, marshal.dumps((_FORMAT, entries, self._listing)))
 
 
 def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> bool:

@@ -313,16 +313,16 @@ def _load(
     path: str | os.PathLike[str], registry: Registry, *, name: str | None, cache: bool
 ) -> tuple[LoadResult, _PendingWrite | None]:
     root = Path(path)
-    files = _files.scan(root)
+    _fork.wait_background()  # a cache still being written by an earlier load is complete first
+    digests = _files.FileDigests.for_root(root, cache_dir()) if cache else _files.FileDigests(None)
+    files, remembered = digests.files(root)
     if not files:
         raise InputError("no catalog files found (empty directory, or everything is ignored)", path=str(root))
     display = name or (root.name if root.is_dir() else root.stem) or str(root)
     salt = _registry_key(registry)
-    _fork.wait_background()  # a cache still being written by an earlier load is complete first
     enabled = gc.isenabled()
     gc.disable()
     try:
-        digests = _files.FileDigests.for_root(root, cache_dir()) if cache else _files.FileDigests(None)
         if digests.known:
             # seen before: one stat per file tells whether the cache can answer
             digest = _files.catalog_digest(salt, [(rel, digests.digest(p, rel)) for p, rel in files])
@@ -330,6 +330,10 @@ def _load(
             if hit is not None:
                 digests.save()
                 return LoadResult(hit[0], hit[1], cached=True), None
+        if remembered:  # the content changed: list it again, not only what was there before
+            files, _ = digests.files(root, fresh=True)
+            if not files:
+                raise InputError("no catalog files found (empty directory, or everything is ignored)", path=str(root))
         builder = _Builder(registry)
         seen = []
         for p, rel in files:

@@ -350,3 +350,108 @@ def test_lookup_names_are_lookups_bundles_without_building_them(tmp_path, olmkit
     for catalog in (cold, warm):
         assert [[(b.package, b.name) for b in catalog.lookup(*k)] for k in keys] == named
         assert named == [list(catalog.lookup_names(*k)) for k in keys]  # again, from the filled index
+
+
+@pytest.fixture
+def scans(monkeypatch):
+    """The directories listed (os.scandir) from now on."""
+    listed: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(_files.os, "scandir", lambda path: listed.append(os.fspath(path)) or real(path))
+    return listed
+
+
+def test_unchanged_directories_are_not_listed_again(tmp_path, olmkit_pm, later, scans):
+    """Recognising an unchanged catalog stats its directories instead of listing them."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    first = load_catalog_result(root, olmkit_pm.registry)
+    listed_first = list(scans)
+    scans.clear()
+    warm = load_catalog_result(root, olmkit_pm.registry)
+
+    assert sorted(listed_first) == sorted(map(str, [root, root / "a", root / "b"]))
+    assert warm.cached
+    assert [] == scans
+    assert list(first.catalog.bundles) == list(warm.catalog.bundles)
+
+
+@pytest.mark.parametrize("change", ["add", "remove", "add-dir", "ignore-edit", "content"])
+def test_a_changed_tree_is_listed_again(tmp_path, olmkit_pm, later, change):
+    """Files added or removed anywhere, an .indexignore edited in place, or a file's content: the catalog is current."""
+    root = tmp_path / "cat"
+    write(root, {**CATALOG, "c/index.json": [pkg("c"), chan("c", [{"name": "c.v1.0.0"}]), bundle("c", "1.0.0")]})
+    (root / "c" / ".indexignore").write_text("skip.json\n")
+    load_catalog_result(root, olmkit_pm.registry)
+    assert load_catalog_result(root, olmkit_pm.registry).cached
+    d = [pkg("d"), chan("d", [{"name": "d.v1.0.0"}]), bundle("d", "1.0.0")]
+    expected = {"a", "b", "c"}
+    if change == "add":
+        write(root, {"b/d.json": d})
+        expected.add("d")
+    elif change == "remove":
+        (root / "b" / "index.json").unlink()
+        expected.discard("b")
+    elif change == "add-dir":
+        write(root, {"a/deeper/d.json": d})
+        expected.add("d")
+    elif change == "ignore-edit":
+        write(root, {"c/skip.json": d})  # ignored for now; the directory changes: listed again here
+        assert set(load_catalog_result(root, olmkit_pm.registry).catalog.bundles) == expected
+        ignore = root / "c" / ".indexignore"
+        st = (root / "c").stat()
+        ignore.write_text("other.json\n")  # in place: the directory itself does not change
+        assert st.st_mtime_ns == (root / "c").stat().st_mtime_ns
+        expected.add("d")
+    else:
+        path = root / "a" / "index.json"
+        path.write_bytes(path.read_bytes().replace(b'"a.v1.0.0"', b'"a.v1.0.9"'))
+    loaded = load_catalog_result(root, olmkit_pm.registry)
+
+    assert not loaded.cached
+    assert set(loaded.catalog.bundles) == expected
+    if change == "content":
+        assert "a.v1.0.9" in loaded.catalog.bundles["a"]
+    assert load_catalog_result(root, olmkit_pm.registry).cached  # and remembered again
+
+
+def test_a_listing_is_remembered_only_for_the_same_spelling_and_settled_directories(tmp_path, monkeypatch):
+    """The root spelt otherwise is listed again (remembered paths keep their spelling); so is a fresh tree."""
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    store = tmp_path / "digests.marshal"
+    now = _files._clock()
+    monkeypatch.setattr(_files, "_clock", lambda: now + 60_000_000_000)
+    digests = _files.FileDigests(store)
+    files, remembered = digests.files(root)
+    digests.save()
+
+    assert not remembered
+    assert (files, True) == _files.FileDigests(store).files(root)
+    assert (files, True) == _files.FileDigests(store).files(str(root))
+    monkeypatch.chdir(tmp_path)
+    relative, again = _files.FileDigests(store).files("cat")
+    assert not again
+    assert [rel for _, rel in files] == [rel for _, rel in relative]
+    assert all(not os.path.isabs(path) for path, _ in relative)
+
+    monkeypatch.setattr(_files, "_clock", lambda: now)  # the directories changed just now: not trusted
+    fresh = _files.FileDigests(tmp_path / "fresh.marshal")
+    fresh.files(root)
+    fresh.save()
+    assert not _files.FileDigests(tmp_path / "fresh.marshal").files(root)[1]
+
+
+def test_digests_remembered_before_listings_were_kept_still_count(tmp_path, olmkit_pm, later):
+    """A digest store of the previous format still recognises an unchanged catalog (and gains a listing)."""
+    import marshal
+
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    load_catalog_result(root, olmkit_pm.registry)
+    [store] = (cache_dir() / "files").glob("*.marshal")
+    state = marshal.loads(store.read_bytes())
+    store.write_bytes(marshal.dumps((1, state[1])))
+
+    assert load_catalog_result(root, olmkit_pm.registry).cached
+    assert 3 == len(marshal.loads(store.read_bytes()))
