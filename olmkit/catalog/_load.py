@@ -31,7 +31,7 @@ from olmkit import __version__
 from olmkit.catalog import _files, _fork
 from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
-from olmkit.catalog._writes import write_later
+from olmkit.catalog._writes import wait_for_writers, write_later
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
 from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
@@ -314,6 +314,8 @@ def _load(
 ) -> tuple[LoadResult, _PendingWrite | None]:
     root = Path(path)
     _fork.wait_background()  # a cache still being written by an earlier load is complete first
+    if cache:
+        wait_for_writers(cache_dir())  # and one an earlier command left to a child of its own
     digests = _files.FileDigests.for_root(root, cache_dir()) if cache else _files.FileDigests(None)
     files, remembered = digests.files(root)
     if not files:

@@ -9,8 +9,12 @@ command (``olmkit resolve``) therefore *defers* them (:func:`defer_writes`): the
 queued, and once the command's output is written, :func:`finish_writes` hands them to a
 forked child that nobody waits for, and the command exits at once.
 
-The writes are atomic (a temporary file and a rename): a command started before they
-are done finds no cache and reads the catalog itself, as if it were the first.
+The writes are atomic (a temporary file and a rename). While the child writes, it holds
+a lock on ``.writing`` in the cache directory: a command loading a catalog meanwhile
+(a script running commands back to back) waits for it (:func:`wait_for_writers`, at
+most :data:`WAIT_SECONDS`) and finds the caches in place, instead of reading the
+catalog itself as if it were the first.
+
 Elsewhere (a long-running controller, a library caller) nothing is deferred: a write is
 done at once, a large catalog's by a forked child while the caller goes on.
 """
@@ -18,11 +22,19 @@ done at once, a large catalog's by a forked child while the caller goes on.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Final
 
 from olmkit.catalog import _fork
 
-__all__ = ["defer_writes", "deferring", "finish_writes", "write_later"]
+__all__ = ["WAIT_SECONDS", "defer_writes", "deferring", "finish_writes", "wait_for_writers", "write_later"]
+
+#: the lock file a detached writer holds, in the cache directory
+LOCK_NAME: Final = ".writing"
+#: how long a load waits at most for a detached writer of an earlier command
+WAIT_SECONDS: Final = 30.0
 
 #: the deferred writes, ``(write, big)``; ``None``: writes are not deferred
 _deferred: list[tuple[Callable[[], object], bool]] | None = None
@@ -54,31 +66,88 @@ def write_later(write: Callable[[], object], *, big: bool = False) -> None:
         write()
 
 
-def finish_writes(*, detach: bool = False) -> None:
+def finish_writes(*, detach: bool = False, directory: Path | None = None) -> None:
     """Do the deferred writes, and stop deferring.
 
     Args:
         detach: the process is about to exit: leave the writes to a forked child that
             nobody waits for (done here where forking is not possible or safe). Otherwise
             each is done as :func:`write_later` does when not deferring.
+        directory: the cache directory, where the detached child's lock is.
     """
     global _deferred
     writes, _deferred = _deferred or [], None
     if not writes:
         return
-    if detach and _fork.can_fork() and _detach([write for write, _ in writes]):
+    if detach and _fork.can_fork() and _detach([write for write, _ in writes], directory):
         return
     for write, big in writes:
         write_later(write, big=big)
 
 
-def _detach(writes: list[Callable[[], object]]) -> bool:
-    """Run ``writes`` in a forked child left to finish on its own; ``False`` if it could not start."""
+def wait_for_writers(directory: Path) -> None:
+    """Wait (at most :data:`WAIT_SECONDS`) while a detached child writes caches into ``directory``."""
+    try:
+        import fcntl
+
+        fd = os.open(directory / LOCK_NAME, os.O_RDONLY)
+    except (ImportError, OSError):
+        return  # no such lock: no command ever left writes to a child here
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+            except OSError:
+                return
+    finally:
+        os.close(fd)
+
+
+def _lock(directory: Path | None) -> int | None:
+    """An open file holding the exclusive lock on ``directory``'s writer lock, or ``None``.
+
+    Never waits: with another command's child still writing there, this one's writes go
+    unannounced (a load then may not wait for them; it reads the catalog itself).
+    """
+    if directory is None:
+        return None
+    try:
+        import fcntl
+
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _detach(writes: list[Callable[[], object]], directory: Path | None) -> bool:
+    """Run ``writes`` in a forked child left to finish on its own; ``False`` if it could not start.
+
+    The child holds the writer lock (taken here, before the command can exit: the lock
+    belongs to the open file, which the child shares and keeps until it is done).
+    """
+    lock = _lock(directory)
     try:
         pid = os.fork()
     except OSError:
+        if lock is not None:
+            os.close(lock)  # releases it
         return False
     if pid:
+        if lock is not None:
+            os.close(lock)  # the child's copy keeps the lock
         return True
     # the child: off the command's terminal and pipes (whoever reads the command's output
     # sees it end with the command), in a session of its own (an interrupt of the

@@ -298,8 +298,8 @@ def entry() -> NoReturn:
 
 def _finish_writes(*, detach: bool) -> None:
     catalog = sys.modules.get("olmkit.catalog")  # a command that never loaded it deferred nothing
-    if catalog is not None:
-        catalog.finish_writes(detach=detach)
+    if catalog is not None and catalog.deferring():
+        catalog.finish_writes(detach=detach, directory=catalog.cache_dir())
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from olmkit import catalog
+from olmkit.catalog import _writes
 from olmkit.cli import main
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent.parent / "examples" / "catalog"
@@ -71,6 +73,49 @@ def test_a_detached_write_outlives_the_process_and_keeps_no_pipe_open(tmp_path):
     assert "done" == target.read_text()
 
 
+def test_a_load_waits_for_the_detached_writer_of_an_earlier_command(tmp_path):
+    """The child holds the cache directory's writer lock until its writes land; waiting for it sees them."""
+    target = tmp_path / "written"
+    cache = tmp_path / "cache"
+    program = (
+        "import pathlib, time\n"
+        "from olmkit import catalog\n"
+        "catalog.defer_writes()\n"
+        f"catalog.write_later(lambda: (time.sleep(1.0), pathlib.Path({str(target)!r}).write_text('done')))\n"
+        f"catalog.finish_writes(detach=True, directory=pathlib.Path({str(cache)!r}))\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
+
+    _writes.wait_for_writers(cache)
+
+    assert "done" == target.read_text()
+
+
+def test_waiting_for_writers_is_bounded(tmp_path, monkeypatch):
+    """No lock file: no wait; a lock nobody releases: given up after WAIT_SECONDS."""
+    import fcntl
+
+    start = time.monotonic()
+    _writes.wait_for_writers(tmp_path)  # never written here
+    assert time.monotonic() - start < 0.5
+    monkeypatch.setattr(_writes, "WAIT_SECONDS", 0.3)
+    held = _writes._lock(tmp_path)
+    assert held is not None
+    try:
+        assert _writes._lock(tmp_path) is None  # one writer announces itself at a time; the next never waits
+        start = time.monotonic()
+        _writes.wait_for_writers(tmp_path)
+        waited = time.monotonic() - start
+    finally:
+        os.close(held)
+    assert 0.3 <= waited < 5
+    fd = os.open(tmp_path / _writes.LOCK_NAME, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released with its file
+    finally:
+        os.close(fd)
+
+
 def _cached(root: pathlib.Path) -> bool:
     """Whether the catalog's cache and its resolution graph are there (complete: renamed into place)."""
     suffixes = {p.suffix for p in root.rglob("*") if p.is_file() and not p.name.startswith(".tmp-")}
@@ -101,7 +146,8 @@ def test_resolve_command_answers_the_same_and_leaves_its_caches_behind(tmp_path,
 
     assert 0 == done.returncode, done.stderr
     assert expected == done.stdout
-    assert _wait_for(lambda: _cached(cache))
+    _writes.wait_for_writers(cache)  # as the next command's load does
+    assert _cached(cache)
     # and the next command finds them: the same answer from the caches
     again = subprocess.run([sys.executable, "-m", "olmkit", *args], capture_output=True, text=True, timeout=120)
     assert expected == again.stdout
