@@ -189,7 +189,11 @@ class _Compiler:
         for _, package, ch, order in chans:
             number = channel_index.setdefault(ch, len(channel_index))
             g.channel_first[(package, ch)] = len(entry_class)
-            entry_class += [class_of(package, e.name) for e in order]
+            get = names_of.get(package, {}).get
+            found = [get(e.name, -1) for e in order]
+            if -1 in found:  # an entry naming no bundle: classes made for them in entry order
+                found = [class_of(package, e.name) for e in order]
+            entry_class += found
             entry_channel += [number] * len(order)
         # entries off the chain (skipped or not reached from the head) come last: only a
         # subscription's startingCSV can name them, no candidate list holds them
