@@ -18,8 +18,11 @@ traceback instead.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
@@ -281,15 +284,9 @@ def entry() -> NoReturn:
         _finish_writes(detach=False)
         raise
     _finish_writes(detach=True)
-    import threading
-
     if threading.active_count() > 1:
         sys.exit(code)
-    import atexit
-
     atexit._run_exitfuncs()
-    import contextlib
-
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more can be said
             stream.flush()
