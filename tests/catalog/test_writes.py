@@ -151,3 +151,35 @@ def test_resolve_command_answers_the_same_and_leaves_its_caches_behind(tmp_path,
     # and the next command finds them: the same answer from the caches
     again = subprocess.run([sys.executable, "-m", "olmkit", *args], capture_output=True, text=True, timeout=120)
     assert expected == again.stdout
+
+
+def test_the_program_exits_normally_while_other_threads_run():
+    """With another thread still running, entry() takes the ordinary exit: the thread finishes its work."""
+    program = (
+        "import sys, threading, time\n"
+        "from olmkit import cli\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()\n"
+        "sys.argv = ['olmkit', '--version']\n"
+        "cli.entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+
+    assert 0 == done.returncode
+    assert done.stdout.startswith("olmkit ")
+    assert done.stdout.endswith("thread done\n")
+
+
+def test_the_program_runs_exit_handlers_and_keeps_the_exit_code():
+    """The quick exit still runs the exit handlers, flushes the output and exits with the command's code."""
+    program = (
+        "import atexit, sys\n"
+        "from olmkit import cli\n"
+        "atexit.register(lambda: print('handler ran'))\n"
+        "sys.argv = ['olmkit', 'resolve', '--no-such-option']\n"
+        "cli.entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+
+    assert 2 == done.returncode
+    assert "handler ran\n" == done.stdout
+    assert "--no-such-option" in done.stderr
