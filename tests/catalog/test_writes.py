@@ -153,16 +153,21 @@ def test_resolve_command_answers_the_same_and_leaves_its_caches_behind(tmp_path,
     assert expected == again.stdout
 
 
+def _entry(before: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run the program's entry point with ``argv`` in a fresh interpreter, after the statement ``before``."""
+    program = "\n".join(
+        ["import atexit, sys, threading, time", "from olmkit import cli", before, f"sys.argv = {['olmkit', *argv]!r}"]
+    )
+    program += "\ncli.entry()\n"
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+
+
 def test_the_program_exits_normally_while_other_threads_run():
     """With another thread still running, entry() takes the ordinary exit: the thread finishes its work."""
-    program = (
-        "import sys, threading, time\n"
-        "from olmkit import cli\n"
-        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()\n"
-        "sys.argv = ['olmkit', '--version']\n"
-        "cli.entry()\n"
+    done = _entry(
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()",
+        ["--version"],
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
 
     assert 0 == done.returncode
     assert done.stdout.startswith("olmkit ")
@@ -171,14 +176,7 @@ def test_the_program_exits_normally_while_other_threads_run():
 
 def test_the_program_runs_exit_handlers_and_keeps_the_exit_code():
     """The quick exit still runs the exit handlers, flushes the output and exits with the command's code."""
-    program = (
-        "import atexit, sys\n"
-        "from olmkit import cli\n"
-        "atexit.register(lambda: print('handler ran'))\n"
-        "sys.argv = ['olmkit', 'resolve', '--no-such-option']\n"
-        "cli.entry()\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    done = _entry("atexit.register(lambda: print('handler ran'))", ["resolve", "--no-such-option"])
 
     assert 2 == done.returncode
     assert "handler ran\n" == done.stdout
