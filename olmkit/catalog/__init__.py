@@ -34,13 +34,14 @@ from olmkit.catalog._load import (
     load_catalog,
     load_catalog_result,
 )
-from olmkit.catalog._writes import defer_writes, deferring, finish_writes, write_later
+from olmkit.catalog._writes import LOCK_NAME, defer_writes, deferring, finish_writes, write_later
 from olmkit.catalog.problems import Problem
 
 __all__ = [
     "CACHE_ENV",
     "Catalog",
     "Deprecation",
+    "LOCK_NAME",
     "LoadResult",
     "Problem",
     "build_catalog",

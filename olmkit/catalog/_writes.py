@@ -29,7 +29,7 @@ from typing import Final
 
 from olmkit.catalog import _fork
 
-__all__ = ["WAIT_SECONDS", "defer_writes", "deferring", "finish_writes", "wait_for_writers", "write_later"]
+__all__ = ["LOCK_NAME", "WAIT_SECONDS", "defer_writes", "deferring", "finish_writes", "wait_for_writers", "write_later"]
 
 #: the lock file a detached writer holds, in the cache directory
 LOCK_NAME: Final = ".writing"

@@ -65,10 +65,18 @@ class CacheEntry:
 
 
 def cache_entries(root: Path) -> list[CacheEntry]:
-    """Every file under ``root``, least recently used first."""
+    """Every file under ``root``, least recently used first.
+
+    Not the lock a detached cache writer holds (``.writing``): it is no entry, and
+    removing it while held would let the next writer take a lock of its own.
+    """
+    from olmkit.catalog import LOCK_NAME
+
     entries = []
     if root.is_dir():
         for path in root.rglob("*"):
+            if path.name == LOCK_NAME and path.parent == root:
+                continue
             try:
                 stat = path.stat()
             except OSError:  # removed by another process meanwhile

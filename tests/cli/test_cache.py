@@ -74,3 +74,26 @@ def test_size_and_duration_units():
     """Binary size units and s/m/h/d/w durations."""
     assert [500 * 1024**2, 2 * 1024**3, 1536, 7] == [parse_size(t) for t in ("500M", "2G", "1.5k", "7")]
     assert [30 * 86400, 12 * 3600, 1209600.0] == [parse_duration(t) for t in ("30d", "12h", "2w")]
+
+
+def test_the_cache_writers_lock_is_no_entry(cache, capsys):
+    """A detached cache writer leaves its lock (``.writing``) behind: info does not count it,
+    prune --all does not remove it."""
+    from olmkit.catalog import LOCK_NAME, defer_writes, finish_writes, write_later
+    from olmkit.catalog._writes import wait_for_writers
+
+    defer_writes()
+    write_later(lambda: (cache / "written.cache").write_bytes(b"y" * 500))
+    finish_writes(detach=True, directory=cache)  # a forked child writes, holding the lock
+    wait_for_writers(cache)
+    assert (cache / LOCK_NAME).is_file()
+    assert (cache / "written.cache").is_file()
+
+    assert 0 == main(["cache", "info", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (4, 3500) == (data["files"], data["bytes"])
+    assert {"catalogs": 3, "resolver": 1} == {k["kind"]: k["files"] for k in data["kinds"]}
+
+    assert 0 == main(["cache", "prune", "--all"])
+    assert "in 4 files" in capsys.readouterr().out
+    assert [LOCK_NAME] == [p.name for p in cache.rglob("*") if p.is_file()]
