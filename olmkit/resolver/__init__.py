@@ -173,10 +173,7 @@ def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
     by_package: dict[str, list[SubscriptionRef]] = {}  # in request order within a package
     for sub in problem.request.subscriptions:
         by_package.setdefault(sub.package, []).append(sub)
-    for var in chosen:
-        kind, item = problem.kind(var)
-        if kind != "item":
-            continue  # subscriptions, invariants
+    for item in problem.items_of(chosen):  # not subscriptions, invariants
         entry = problem.entry(item)
         if entry.source is None:
             continue  # installed CSVs

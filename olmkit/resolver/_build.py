@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from array import array
 from bisect import bisect_left
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -130,6 +130,7 @@ class Problem:
         self.errors: list[BaseException] = []
         self.replaces: dict[int, str] = {}
         self.views = ViewFactory(self.registry)
+        self._inst_index: tuple[dict[tuple[str, Hashable], list[int]], list[int]] | None = None
         # the installed block's templates and lists
         self._inst_codes = array("i")
         self._inst_start = array("i", [0])
@@ -425,9 +426,17 @@ class Problem:
         """
         out = []
         base = self.n_catalog_items
-        for i, inst in enumerate(self.installed):
-            if lookups is not None and not inst.malformed and not any(lk in inst.index_keys for lk in lookups):
-                continue
+        asked: Iterable[int]
+        if lookups is None:
+            asked = range(len(self.installed))
+        else:
+            by_key, malformed = self._installed_index()
+            picked = set(malformed)
+            for lk in lookups:
+                picked.update(by_key.get(lk, ()))
+            asked = sorted(picked)
+        for i in asked:
+            inst = self.installed[i]
             try:
                 hit = predicate.matches(inst.view)
             except ValueError as exc:
@@ -435,6 +444,19 @@ class Problem:
             if hit:
                 out.append(base + i)
         return out, -1
+
+    def _installed_index(self) -> tuple[dict[tuple[str, Hashable], list[int]], list[int]]:
+        """The installed CSVs filed under each index key, and those always asked (malformed)."""
+        if self._inst_index is None:
+            by_key: dict[tuple[str, Hashable], list[int]] = {}
+            malformed = []
+            for i, inst in enumerate(self.installed):
+                if inst.malformed:
+                    malformed.append(i)
+                for lk in inst.index_keys:
+                    by_key.setdefault(lk, []).append(i)
+            self._inst_index = by_key, malformed
+        return self._inst_index
 
     def _compose(
         self, predicate: Any, own: _Catalog | None, own_pred: int, raw: tuple[str, bytes] | None
@@ -704,6 +726,11 @@ class Problem:
         if -item <= n_heads:
             return "head", -1 - item
         return "group", -1 - n_heads - item
+
+    def items_of(self, variables: Iterable[int]) -> list[int]:
+        """The items among 0-based variables, in their order (heads and groups left out)."""
+        var_item = self._expansion.var_item
+        return [item for item in map(var_item.__getitem__, variables) if item >= 0]
 
     def entry(self, item: int) -> Entry:
         """The subject of an item."""

@@ -129,8 +129,8 @@ class CatalogGraph:
 
     def predicate(self, pred: int, registry: Registry) -> Any:
         """The predicate of list ``pred`` (rebuilt from its requirement after loading)."""
-        while len(self._preds) < self.n_preds:
-            self._preds.append(None)
+        if len(self._preds) < self.n_preds:
+            self._preds += [None] * (self.n_preds - len(self._preds))
         found = self._preds[pred]
         if found is None:
             type_name, raw, bundle = self.pred_source[pred]
