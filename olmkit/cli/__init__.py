@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from olmkit.manager import PluginManager
 
-__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "entry", "main", "version_text"]
+__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "entry", "exits_after_command", "main", "version_text"]
 
 #: Modules contributing subcommand groups, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -258,6 +258,18 @@ def _show_warning(
         _DEFAULT_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
+_exits_after_command = False
+
+
+def exits_after_command() -> bool:
+    """Whether the process leaves as soon as the command returns (the ``olmkit`` program).
+
+    A one-shot command may then skip work whose only use is a long life: collecting
+    the garbage of a large heap, for one.
+    """
+    return _exits_after_command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code.
 
@@ -278,6 +290,8 @@ def entry() -> NoReturn:
     takes over half a second), once the exit handlers have run and the output is flushed.
     With other threads still running, the ordinary exit.
     """
+    global _exits_after_command
+    _exits_after_command = True
     try:
         code = _main(None)
     except BaseException:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from olmkit.cli import exits_after_command
 from olmkit.cli.options import add_global_namespace_option, namespace_name
 from olmkit.cli.output import dump_json, dump_yaml
 from olmkit.errors import UsageError
@@ -294,6 +296,11 @@ def run_resolve(args: argparse.Namespace, pm: Any) -> int:
     """Resolve and print; exit 0/1."""
     from olmkit.catalog import defer_writes
 
+    if exits_after_command():
+        # the cyclic GC stays off for good: the process ends with the command, and the
+        # collection that would follow the resolution (its objects all still young) alone
+        # takes 0.1 s on a 200,000-bundle catalog
+        gc.disable()
     defer_writes()  # what this command caches is written once its answer is out
     request = build(args, pm)
     resolution = pm.hook.olmkit_resolve(request=request)
