@@ -27,7 +27,7 @@ from __future__ import annotations
 import marshal
 from array import array
 from collections.abc import Hashable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -35,6 +35,9 @@ from olmkit._solver import Block
 from olmkit.errors import CatalogError, OlmkitError, ResolutionError
 from olmkit.registry import Registry
 from olmkit.resolver._views import Context
+
+if TYPE_CHECKING:
+    import mmap
 
 __all__ = ["FORMAT", "CatalogGraph"]
 
@@ -242,8 +245,8 @@ class CatalogGraph:
             return None  # an index key marshal cannot store (a plugin's own type)
 
     @classmethod
-    def loads(cls, data: bytes) -> CatalogGraph | None:
-        """A graph from :meth:`dumps`, or ``None`` when the data is not one."""
+    def loads(cls, data: bytes | mmap.mmap) -> CatalogGraph | None:
+        """A graph from :meth:`dumps` (its bytes, or a file of them mapped), or ``None`` when the data is not one."""
         try:
             state = marshal.loads(data)
             if not isinstance(state, dict) or state.get("format") != FORMAT:

@@ -8,10 +8,12 @@ else from disk, else compiled (and stored when the catalog has a content digest)
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from olmkit.registry import Registry
 from olmkit.resolver._compile import compile_graph
@@ -105,11 +107,21 @@ def graph_path(digest: str, registry: Registry, name: str = "") -> Path:
 
 
 def read_graph(path: Path) -> CatalogGraph | None:
+    # mapped, pages populated at once: no copy of the file into the heap (66 MB at
+    # P=10000), and one system call instead of a page fault per page
     try:
-        data = path.read_bytes()
-    except OSError:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if not size:
+                return None
+            data = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
+    except (OSError, ValueError):
         return None
-    return CatalogGraph.loads(data)
+    with data:
+        return CatalogGraph.loads(data)
+
+
+_POPULATE: Final = getattr(mmap, "MAP_POPULATE", 0)
 
 
 def write_graph(path: Path, graph: CatalogGraph) -> None:

@@ -134,11 +134,14 @@ def test_stored_graph_keeps_entries_off_the_chain(olmkit_pm, tmp_path, cache_dir
     assert 1 == second.counters["graphs_disk"]
 
 
-def test_damaged_stored_graph_is_compiled_again(olmkit_pm, tmp_path, cache_dir):
-    """An unreadable graph file is ignored: the graph is compiled and the answer is right."""
+@pytest.mark.parametrize("damage", [b"\x00garbage", b""], ids=["garbage", "empty"])
+def test_damaged_stored_graph_is_compiled_again(olmkit_pm, tmp_path, cache_dir, damage):
+    """An unreadable (or empty) graph file is ignored: the graph is compiled and the answer is right."""
     resolve_case(CASE, tmp_path, olmkit_pm)
-    for path in (cache_dir / "resolver").glob("*.graph"):
-        path.write_bytes(b"\x00garbage")
+    paths = list((cache_dir / "resolver").glob("*.graph"))
+    assert paths
+    for path in paths:
+        path.write_bytes(damage)
     clear_graphs()
 
     resolution = resolve_case(CASE, tmp_path, olmkit_pm)
