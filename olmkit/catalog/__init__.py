@@ -39,9 +39,9 @@ from olmkit.catalog.problems import Problem
 
 __all__ = [
     "CACHE_ENV",
+    "LOCK_NAME",
     "Catalog",
     "Deprecation",
-    "LOCK_NAME",
     "LoadResult",
     "Problem",
     "build_catalog",

@@ -34,7 +34,16 @@ if TYPE_CHECKING:
 
     from olmkit.manager import PluginManager
 
-__all__ = ["COMMAND_HOMES", "COMMAND_MODULES", "LazyPluginManager", "build_parser", "entry", "exits_after_command", "main", "version_text"]
+__all__ = [
+    "COMMAND_HOMES",
+    "COMMAND_MODULES",
+    "LazyPluginManager",
+    "build_parser",
+    "entry",
+    "exits_after_command",
+    "main",
+    "version_text",
+]
 
 #: Modules contributing subcommand groups, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
