@@ -8,6 +8,7 @@
  * Built with cffi (out-of-line API mode) by _speedups_build.py. Memory errors are
  * reported as return codes (-2 / NULL); the Python wrapper raises MemoryError.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "encode.h"
@@ -260,8 +261,8 @@ void olm_free(void *p) { free(p); }
 /* ---------------------------------------------------------------- propagator */
 
 typedef struct {
-    int *data;
-    int len, cap, owned;        /* owned: data is its own allocation, not part of `wblock` */
+    int *data;                  /* in `wblock` until the list outgrows its share (see owned()) */
+    int len, cap;
 } wlist;
 
 /* orig: the index the choice had when the guesses it is decided under were made */
@@ -273,7 +274,7 @@ struct olm_searcher {
     const int *nodes, *args, *vdep_start, *vdep;
     signed char *val;           /* 0 unassigned, 1 true, -1 false */
     int *lits;                  /* clause literals, watched ones first */
-    int *cstart, *clen;
+    int *cstart;                /* clause c's literals: lits[cstart[c] .. cstart[c + 1]) */
     int n_clauses;
     long long n_input;          /* clauses in the buffer, units and tautologies included */
     wlist *watches;             /* per literal index: clauses watching it */
@@ -289,6 +290,7 @@ struct olm_searcher {
     unsigned char *model, *mark;
     int *reason, *level;        /* per variable: implying clause (-1 decision, -2 root), level */
     int *wblock;                /* the watch lists' first storage, sized by load() */
+    size_t wblock_len;
     int conflict;               /* the clause propagate() found false */
     int *seen_list, *lvl_pos;   /* scratch of prove() */
     int proofs;                 /* whether failed completions try prove() before the backend */
@@ -318,11 +320,17 @@ static inline int enqueue_r(olm_searcher *s, int lit, int reason) {
 
 static inline int enqueue(olm_searcher *s, int lit) { return enqueue_r(s, lit, -1); }
 
+/* whether a watch list's data is an allocation of its own (not its share of `wblock`) */
+static inline int owned(const olm_searcher *s, const wlist *w) {
+    uintptr_t d = (uintptr_t)w->data, b = (uintptr_t)s->wblock;
+    return d && (d < b || d > b + s->wblock_len * sizeof(int));
+}
+
 static int wpush(olm_searcher *s, wlist *w, int c) {
     if (w->len == w->cap) {
         int cap = w->cap ? w->cap * 2 : 4;
         int *d;
-        if (w->owned) {
+        if (owned(s, w)) {
             d = realloc(w->data, (size_t)cap * sizeof(int));
         } else {
             d = malloc((size_t)cap * sizeof(int));
@@ -331,7 +339,6 @@ static int wpush(olm_searcher *s, wlist *w, int c) {
         if (!d) { s->oom = 1; return 0; }
         w->data = d;
         w->cap = cap;
-        w->owned = 1;
     }
     w->data[w->len++] = c;
     return 1;
@@ -351,7 +358,7 @@ static int propagate(olm_searcher *s) {
             int first = cl[0];
             int fv = lval(s, first);
             if (fv > 0) { ws[j++] = c; continue; }
-            int len = s->clen[c], k;
+            int len = s->cstart[c + 1] - s->cstart[c], k;
             for (k = 2; k < len; k++) {
                 if (lval(s, cl[k]) >= 0) {
                     int lit = cl[k];
@@ -435,13 +442,12 @@ void olm_searcher_free(olm_searcher *s) {
     if (!s) return;
     if (s->watches)
         for (int i = 0; i < 2 * s->n_total + 2; i++)
-            if (s->watches[i].owned) free(s->watches[i].data);
+            if (owned(s, &s->watches[i])) free(s->watches[i].data);
     free(s->watches);
     free(s->wblock);
     free(s->val);
     free(s->lits);
     free(s->cstart);
-    free(s->clen);
     free(s->trail);
     free(s->trail_lim);
     free(s->assumed);
@@ -466,8 +472,7 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     s->n_input = (long long)n_clauses;
     s->lits = malloc((n + 1) * sizeof(int));
     s->cstart = malloc((n_clauses + 1) * sizeof(int));
-    s->clen = malloc((n_clauses + 1) * sizeof(int));
-    if (!stamp || !sign || !units || !s->lits || !s->cstart || !s->clen) {
+    if (!stamp || !sign || !units || !s->lits || !s->cstart) {
         free(stamp); free(sign); free(units);
         return 0;
     }
@@ -498,7 +503,6 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
         } else {
             int c = s->n_clauses++;
             s->cstart[c] = clause_start;
-            s->clen[c] = len;
             s->watches[lidx(s->lits[clause_start])].cap++;
             s->watches[lidx(s->lits[clause_start + 1])].cap++;
         }
@@ -506,6 +510,7 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
         cid++;
         taut = 0;
     }
+    s->cstart[s->n_clauses] = nl;
     free(stamp);
     free(sign);
     /* each watch list starts in one shared block, as long as its clauses (wpush moves a
@@ -517,6 +522,7 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
         free(units);
         return 0;
     }
+    s->wblock_len = total;
     total = 0;
     for (size_t i = 0; i < n_lists; i++) {
         s->watches[i].data = s->wblock + total;
@@ -686,7 +692,7 @@ static int completes(olm_searcher *s, int budget) {
 /* Mark the variables of clause c (above the root level) except `skip`. */
 static void mark_clause(olm_searcher *s, int c, int skip, int *n_seen, int *pending) {
     const int *cl = s->lits + s->cstart[c];
-    for (int k = 0; k < s->clen[c]; k++) {
+    for (int k = 0, len = s->cstart[c + 1] - s->cstart[c]; k < len; k++) {
         int v = cl[k] > 0 ? cl[k] : -cl[k];
         if (v != skip && s->level[v] > 0 && !s->mark[v]) {
             s->mark[v] = 1;
