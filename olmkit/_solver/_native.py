@@ -63,6 +63,8 @@ class Searcher:
     #: Completing an assignment is cheap here, so conflict minimisation tries it before
     #: asking the backend whether a subset is satisfiable (it only saves time).
     cheap_completion = True
+    #: With ``consume=True``, the clause buffer becomes the searcher's own storage (no copy).
+    consumes = True
 
     def __init__(
         self,
@@ -77,10 +79,11 @@ class Searcher:
         vdep_start: array[int],
         vdep: array[int],
         proofs: bool = True,
+        consume: bool = False,
     ) -> None:
         self.n_vars = n_vars
         # The C side keeps pointers into these arrays: hold on to them.
-        self._keep = (nodes, args, vdep_start, vdep)
+        self._keep = (nodes, args, vdep_start, vdep, clauses if consume else None)
         handle = lib.olm_searcher_new(
             n_vars,
             n_total,
@@ -94,6 +97,7 @@ class Searcher:
             _ptr(vdep_start),
             _ptr(vdep),
             1 if proofs else 0,
+            1 if consume else 0,
         )
         if handle == ffi.NULL:
             raise MemoryError("olmkit._solver: out of memory while loading the search")

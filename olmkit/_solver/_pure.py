@@ -76,6 +76,8 @@ class Searcher:
         vdep: node numbers of each variable's non-empty top-level Dependency constraints.
         proofs: when a completion fails, first try to show by propagation that the guesses
             cannot all hold (see :meth:`_prove`), and ask the SAT solver only if that fails.
+        consume: the searcher may take ``clauses``' storage for its own (the C twin does:
+            no copy of the buffer); its content is undefined afterwards.
 
     When the completion fails, the leaf is often unsatisfiable because some choice ran out
     of candidates. The searcher then checks, under the guesses made before that choice,
@@ -89,6 +91,8 @@ class Searcher:
     #: Whether :meth:`check` with ``complete=True`` is cheap enough to try before the
     #: backend when minimising conflicts (it only saves time; answers are the same).
     cheap_completion = False
+    #: ``consume`` is accepted, and the buffer left as it was (its clauses are copied).
+    consumes = False
 
     def __init__(
         self,
@@ -103,7 +107,9 @@ class Searcher:
         vdep_start: array[int],
         vdep: array[int],
         proofs: bool = True,
+        consume: bool = False,
     ) -> None:
+        del consume  # the clauses are copied into lists here: the buffer stays as it was
         self.n_vars = n_vars
         self.n_total = n_total
         self.proofs = proofs

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any
 
@@ -55,10 +55,33 @@ __all__ = ["solve", "solve_problem"]
 _NO_REPORTER = SolverReporter()
 
 
+class _Clauses:
+    """The clause buffer of one solve, for the SAT solvers taught it.
+
+    When the propagator took the buffer for its own (:meth:`take`: the C searcher keeps
+    its clauses there, with no copy), a SAT solver asked later gets them encoded again
+    (the same clauses: encoding is deterministic, and cheap next to teaching a solver).
+    """
+
+    def __init__(self, first: array[int], encode: Callable[[], array[int]]) -> None:
+        self._buffer: array[int] | None = first
+        self._encode = encode
+
+    def take(self) -> array[int]:
+        buffer = self.get()
+        self._buffer = None
+        return buffer
+
+    def get(self) -> array[int]:
+        if self._buffer is None:
+            self._buffer = self._encode()
+        return self._buffer
+
+
 class _Oracle:
     """The SAT solver of one solve: created and taught the clauses on first use; counts calls."""
 
-    def __init__(self, factory: BackendFactory, clauses: array[int]) -> None:
+    def __init__(self, factory: BackendFactory, clauses: _Clauses) -> None:
         self._factory = factory
         self._clauses = clauses
         self._backend: Backend | None = None
@@ -74,7 +97,7 @@ class _Oracle:
         if self._backend is None:
             t = perf_counter()
             backend = self._factory()
-            backend.add_clauses(self._clauses)
+            backend.add_clauses(self._clauses.get())
             self._backend = backend
             self.setup = perf_counter() - t
         return self._backend
@@ -184,7 +207,9 @@ def solve_problem(
 
     t0 = perf_counter() if started is None else started
     n_vars = problem.n_vars
-    clauses, n_total = impl.encode(n_vars, problem.nodes, problem.args, problem.top)
+    buffer, n_total = impl.encode(n_vars, problem.nodes, problem.args, problem.top)
+    clauses = _Clauses(buffer, lambda: impl.encode(n_vars, problem.nodes, problem.args, problem.top)[0])
+    del buffer  # consumed below by the C searcher: no other reference may keep it as it was
     rep.on_start(variables=n_vars, constraints=problem.n_act, implementation=impl_name, backend=name)
     t1 = perf_counter()
     rep.on_phase("encode", t1 - t0)
@@ -198,7 +223,7 @@ def solve_problem(
         searcher = impl.Searcher(
             n_vars,
             n_total,
-            clauses,
+            clauses.take() if impl.Searcher.consumes else clauses.get(),
             problem.n_act,
             problem.nodes,
             problem.args,
@@ -206,6 +231,7 @@ def solve_problem(
             problem.n_anchors,
             problem.vdep_start,
             problem.vdep,
+            consume=impl.Searcher.consumes,
         )
         race = _Race(problem, factory, clauses, acts, t1) if name == "native" else None
         status, model = _propagator_search(searcher, oracle, acts, n_vars, race)
@@ -220,7 +246,7 @@ def solve_problem(
     if engine == "cryptominisat":
         status, model, found = _oracle_search(problem, oracle, acts)
         counters.update(found)
-        counters["clauses"] = clauses.count(0)
+        counters["clauses"] = clauses.get().count(0)
     t2 = perf_counter()
     rep.on_phase("search", t2 - t1)
 
@@ -303,7 +329,7 @@ class _Race:
     """
 
     def __init__(
-        self, problem: Problem, factory: BackendFactory, clauses: array[int], acts: array[int], t0: float
+        self, problem: Problem, factory: BackendFactory, clauses: _Clauses, acts: array[int], t0: float
     ) -> None:
         self.problem = problem
         self.factory = factory
@@ -471,7 +497,7 @@ def _explain(
     searcher: Any,
     oracle: _Oracle,
     factory: BackendFactory,
-    clauses: array[int],
+    clauses: _Clauses,
     acts: array[int],
     minimize: bool,
     counters: dict[str, int],

@@ -274,6 +274,7 @@ struct olm_searcher {
     const int *nodes, *args, *vdep_start, *vdep;
     signed char *val;           /* 0 unassigned, 1 true, -1 false */
     int *lits;                  /* clause literals, watched ones first */
+    int lits_borrowed;          /* lits is the caller's clause buffer */
     int *cstart;                /* clause c's literals: lits[cstart[c] .. cstart[c + 1]) */
     int n_clauses;
     long long n_input;          /* clauses in the buffer, units and tautologies included */
@@ -446,7 +447,7 @@ void olm_searcher_free(olm_searcher *s) {
     free(s->watches);
     free(s->wblock);
     free(s->val);
-    free(s->lits);
+    if (!s->lits_borrowed) free(s->lits);
     free(s->cstart);
     free(s->trail);
     free(s->trail_lim);
@@ -462,7 +463,7 @@ void olm_searcher_free(olm_searcher *s) {
     free(s);
 }
 
-static int load(olm_searcher *s, const int *clauses, size_t n) {
+static int load(olm_searcher *s, int *clauses, size_t n) {
     int N = s->n_total;
     int *stamp = calloc((size_t)N + 1, sizeof(int));
     unsigned char *sign = calloc((size_t)N + 1, 1);
@@ -470,7 +471,7 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     size_t n_clauses = 0;
     for (size_t i = 0; i < n; i++) n_clauses += clauses[i] == 0;
     s->n_input = (long long)n_clauses;
-    s->lits = malloc((n + 1) * sizeof(int));
+    s->lits = s->lits_borrowed ? clauses : malloc((n + 1) * sizeof(int));
     s->cstart = malloc((n_clauses + 1) * sizeof(int));
     if (!stamp || !sign || !units || !s->lits || !s->cstart) {
         free(stamp); free(sign); free(units);
@@ -545,11 +546,15 @@ static int load(olm_searcher *s, const int *clauses, size_t n) {
     return !s->oom;
 }
 
-olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
+olm_searcher *olm_searcher_new(int n_vars, int n_total, int *clauses, size_t n_clause_ints,
                                int n_act, const int *nodes, const int *args, int anchor_start,
-                               int n_anchors, const int *vdep_start, const int *vdep, int proofs) {
+                               int n_anchors, const int *vdep_start, const int *vdep, int proofs,
+                               int consume) {
     olm_searcher *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    /* consume: the clause buffer becomes `lits` (compacted in place: each literal kept is
+     * written at or before where it was read), which the caller keeps alive */
+    s->lits_borrowed = consume && clauses;
     s->proofs = proofs;
     s->ask_level = -1;
     s->n_vars = n_vars;

@@ -11,9 +11,10 @@ int olm_encode_counter(int first_var, const int *lits, int k, int **out, size_t 
                        int *outs, int *top_var);
 void olm_free(void *p);
 
-olm_searcher *olm_searcher_new(int n_vars, int n_total, const int *clauses, size_t n_clause_ints,
+olm_searcher *olm_searcher_new(int n_vars, int n_total, int *clauses, size_t n_clause_ints,
                                int n_act, const int *nodes, const int *args, int anchor_start,
-                               int n_anchors, const int *vdep_start, const int *vdep, int proofs);
+                               int n_anchors, const int *vdep_start, const int *vdep, int proofs,
+                               int consume);
 void olm_searcher_free(olm_searcher *s);
 int olm_searcher_run(olm_searcher *s);
 int olm_searcher_assumptions(const olm_searcher *s, int *out);

@@ -163,7 +163,8 @@ def test_native_races_cryptominisat_by_measured_time():
     from olmkit._solver._problem import flatten
 
     problem = flatten(gadget(5))
-    clauses, _ = _encode.get().encode(problem.n_vars, problem.nodes, problem.args, problem.top)
+    buffer, _ = _encode.get().encode(problem.n_vars, problem.nodes, problem.args, problem.top)
+    clauses = solve_module._Clauses(buffer, lambda: buffer)
     acts = solve_module.array("i", range(problem.n_vars + 1, problem.n_vars + problem.n_act + 1))
     factory = engine_of("cryptominisat")[2]
     now = perf_counter()

@@ -44,7 +44,8 @@ def _model_bytes(model: Any, n_vars: int) -> bytes:
 @SETTINGS
 @given(variables=any_problem(), data=st.data())
 def test_searchers_run_in_lockstep(variables, data):
-    """Both searchers ask the same SAT questions and reach the same status, model, counters and checks."""
+    """Both searchers ask the same SAT questions and reach the same status, model, counters and checks
+    (the C one also when it keeps its clauses in the encoder's buffer, ``consume=True``)."""
     from olmkit._solver import _native, _pure
 
     p = flatten(variables)
@@ -53,28 +54,32 @@ def test_searchers_run_in_lockstep(variables, data):
     assert (clauses.tobytes(), n_total) == (pure_clauses.tobytes(), pure_total)
 
     args = (p.n_vars, n_total, clauses, p.n_act, p.nodes, p.args, p.anchor_start, p.n_anchors, p.vdep_start, p.vdep)
+    consumed = array("i", clauses)
     twins = (_native.Searcher(*args), _pure.Searcher(*args))
+    in_place = _native.Searcher(*args[:2], consumed, *args[3:], consume=True)
+    searchers = (*twins, in_place)
     backend = CryptoMiniSatBackend()
     backend.add_clauses(clauses)
     acts = array("i", range(p.n_vars + 1, p.n_vars + p.n_act + 1))
     questions = 0
     while True:
-        status = [s.run() for s in twins]
-        assert status[0] == status[1]
+        status = [s.run() for s in searchers]
+        assert status[0] == status[1] == status[2]
         if status[0]:
             break
-        asked = [s.assumptions() for s in twins]
-        assert asked[0] == asked[1]
+        asked = [s.assumptions() for s in searchers]
+        assert asked[0] == asked[1] == asked[2]
         questions += 1
         sat, model = backend.solve(acts + asked[0])
-        for s in twins:
+        for s in searchers:
             if sat:
                 s.resume(True, _model_bytes(model, p.n_vars), None)
             else:
                 s.resume(False, None, array("i", backend.get_conflict()))
 
     native, pure = twins
-    assert native.stats() == pure.stats()
+    assert native.stats() == pure.stats() == in_place.stats()
+    assert in_place.model() == native.model()
     assert questions == native.stats()["solver_calls"]
     assert native.assumptions() == pure.assumptions()
     if status[0] > 0:
