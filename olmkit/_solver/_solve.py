@@ -40,6 +40,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import compress
 from time import perf_counter
 from typing import Any
 
@@ -267,7 +268,7 @@ def solve_problem(
     rep.on_phase("minimize", perf_counter() - t2)
     _report_counters(rep, counters, oracle)
 
-    chosen = array("i", [i for i, bit in enumerate(final) if bit])
+    chosen = array("i", compress(range(len(final)), final))
     if _overrides(rep, "on_result"):
         rep.on_result([variables[i].id for i in chosen])
     return chosen
