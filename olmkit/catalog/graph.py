@@ -89,6 +89,7 @@ class _Upgrades:
             if e.skip_range:
                 with contextlib.suppress(ValueError):  # OLM ignores an unparsable range
                     self._ranged.append((i, parse_range(e.skip_range)))
+        self._table: dict[str, tuple[str, str] | None] | None = None
 
     def _version(self, name: str) -> str | None:
         bundle = self.bundles.get(name)
@@ -100,6 +101,9 @@ class _Upgrades:
         The same as the first entry of the channel order for which :func:`upgrades_from`
         says something, found through an index.
         """
+        table = self._table
+        if table is not None and name in table:
+            return table[name]
         own = self.position.get(name, -1)
         found: list[tuple[int, int, str]] = []  # (position, rank of how, how)
         for rank, how in enumerate(("replaces", "skips")):
@@ -124,6 +128,46 @@ class _Upgrades:
             return None
         position, _, how = min(found)
         return self.order[position].name, how
+
+    def table(self) -> dict[str, tuple[str, str] | None]:
+        """:meth:`next` of every entry of the channel, computed in one pass (kept for :meth:`next`)."""
+        if self._table is not None:
+            return self._table
+        order, position, ranged, bundles = self.order, self.position, self._ranged, self.bundles
+        by_edge = self._by_edge
+        end = len(order)
+        table: dict[str, tuple[str, str] | None] = {}
+        for entry in self.entries:
+            name = entry.name
+            own = position.get(name, -1)
+            best, how = end, ""
+            for i in by_edge.get(("replaces", name), ()):
+                if i != own:
+                    best, how = i, "replaces"
+                    break
+            for i in by_edge.get(("skips", name), ()):
+                if i != own:
+                    if i < best:  # at the same position, replaces comes first
+                        best, how = i, "skips"
+                    break
+            if ranged:
+                bundle = bundles.get(name)
+                text = bundle.version if bundle is not None else None
+                if text:
+                    try:
+                        version = parse_version(text, tolerant=True)
+                    except ValueError:
+                        version = None
+                    if version is not None:
+                        for i, rng in ranged:
+                            if i >= best:
+                                break
+                            if i != own and version in rng:
+                                best, how = i, "skipRange"
+                                break
+            table[name] = (order[best].name, how) if how else None
+        self._table = table
+        return table
 
     def stop(self, name: str) -> UpgradeStop:
         """Why no offered entry upgrades ``name``."""
@@ -216,10 +260,14 @@ def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[Upgrad
     .. versionadded:: 0.2
     """
     upgrades = _Upgrades(catalog, package, channel)
-    outcome: dict[str, str | None] = {upgrades.head: None}  # entry -> where its path stops (None: the head)
+    table = upgrades.table()
+    # entry -> where its path stops (None: the head); most paths join one already followed
+    outcome: dict[str, str | None] = {upgrades.head: None}
     for entry in upgrades.entries:
-        path: list[str] = []
         current = entry.name
+        if current in outcome:
+            continue
+        path: list[str] = []
         on_path: set[str] = set()
         while current not in outcome:
             if current in on_path:
@@ -227,7 +275,7 @@ def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[Upgrad
                 break
             on_path.add(current)
             path.append(current)
-            found = upgrades.next(current)
+            found = table[current]
             if found is None:
                 outcome[current] = current
                 break
@@ -237,7 +285,7 @@ def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[Upgrad
             outcome.setdefault(name, stop)
     groups: dict[str, list[str]] = {}
     for entry in upgrades.entries:
-        stop_at = outcome.get(entry.name)
+        stop_at = outcome[entry.name]
         if stop_at is not None:
             groups.setdefault(stop_at, []).append(entry.name)
     return [(upgrades.walk(stop_at)[1] or upgrades.stop(stop_at), names) for stop_at, names in groups.items()]

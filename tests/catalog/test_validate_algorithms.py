@@ -1,0 +1,166 @@
+"""How validation does its work: the upgrade graph's indexed walk against its definition, and the
+split of the packages between two processes.
+
+``dead_ends`` and ``upgrade_walk`` take each entry's upgrade from a table computed in one
+pass over the channel. The reference here takes it from the definition: the first entry of
+the channel order, other than the bundle itself, for which ``upgrades_from`` says something;
+and it groups the entries as the per-entry walk did (entries in channel order, each path
+remembered, a cycle stuck where it closes). Random channels of replaces, skips and
+skipRanges (some unparsable, some entries naming missing bundles, cycles, several heads)
+must give the same groups, stops and reasons, or the same error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from olmkit.catalog import build_catalog
+from olmkit.catalog._catalog import Catalog
+from olmkit.catalog.graph import UpgradeStop, _Upgrades, dead_ends, upgrade_walk, upgrades_from
+from olmkit.errors import CatalogError
+from olmkit.manager import get_plugin_manager
+
+REGISTRY = get_plugin_manager(entrypoints=False).registry
+VERSIONS = ["0.1.0", "0.2.0", "1.0.0", "1.0.1", "1.1.0", "2.0.0", "2.0.0-rc.1", "3.0.0"]
+RANGES = ["<1.0.0", ">=0.1.0 <2.0.0", "<2.0.0", ">=1.0.0 <3.0.0", "<0.0.0", "<v1.13.0", "not a range"]
+
+
+def reference_next(upgrades: _Upgrades, name: str) -> tuple[str, str] | None:
+    """The definition: the first offered entry (channel order) that upgrades ``name``."""
+    bundle = upgrades.bundles.get(name)
+    version = bundle.version if bundle is not None else None
+    for entry in upgrades.order:
+        if entry.name != name and (how := upgrades_from(entry, name, version)) is not None:
+            return entry.name, how
+    return None
+
+
+def reference_walk(upgrades: _Upgrades, start: str) -> tuple[list[tuple[str, str]], UpgradeStop | None]:
+    steps: list[tuple[str, str]] = []
+    current, seen = start, {start}
+    while current != upgrades.head:
+        found = reference_next(upgrades, current)
+        if found is None:
+            return steps, upgrades.stop(current)
+        if found[0] in seen:
+            reason = f"its upgrade {found[0]!r} ({found[1]}) leads back along the path: a cycle"
+            return steps, UpgradeStop(current, upgrades.head, reason)
+        steps.append(found)
+        seen.add(found[0])
+        current = found[0]
+    return steps, None
+
+
+def reference_dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[UpgradeStop, list[str]]]:
+    upgrades = _Upgrades(catalog, package, channel)
+    outcome: dict[str, str | None] = {upgrades.head: None}
+    for entry in upgrades.entries:
+        path: list[str] = []
+        current = entry.name
+        on_path: set[str] = set()
+        while current not in outcome:
+            if current in on_path:
+                outcome.update(dict.fromkeys(path, current))
+                break
+            on_path.add(current)
+            path.append(current)
+            found = reference_next(upgrades, current)
+            if found is None:
+                outcome[current] = current
+                break
+            current = found[0]
+        stop = outcome.get(current, current)
+        for name in path:
+            outcome.setdefault(name, stop)
+    groups: dict[str, list[str]] = {}
+    for entry in upgrades.entries:
+        stop_at = outcome.get(entry.name)
+        if stop_at is not None:
+            groups.setdefault(stop_at, []).append(entry.name)
+    return [(reference_walk(upgrades, s)[1] or upgrades.stop(s), names) for s, names in groups.items()]
+
+
+@st.composite
+def channels(draw: Any) -> list[dict[str, Any]]:
+    """A package with one channel of 1-9 entries; bundles for most entries, versions drawn (repeats allowed)."""
+    count = draw(st.integers(1, 9))
+    names = [f"a.e{i}" for i in range(count)]
+    others = st.sampled_from([*names, "a.missing"])
+    entries = []
+    for i, name in enumerate(names):
+        entry: dict[str, Any] = {"name": name}
+        if draw(st.integers(0, 9)) < 8 and i > 0:  # mostly a chain, sometimes anything
+            entry["replaces"] = names[i - 1] if draw(st.booleans()) else draw(others)
+        skips = draw(st.lists(others, max_size=2, unique=True))
+        if skips:
+            entry["skips"] = skips
+        if draw(st.integers(0, 3)) == 0:
+            entry["skipRange"] = draw(st.sampled_from(RANGES))
+        entries.append(entry)
+    blobs: list[dict[str, Any]] = [
+        {"schema": "olm.package", "name": "a", "defaultChannel": "stable"},
+        {"schema": "olm.channel", "package": "a", "name": "stable", "entries": entries},
+    ]
+    for name in names:
+        if draw(st.integers(0, 9)) == 0:
+            continue  # an entry naming a bundle the package does not have
+        version = draw(st.sampled_from(VERSIONS))
+        blobs.append(
+            {
+                "schema": "olm.bundle",
+                "package": "a",
+                "name": name,
+                "image": f"example.invalid/{name}",
+                "properties": [{"type": "olm.package", "value": {"packageName": "a", "version": version}}],
+            }
+        )
+    return blobs
+
+
+def outcome(compute: Any) -> Any:
+    try:
+        return compute()
+    except CatalogError as exc:
+        return f"error: {exc}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(channels())
+def test_dead_ends_and_walks_match_the_definition(blobs):
+    catalog = build_catalog((("c.json", i, b) for i, b in enumerate(blobs, 1)), REGISTRY, name="c").catalog
+
+    assert outcome(lambda: reference_dead_ends(catalog, "a", "stable")) == outcome(
+        lambda: dead_ends(catalog, "a", "stable")
+    )
+    table = outcome(lambda: _Upgrades(catalog, "a", "stable").table())
+    if not isinstance(table, str):  # a channel with one head: every entry's upgrade, indexed and by definition
+        upgrades = _Upgrades(catalog, "a", "stable")
+        assert {e.name: reference_next(upgrades, e.name) for e in upgrades.entries} == table
+    for entry in catalog.channels["a"]["stable"].entries:
+        assert outcome(lambda e=entry: reference_walk(_Upgrades(catalog, "a", "stable"), e.name)) == outcome(
+            lambda e=entry: upgrade_walk(catalog, "a", "stable", e.name)
+        )
+
+
+def test_a_child_that_writes_the_cache_gets_fewer_packages_to_check(monkeypatch):
+    """With the cache write to do after its part, the child gets (1 - cost) / 2 of the bundles."""
+    from olmkit.catalog import validate
+
+    blobs: list[dict[str, Any]] = []
+    for i in range(100):
+        name = f"p{i:03}"
+        blobs.append({"schema": "olm.package", "name": name, "defaultChannel": "stable"})
+        blobs.append({"schema": "olm.channel", "package": name, "name": "stable", "entries": [{"name": f"{name}.v1"}]})
+        blobs.append({"schema": "olm.bundle", "package": name, "name": f"{name}.v1", "image": "x", "properties": []})
+    catalog = build_catalog((("c.json", i, b) for i, b in enumerate(blobs, 1)), REGISTRY, name="c").catalog
+    names = sorted(catalog.packages)
+    monkeypatch.setattr(validate._fork, "can_fork", lambda: True)
+
+    assert 50 == validate._split(catalog, names, 2)
+    assert 70 == validate._split(catalog, names, 2, extra=0.4)
+    assert 90 == validate._split(catalog, names, 2, extra=5.0)  # the child always checks something
+    assert validate._split(catalog, names, 1, extra=0.4) is None
+    assert validate._split(catalog, names, None) is None  # below PARALLEL_MIN_BUNDLES
