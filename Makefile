@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-native test-pure lint bench bench-solver clean
+.PHONY: demo test test-native test-pure lint bench bench-solver bench-compare clean
 
 # The contributed plugins (plugins_contrib/olmkit-*) are installed beside olmkit, as their
 # users install them, so the suite tests them through their entry points.
@@ -54,3 +54,16 @@ clean:
 # plus libsolv where python3-solv is installed: writes benchmarks/results/solver.md.
 bench-solver: $(STAMP)
 	$(PY) benchmarks/solver_suite.py
+
+# olmkit against libsolv on the same generated problem (gen_catalog --seed 1), whole commands,
+# cold (a fresh OLMKIT_CACHE_DIR) and warm, with peak memory and the ratio; and `catalog
+# validate` cold against the orjson parse of every blob. libsolv needs python3-solv for the
+# system Python (Debian/Ubuntu: apt-get install python3-solv; Fedora: dnf install python3-solv);
+# without it the table says so and olmkit still runs. Writes benchmarks/results/compare.md,
+# compare.json and, with several sizes, resolve-scaling.png:
+#   make bench-compare SIZES="500 1000 2000 5000 10000" REPEAT=3
+SIZES  ?= 2000
+REPEAT ?= 3
+bench-compare: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/compare.py --packages $(SIZES) --repeat $(REPEAT)

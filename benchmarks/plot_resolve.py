@@ -1,6 +1,11 @@
 """Draw benchmarks/results/resolve-scaling.png from measurements (needs the bench extra's matplotlib).
 
-Usage: ``python benchmarks/plot_resolve.py DIR OUT.png`` where DIR holds, per workload W in
+``make bench-compare`` (``benchmarks/compare.py``) draws it with :func:`plot_compare`: whole
+commands, olmkit cold and warm against libsolv and ``catalog validate`` against the orjson
+floor over the sizes measured, with peak memory. ``python benchmarks/plot_resolve.py
+--compare results/compare.json OUT.png`` redraws it from the raw figures.
+
+The earlier, in-process figures: ``python benchmarks/plot_resolve.py DIR OUT.png`` where DIR holds, per workload W in
 500x10x20, 2000x20x50 and 10000x20x200 (see results/resolve.md for the commands):
 ``cold_W.json`` and ``disk_W.json`` (``olmkit bench resolve --workload /tmp/olmkit-resolve-W
 --repeat 6 -o json``, with and without ``--cold``; of three runs, the one with the median
@@ -82,5 +87,52 @@ def main(directory: Path, out: Path) -> None:
     fig.savefig(out)
 
 
+#: how each compare.py row is drawn: (label, style)
+COMPARE_SERIES = {
+    ("resolve cold", False): ("olmkit resolve, cold (empty cache)", {"marker": "o", "color": "C0"}),
+    ("resolve warm", False): ("olmkit resolve, warm (caches filled)", {"marker": "s", "color": "C1"}),
+    ("resolve cold", True): ("libsolv (python3-solv, parses the JSON)", {"marker": "^", "color": "C3"}),
+    ("validate cold", False): ("olmkit catalog validate, cold", {"marker": "D", "color": "C2"}),
+    ("validate cold", True): ("orjson parse of every blob (floor)", {"marker": "v", "color": "0.5"}),
+}
+
+
+def plot_compare(rows: list[dict], out: Path) -> None:
+    """Wall time (median, with the range) and peak RSS against P of compare.py's rows."""
+    fig, (ax, mem) = plt.subplots(1, 2, figsize=(11, 4.6), dpi=110)
+    for (case, reference), (label, style) in COMPARE_SERIES.items():
+        mine = sorted((r for r in rows if r["case"] == case), key=lambda r: r["packages"])
+        wall_key, peak_key = ("reference_wall", "reference_peak_mb") if reference else ("wall", "peak_mb")
+        points = [(r["packages"], r[wall_key], r[peak_key]) for r in mine if r[wall_key] is not None]
+        if not points:
+            continue
+        xs = [p for p, _, _ in points]
+        mid = [w["median"] for _, w, _ in points]
+        err = [[w["median"] - w["min"] for _, w, _ in points], [w["max"] - w["median"] for _, w, _ in points]]
+        ax.errorbar(xs, mid, yerr=err, label=label, capsize=2, **style)
+        if peak_key == "reference_peak_mb" and case.startswith("validate"):
+            continue  # the floor script's memory says nothing about loading
+        mem.plot(xs, [m["median"] for _, _, m in points], label=label, **style)
+    sizes = sorted({r["packages"] for r in rows})
+    for a in (ax, mem):
+        a.set_xscale("log")
+        a.set_yscale("log")
+        a.set_xticks(sizes, [str(p) for p in sizes])
+        a.minorticks_off()
+        a.set_xlabel("packages P (gen_catalog --bundles 20 --seed 1; 20 bundles each)")
+        a.grid(True, which="both", alpha=0.3)
+    ax.set_ylabel("seconds (wall, whole command; median and range)")
+    ax.set_title("olmkit against libsolv and the orjson floor")
+    mem.set_ylabel("peak RSS (MB)")
+    mem.set_title("peak memory")
+    ax.legend(fontsize=7, loc="upper left")
+    mem.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out)
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    if sys.argv[1] == "--compare":
+        plot_compare(json.loads(Path(sys.argv[2]).read_text())["rows"], Path(sys.argv[3]))
+    else:
+        main(Path(sys.argv[1]), Path(sys.argv[2]))

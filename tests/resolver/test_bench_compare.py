@@ -1,0 +1,124 @@
+"""``make bench-compare`` (benchmarks/compare.py): the table's figures, ratios and verdicts, and a run
+without libsolv, which says so and still measures olmkit."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.shared import SHARED
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def compare() -> Any:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module("compare")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def run(wall: float, peak: float = 100.0, **extra: Any) -> dict[str, Any]:
+    return {"wall": wall, "cpu": wall, "peak_mb": peak, "code": 0, "load": 1.0, **extra}
+
+
+def test_rows_give_medians_ratios_and_the_issues_verdicts(compare):
+    """Medians of interleaved runs; olmkit / libsolv for resolution, validate / the in-process parse time."""
+    results = {
+        2000: {
+            "resolve cold": [run(2.0, 250), run(1.0, 260), run(3.0, 255)],
+            "resolve warm": [run(0.5), run(0.6), run(0.7)],
+            "libsolv": [run(1.0, 50), run(0.9, 52), run(1.1, 51)],
+            "validate cold": [run(0.9, 150), run(1.1, 150), run(1.0, 150)],
+            "orjson parse": [
+                run(0.5, 20, parse_seconds=0.2),
+                run(0.6, 20, parse_seconds=0.25),
+                run(0.5, 20, parse_seconds=0.18),
+            ],
+        },
+        10000: {
+            "resolve cold": [run(4.0, 590)],
+            "resolve warm": [run(1.6, 500)],
+            "libsolv": [run(10.0, 188)],
+            "validate cold": [run(3.0, 450)],
+            "orjson parse": [run(1.5, 30, parse_seconds=0.9)],
+        },
+    }
+
+    rows = {(r["packages"], r["case"]): r for r in compare.summary(results)}
+
+    cold = rows[2000, "resolve cold"]
+    assert (2.0, 1.0, 3.0, 255) == (
+        cold["wall"]["median"],
+        cold["wall"]["min"],
+        cold["wall"]["max"],
+        cold["peak_mb"]["median"],
+    )
+    assert (2.0, False) == (cold["ratio"], cold["met"])  # the target: no slower than libsolv
+    assert pytest.approx(0.6) == rows[2000, "resolve warm"]["ratio"]
+    assert rows[2000, "resolve warm"]["met"] is None  # the issue sets no target there
+    validate = rows[2000, "validate cold"]
+    assert ("orjson parse", 0.2, 5.0, True) == (
+        validate["reference"],
+        validate["reference_wall"]["median"],
+        validate["ratio"],
+        validate["met"],
+    )
+    assert rows[10000, "resolve cold"]["met"] is True  # 4 s, 590 MB: within 5 s and 600 MB
+    assert rows[10000, "resolve warm"]["met"] is False  # 1.6 s for 1.5 s
+    assert rows[10000, "validate cold"]["met"] is False  # 3 s, but 450 MB for 400 MB
+    text = compare.table(list(rows.values()))
+    row = "| `resolve`, P=2000 (40k bundles), cold | 2.00 s (1.00-3.00) | 255 MB | libsolv | 1.00 s (0.90-1.10) | "
+    assert row + "51 MB | 2.00 | <= 1x the reference | **no** |" in text
+    assert "| `catalog validate`, P=10000 (200k bundles), cold | 3.00 s | 450 MB | orjson parse | 0.90 s |" in text
+
+
+def test_met_needs_the_reference_for_a_ratio_target(compare):
+    assert compare.met({"ratio": 1.0}, 0.5, 10, None) is None
+    assert compare.met(None, 0.5, 10, 0.1) is None
+    assert compare.met({"seconds": 1.0, "mb": 100}, 1.0, 100, None) is True
+    assert compare.met({"seconds": 1.0, "mb": 100}, 1.0, 101, None) is False
+
+
+def test_without_libsolv_the_run_says_so_and_measures_olmkit(compare, tmp_path, capsys):
+    """No python3-solv: a line on stderr says how to install it; every olmkit row is measured, without a ratio."""
+    generator = SHARED / "bench" / "gen_catalog.py"
+    if not generator.is_file():
+        pytest.fail(f"the shared workload generator is missing: {generator}")
+    out = tmp_path / "out"
+    out.mkdir()
+
+    code = compare.main(
+        [
+            *("--packages", "20", "30", "--repeat", "1", "--work", str(tmp_path / "work")),
+            *("--system-python", str(tmp_path / "no-python"), "--plot", ""),
+            *("--json", str(out / "c.json"), "--markdown", str(out / "c.md")),
+        ]
+    )
+
+    captured = capsys.readouterr()
+    assert 0 == code
+    assert "libsolv skipped:" in captured.err
+    assert "apt-get install python3-solv" in captured.err
+    assert "dnf install python3-solv" in captured.err
+    raw = json.loads((out / "c.json").read_text())
+    rows = {(r["packages"], r["case"]): r for r in raw["rows"]}
+    assert {(p, c) for p in (20, 30) for c in ("resolve cold", "resolve warm", "validate cold")} == set(rows)
+    assert all(
+        rows[p, "resolve cold"]["ratio"] is None and rows[p, "resolve cold"]["wall"]["median"] > 0 for p in (20, 30)
+    )
+    assert all(rows[p, "validate cold"]["ratio"] > 1 for p in (20, 30))  # validating costs more than parsing
+    assert [] == raw["runs"]["20"]["libsolv"]
+    assert all(0 == r["code"] for r in raw["runs"]["20"]["resolve warm"])
+    table = (out / "c.md").read_text()
+    assert "libsolv: not run (" in table
+    assert "| `resolve`, P=20 (400 bundles), cold |" in table
+    assert "| libsolv | - | - | - |" in table
+    assert table == captured.out
