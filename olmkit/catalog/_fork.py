@@ -21,9 +21,10 @@ import contextlib
 import marshal
 import os
 import signal
+import tempfile
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["Child", "background", "can_fork", "start", "wait_background"]
 
@@ -34,18 +35,28 @@ def can_fork() -> bool:
 
 
 class Child:
-    """A forked process computing a marshal-able value, read back through a pipe."""
+    """A forked process computing a marshal-able value.
 
-    def __init__(self, pid: int, fd: int) -> None:
+    The value goes through an unlinked temporary file both processes hold, and the pipe
+    carries only its length: a child writing a large value into the pipe would wait until
+    the parent reads it, after its own work, and only then start its ``then``.
+    """
+
+    def __init__(self, pid: int, fd: int, data: IO[bytes] | None = None) -> None:
         self.pid = pid
         self.fd: int | None = fd  # the pipe's read end, until closed
+        self.data = data  # the value's file (``None``: the value comes through the pipe)
 
     def close(self) -> None:
-        """Close the pipe's read end (once)."""
+        """Close the pipe's read end and the value's file (once)."""
         if self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
+        if self.data is not None:
+            with contextlib.suppress(OSError):
+                self.data.close()
+            self.data = None
 
     def result(self, *, reap: bool = True) -> Any:
         """The child's value, or ``None`` if it failed.
@@ -62,7 +73,17 @@ class Child:
         try:
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
+            if self.data is not None:
+                size = int.from_bytes(data, "little") if len(data) == 8 else -1
+                self.data.seek(0)
+                data = self.data.read(size) if size >= 0 else b""
+                if len(data) != size:
+                    data = b""
         finally:
+            if self.data is not None:
+                with contextlib.suppress(OSError):
+                    self.data.close()
+                self.data = None
             if reap:
                 try:
                     _, status = os.waitpid(self.pid, 0)
@@ -94,20 +115,32 @@ def start(work: Callable[[], Any], then: Callable[[], object] | None = None) -> 
     if not can_fork():
         return None
     try:
+        value = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the Child, which closes it
+    except OSError:
+        value = None  # no temporary directory: the value goes through the pipe
+    try:
         read, write = os.pipe()
     except OSError:
+        if value is not None:
+            value.close()
         return None
     try:
         pid = os.fork()
     except OSError:
         os.close(read)
         os.close(write)
+        if value is not None:
+            value.close()
         return None
     if pid == 0:  # the child: compute, send, leave without running any exit handler
         status = 1
         try:
             os.close(read)
             data = marshal.dumps(work())
+            if value is not None:
+                value.write(data)
+                value.flush()
+                data = len(data).to_bytes(8, "little")
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             status = 0
@@ -118,7 +151,7 @@ def start(work: Callable[[], Any], then: Callable[[], object] | None = None) -> 
         finally:
             os._exit(status)
     os.close(write)
-    return Child(pid, read)
+    return Child(pid, read, value)
 
 
 _pending: list[Child] = []

@@ -200,7 +200,7 @@ PARALLEL_MIN_BUNDLES: Final = 5000
 #: Writing the catalog cache costs about this share of checking the whole catalog (measured
 #: on generated catalogs of 40k and 200k bundles): the child that writes it after checking
 #: gets that much less to check, so that both processes finish together.
-_WRITE_COST: Final = 0.4
+_WRITE_COST: Final = 0.5
 
 
 #: What a distinct property says: (identity?, package its identity names, unknown type?,

@@ -1,5 +1,5 @@
 """How validation does its work: the upgrade graph's indexed walk against its definition, and the
-split of the packages between two processes.
+split of the packages between two processes, and how the child hands its problems back.
 
 ``dead_ends`` and ``upgrade_walk`` take each entry's upgrade from a table computed in one
 pass over the channel. The reference here takes it from the definition: the first entry of
@@ -12,8 +12,11 @@ must give the same groups, stops and reasons, or the same error.
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,3 +167,34 @@ def test_a_child_that_writes_the_cache_gets_fewer_packages_to_check(monkeypatch)
     assert 90 == validate._split(catalog, names, 2, extra=5.0)  # the child always checks something
     assert validate._split(catalog, names, 1, extra=0.4) is None
     assert validate._split(catalog, names, None) is None  # below PARALLEL_MIN_BUNDLES
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forking is POSIX-only")
+def test_a_child_goes_on_to_its_then_before_the_parent_reads_a_large_value(tmp_path):
+    """The value (larger than a pipe holds) waits in a file: the child starts its ``then`` (the cache
+    write) while the parent is still busy with its own part, and the parent reads the value whole."""
+    from olmkit.catalog import _fork
+
+    marker = tmp_path / "then-ran"
+    value = [f"problem {i}" for i in range(100_000)]  # about 1.5 MB marshalled
+    child = _fork.start(lambda: value, then=marker.touch)
+    assert child is not None
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    ran = marker.exists()
+    assert value == child.result()
+    assert ran
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forking is POSIX-only")
+def test_a_failing_child_gives_no_value(tmp_path):
+    from olmkit.catalog import _fork
+
+    def fail() -> list[int]:
+        raise RuntimeError("boom")
+
+    child = _fork.start(fail)
+    assert child is not None
+    assert child.result() is None
