@@ -14,6 +14,7 @@ channel).
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 import attrs
@@ -74,10 +75,6 @@ class _Upgrades:
         self.head = self.order[0].name
         self.bundles = catalog.bundles.get(package, {})
         self.position = {e.name: i for i, e in enumerate(self.order)}
-        self.skipped_by: dict[str, list[str]] = {}
-        for e in self.entries:
-            for s in e.skips:
-                self.skipped_by.setdefault(s, []).append(e.name)
         # offered entries by what they upgrade, in order: the first that upgrades a bundle wins
         self._by_edge: dict[tuple[str, str], list[int]] = {}
         self._ranged: list[tuple[int, Any]] = []
@@ -168,6 +165,15 @@ class _Upgrades:
             table[name] = (order[best].name, how) if how else None
         self._table = table
         return table
+
+    @functools.cached_property
+    def skipped_by(self) -> dict[str, list[str]]:
+        """The entries skipping each bundle, in channel order (for :meth:`stop`'s reasons)."""
+        skipped_by: dict[str, list[str]] = {}
+        for e in self.entries:
+            for s in e.skips:
+                skipped_by.setdefault(s, []).append(e.name)
+        return skipped_by
 
     def stop(self, name: str) -> UpgradeStop:
         """Why no offered entry upgrades ``name``."""

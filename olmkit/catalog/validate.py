@@ -43,6 +43,7 @@ import orjson
 from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog._load import _cache_path, _load
+from olmkit.catalog._writes import deferring
 from olmkit.catalog.graph import dead_ends
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
@@ -265,7 +266,8 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
     unknown_seen = state.unknown_seen
     views = state.views
 
-    canonical: dict[_Verdict, _Verdict] = {}
+    plain: _Verdict = (False, None, False, (), False)  # nothing to check or report: most properties
+    canonical: dict[_Verdict, _Verdict] = {plain: plain}
 
     def verdict(prop: Property) -> _Verdict:
         v = _verdict(prop)
@@ -275,19 +277,23 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
         pt = types.get(prop.type)
         is_identity = prop.type in identity
         named: str | None = None
-        if is_identity:
-            try:
-                named = getattr(catalog.parsed(prop), "package", None)
-            except (ValueError, TypeError, AttributeError, KeyError):
-                named = None
-        if pt is None:
-            return (is_identity, named, True, (), False)
+        if pt is None and not is_identity:
+            return (False, None, True, (), False)
         found: list[tuple[str, str]] = []
         try:
             value = catalog.parsed(prop)
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            if pt is None:
+                return (is_identity, named, True, (), False)
             found.append((ERROR, f"invalid {prop.type} value: {exc}"))
         else:
+            if is_identity:
+                try:
+                    named = getattr(value, "package", None)
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    named = None
+            if pt is None:
+                return (is_identity, named, True, (), False)
             if pt.validate is not None:
                 try:
                     found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
@@ -364,6 +370,8 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
                 v = verdicts.get(pid)
                 if v is None:
                     v = verdicts[pid] = verdict(prop)
+                if v is plain:
+                    continue
                 if v[0]:
                     identities += 1
                     if v[1] is not None and v[1] != pkg_name:
@@ -534,8 +542,9 @@ def _validate_channel(
             )
         )
         return
-    position = {e.name: i for i, e in enumerate(channel.entries)}
+    position: dict[str, int] = {}
     for stop, stuck in dead_ends(catalog, channel.package, channel.name):
+        position = position or {e.name: i for i, e in enumerate(channel.entries)}
         if stuck == [stop.bundle]:
             what = f"{stop.bundle!r} can never reach the channel head {stop.head!r}, as {stop.reason}"
         else:
@@ -618,8 +627,9 @@ def validate_path(
         except (OSError, orjson.JSONDecodeError, TypeError):
             pass
     # a large catalog's cache is written by the validation child once it has checked its
-    # half: on two cores, a third process writing at the same time would slow both halves
-    then = pending.write if pending is not None and pending.big else None
+    # part: on two cores, a third process writing at the same time would slow both parts.
+    # A one-shot command defers it until its report is out (catalog.defer_writes).
+    then = pending.write if pending is not None and pending.big and not deferring() else None
     problems, handed = _validate_catalog(result.catalog, registry, result.problems, jobs=None, then=then)
     if pending is not None and not handed:
         pending.start()

@@ -18,7 +18,7 @@ import argparse
 import sys
 from typing import Any
 
-from olmkit.catalog import Catalog, load_catalog
+from olmkit.catalog import Catalog, defer_writes, load_catalog
 from olmkit.catalog.bundles import bundles_to_blobs, fill_image_template, find_format, read_bundle
 from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_walk
 from olmkit.catalog.problems import ERROR
@@ -106,6 +106,7 @@ def add_commands(subparsers: Any) -> None:
 
 def run_validate(args: argparse.Namespace, pm: PluginManager) -> int:
     """Validate every path; 1 when any has an error."""
+    defer_writes()  # the catalog caches are written once the report is out
     registry = pm.registry
     report = []
     invalid = False
