@@ -14,6 +14,8 @@ annotation).
 * ``test_resolve_first``: the first resolution in a process, graph read from disk.
 * ``test_resolve_command``: the whole ``olmkit resolve -f`` command from warm caches.
 * ``test_resolve_command_cold``: the whole command with an empty cache directory.
+* ``test_libsolv_command``: the reference, libsolv, on the same workloads (``make bench-compare``
+  runs olmkit and libsolv interleaved, with peak memory and the ratio).
 
 ``olmkit bench resolve --workload DIR`` prints the same phase split for one workload.
 Run: ``.venv/bin/python -m pytest benchmarks/bench_resolve.py --benchmark-only``.
@@ -21,6 +23,7 @@ Run: ``.venv/bin/python -m pytest benchmarks/bench_resolve.py --benchmark-only``
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -32,12 +35,13 @@ import pytest
 from olmkit._solver import IMPLEMENTATION
 from olmkit._solver.backends import default_backend
 from olmkit.cli.output import dump_yaml
-from olmkit.cli.resolve import problem_objects, problem_request
+from olmkit.cli.resolve import find_generator, problem_objects, problem_request
 from olmkit.manager import get_plugin_manager
 from olmkit.resolver import resolve
 from olmkit.resolver._graph_cache import clear_graphs, graph_path
 
-GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"  # ../shared from the repository
+# ../shared beside the repository, or above a worktree (find_generator looks in both)
+GEN = find_generator() or Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_catalog.py"
 WORKLOADS = {"P500": (500, 10, 20), "P2000": (2000, 20, 50), "P10000": (10000, 20, 200)}
 
 
@@ -169,3 +173,29 @@ def test_resolve_command_cold(benchmark, tmp_path, name):
 
     assert 0 == done.returncode
     assert b'"status": "ok"' in done.stdout
+
+
+@pytest.fixture(scope="module")
+def compare_tools():
+    """benchmarks/compare.py (make bench-compare): its subreaper, to wait for detached cache writers."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import compare
+
+    compare.ADOPTING = compare.adopt_orphans()
+    return compare
+
+
+@pytest.mark.parametrize("name", ["P2000", "P10000"])
+def test_libsolv_command(benchmark, compare_tools, name):
+    """The reference: ``benchmarks/libsolv_resolve.py`` under the system Python on the same workload (it
+    parses the catalog's JSON every run). Skipped, saying how to install it, without python3-solv."""
+    missing = compare_tools.libsolv_state(compare_tools.SYSTEM_PYTHON)
+    if missing:
+        pytest.skip(missing)
+    argv = [compare_tools.SYSTEM_PYTHON, str(compare_tools.HERE / "libsolv_resolve.py")]
+    argv += [str(_workload(*WORKLOADS[name])), "--repeat", "1"]
+
+    done = benchmark.pedantic(subprocess.run, args=(argv,), kwargs={"capture_output": True}, rounds=3)
+
+    assert 0 == done.returncode
+    benchmark.extra_info.update(json.loads(done.stdout))
