@@ -358,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"libsolv skipped: {missing}\n")
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
+    # byte-compiled as ``make`` leaves it: with PYTHONDONTWRITEBYTECODE set, a module edited since
+    # would be compiled from source by every command
+    import olmkit
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(olmkit.__file__).parent)], check=False)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results = {}
     for packages in a.packages:
