@@ -455,3 +455,37 @@ def test_digests_remembered_before_listings_were_kept_still_count(tmp_path, olmk
 
     assert load_catalog_result(root, olmkit_pm.registry).cached
     assert 3 == len(marshal.loads(store.read_bytes()))
+
+
+def test_validate_command_leaves_a_large_catalogs_cache_write_until_its_report_is_out(tmp_path, olmkit_pm, monkeypatch):
+    """`catalog validate` defers the cache write: the validation child only checks, the write is queued
+    and done when the command is; the next validation is answered from the cache."""
+    from olmkit import catalog as catalog_api
+    from olmkit.catalog import _fork, _load
+    from olmkit.catalog import validate as validate_module
+
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 1)
+    monkeypatch.setattr(validate_module, "PARALLEL_MIN_BUNDLES", 1)
+    monkeypatch.setattr(_load.gc, "freeze", lambda: None)  # keep the test process's collector as it is
+    monkeypatch.setattr(_fork, "background", lambda work: False)  # a write, if any, in this process
+    handed = []
+    real = validate_module._validate_catalog
+    monkeypatch.setattr(
+        validate_module,
+        "_validate_catalog",
+        lambda *a, **k: handed.append(k.get("then")) or real(*a, **k),
+    )
+    root = tmp_path / "cat"
+    write(root, CATALOG)
+    catalog_api.defer_writes()
+    try:
+        _, first, first_cached = validate_path(root, olmkit_pm.registry)
+        queued = catalog_api.deferring() and not any(p.suffix == ".cache" for p in cache_dir().glob("*"))
+    finally:
+        catalog_api.finish_writes()
+    _, second, second_cached = validate_path(root, olmkit_pm.registry)
+
+    assert [None] == handed  # the child got no write to do
+    assert queued  # nothing written while the command ran
+    assert (False, True) == (first_cached, second_cached)
+    assert [str(p) for p in first] == [str(p) for p in second]
