@@ -42,11 +42,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from olmkit.cli.resolve import SYSTEM_PYTHON, libsolv_missing
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE))  # plot_resolve, beside this script
 
-from solver_suite import INSTALL_LIBSOLV, SYSTEM_PYTHON  # noqa: E402 - a script beside this one
 
 #: Subscriptions per size (the issue's P=2000 and P=10000 problems; the others in between).
 SUBSCRIPTIONS = {500: 20, 1000: 30, 2000: 50, 5000: 100, 10000: 200}
@@ -76,12 +77,7 @@ def olmkit_command() -> list[str]:
 
 def libsolv_state(python: str) -> str | None:
     """``None`` when ``python`` can import ``solv``, else why not (with how to install it)."""
-    if not Path(python).exists():
-        return f"{python} not found; install python3-solv with {INSTALL_LIBSOLV}"
-    done = subprocess.run([python, "-c", "import solv"], capture_output=True, check=False)
-    if done.returncode:
-        return f"python3-solv is not importable by {python}; install it with {INSTALL_LIBSOLV}"
-    return None
+    return libsolv_missing(python)
 
 
 #: GNU time: it forks the command from a small process, so the peak RSS is the command's own

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from olmkit.cli.resolve import find_generator
+from olmkit.cli.resolve import INSTALL_LIBSOLV, SYSTEM_PYTHON, find_generator, libsolv_missing
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -36,9 +36,7 @@ sys.path.insert(0, str(HERE))
 from gen_hard import SUITE  # noqa: E402 - the generator sits next to this script
 
 BACKENDS = ("native", "cryptominisat", "pure")
-SYSTEM_PYTHON = "/usr/bin/python3"
 TIMEOUT = 300
-INSTALL_LIBSOLV = "apt-get install python3-solv (Debian/Ubuntu) or dnf install python3-solv (Fedora)"
 
 
 def workloads(work: Path, quick: bool) -> list[tuple[str, str, Path]]:
@@ -102,9 +100,7 @@ def run_libsolv(workload: Path) -> dict[str, Any]:
 
 
 def libsolv_available() -> bool:
-    if not Path(SYSTEM_PYTHON).exists():
-        return False
-    return subprocess.run([SYSTEM_PYTHON, "-c", "import solv"], capture_output=True, check=False).returncode == 0
+    return libsolv_missing() is None
 
 
 def bar(seconds: float, longest: float, width: int = 40) -> str:

@@ -63,6 +63,27 @@ def find_generator() -> Path | None:
     return None
 
 
+#: The Python that has the OS's libsolv bindings (``python3-solv``), for ``--against libsolv``.
+SYSTEM_PYTHON: Final = "/usr/bin/python3"
+INSTALL_LIBSOLV: Final = "apt-get install python3-solv (Debian/Ubuntu) or dnf install python3-solv (Fedora)"
+#: The libsolv translation of a workload; a script of the source tree, run by the system Python.
+LIBSOLV_SCRIPT: Final = Path(__file__).resolve().parents[2] / "benchmarks" / "libsolv_resolve.py"
+
+
+def libsolv_missing(python: str | None = None) -> str | None:
+    """``None`` when ``python`` (default :data:`SYSTEM_PYTHON`) can import libsolv's ``solv``, else why not
+    and how to install it."""
+    python = python or SYSTEM_PYTHON
+    if not Path(python).exists():
+        return f"{python} not found; install python3-solv with {INSTALL_LIBSOLV}"
+    done = subprocess.run([python, "-c", "import solv"], capture_output=True, check=False)
+    if done.returncode:
+        return f"python3-solv is not importable by {python}; install it with {INSTALL_LIBSOLV}"
+    if not LIBSOLV_SCRIPT.is_file():
+        return f"{LIBSOLV_SCRIPT} not found (it is part of olmkit's source tree, not of the installed package)"
+    return None
+
+
 def _add_resolve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f",
@@ -155,6 +176,13 @@ def add_commands(subparsers: Any) -> None:
     b.add_argument("-o", "--output", choices=["text", "json"], default="text", help="output format (default text)")
     b.add_argument(
         "--solver", default=None, help="solver backend: cryptominisat, native or pure (default: native if built)"
+    )
+    b.add_argument(
+        "--against",
+        choices=["libsolv"],
+        default=None,
+        help="also resolve the workload with libsolv (python3-solv under /usr/bin/python3: apt-get or dnf install "
+        "python3-solv) and print the ratio olmkit / libsolv",
     )
     b.set_defaults(func=run_bench)
 
@@ -510,8 +538,21 @@ def _bench_table(data: dict[str, Any]) -> str:
         f"catalog load  {data['catalog_load_seconds']:.3f} s",
         f"peak RSS      {data['peak_rss_mb_first']} MB after the first run, {data['peak_rss_mb']} MB at the end",
         f"load average  {' '.join(str(x) for x in data['load_average'])}",
-        "",
     ]
+    ref = data.get("libsolv")
+    if ref is not None and "error" in ref:
+        lines.append(f"libsolv       not run: {ref['error']}")
+    elif ref is not None:
+        lines.append(
+            f"libsolv       load {ref['load_seconds']:.3f} s + solve {ref['solve_seconds']:.3f} s, "
+            f"peak RSS {ref['peak_rss_mb']} MB ({ref['status']}, {ref['installed']} installed)"
+        )
+        ratio = {k: "n/a" if v is None else f"{v:.2f}x" for k, v in data["ratio"].items()}
+        lines.append(
+            f"olmkit/libsolv  first {ratio['first']} (catalog load + first resolution / load + solve), "
+            f"warm {ratio['warm']} (warm resolution / solve)"
+        )
+    lines.append("")
     first, warm = data["first"]["timings"], data["warm"]["timings"]
     phases = list(dict.fromkeys([*first, *warm]))
     rows = [{"phase": p, "first": first.get(p), "warm": warm.get(p)} for p in phases]
@@ -602,8 +643,43 @@ def _bench(args: argparse.Namespace, pm: Any, workload: Path, backend: str, engi
         "peak_rss_mb": _peak_rss_mb(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+    if getattr(args, "against", None) == "libsolv":
+        data["libsolv"] = _libsolv(workload)
+        data["ratio"] = _ratio(data)
     if args.output == "json":
         sys.stdout.write(dump_json(data) + "\n")
     else:
         sys.stdout.write(_bench_table(data))
     return 0
+
+
+def _libsolv(workload: Path) -> dict[str, Any]:
+    """libsolv's figures on ``workload`` (``benchmarks/libsolv_resolve.py``), or why it did not run."""
+    missing = libsolv_missing()
+    if missing:
+        sys.stderr.write(f"olmkit: libsolv not run: {missing}\n")
+        return {"error": missing}
+    command = [SYSTEM_PYTHON, str(LIBSOLV_SCRIPT), str(workload), "--repeat", "3"]
+    with _progress("resolving with libsolv"):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"{LIBSOLV_SCRIPT.name} failed (exit {done.returncode}): {last}"}
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def _ratio(data: dict[str, Any]) -> dict[str, float | None] | None:
+    """olmkit / libsolv: the first resolution with the catalog's load against libsolv's load and solve,
+    and a warm resolution against libsolv's solve (its pool built); ``None`` where libsolv took no
+    measurable time."""
+    ref = data["libsolv"]
+    if "solve_seconds" not in ref:
+        return None
+    first = data["catalog_load_seconds"] + data["first"]["timings"].get("total", 0.0)
+    warm = data["warm"]["timings"].get("total", 0.0)
+    cold_ref = ref["load_seconds"] + ref["solve_seconds"]
+    return {
+        "first": round(first / cold_ref, 2) if cold_ref > 0 else None,
+        "warm": round(warm / ref["solve_seconds"], 2) if ref["solve_seconds"] > 0 else None,
+    }

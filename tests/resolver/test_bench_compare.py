@@ -125,3 +125,51 @@ def test_without_libsolv_the_run_says_so_and_measures_olmkit(compare, tmp_path, 
     assert "| `resolve`, P=20 (400 bundles), cold |" in table
     assert "| libsolv | - | - | - |" in table
     assert table == captured.out
+
+
+def bench_against_libsolv(capsys) -> tuple[dict[str, Any], str]:
+    from olmkit.cli import main
+
+    args = ["bench", "resolve", "-P", "30", "-B", "3", "-S", "4", "--repeat", "2", "--against", "libsolv", "-o", "json"]
+    assert 0 == main(args)
+    captured = capsys.readouterr()
+    return json.loads(captured.out), captured.err
+
+
+def test_bench_resolve_against_libsolv_without_it_says_how_to_install_it(capsys, monkeypatch, tmp_path):
+    """No python3-solv: olmkit's figures as always, and libsolv's place says why it did not run."""
+    from olmkit.cli import resolve as resolve_cli
+
+    monkeypatch.setattr(resolve_cli, "SYSTEM_PYTHON", str(tmp_path / "no-python"))
+
+    data, err = bench_against_libsolv(capsys)
+
+    assert "ok" == data["status"]
+    assert data["first"]["timings"]["total"] > 0
+    assert "apt-get install python3-solv" in data["libsolv"]["error"]
+    assert data["ratio"] is None
+    assert "olmkit: libsolv not run: " in err
+
+
+def test_bench_resolve_against_libsolv_gives_the_ratio(capsys):
+    """With python3-solv: libsolv's load, solve and memory on the same workload, and olmkit / libsolv."""
+    from olmkit.cli.resolve import libsolv_missing
+
+    missing = libsolv_missing()
+    if missing:
+        pytest.skip(missing)
+
+    data, _ = bench_against_libsolv(capsys)
+
+    ref = data["libsolv"]
+    assert "ok" == ref["status"]
+    assert ref["solvables"] > 30  # every bundle of the 30 packages
+    first = data["catalog_load_seconds"] + data["first"]["timings"]["total"]
+    ratio = data["ratio"]
+    assert pytest.approx(first / (ref["load_seconds"] + ref["solve_seconds"]), rel=0.01, abs=0.01) == ratio["first"]
+    if ref["solve_seconds"]:
+        assert (
+            pytest.approx(data["warm"]["timings"]["total"] / ref["solve_seconds"], rel=0.01, abs=0.01) == ratio["warm"]
+        )
+    else:  # too quick to measure (a tenth of a millisecond): no ratio
+        assert ratio["warm"] is None
