@@ -113,6 +113,16 @@ def plot_compare(rows: list[dict], out: Path) -> None:
         if peak_key == "reference_peak_mb" and case.startswith("validate"):
             continue  # the floor script's memory says nothing about loading
         mem.plot(xs, [m["median"] for _, _, m in points], label=label, **style)
+    targets = [
+        (r["packages"], r["target"]["seconds"], r["case"]) for r in rows if (r.get("target") or {}).get("seconds")
+    ]
+    for i, (packages, seconds, case) in enumerate(targets):
+        ax.plot([packages], [seconds], "k*", markersize=10, label="issue 20 targets" if i == 0 else None)
+        ax.annotate(case, (packages, seconds), fontsize=6, xytext=(4, 2), textcoords="offset points")
+    limits = [(r["packages"], r["target"]["mb"], r["case"]) for r in rows if (r.get("target") or {}).get("mb")]
+    for i, (packages, mb, case) in enumerate(limits):
+        mem.plot([packages], [mb], "k*", markersize=10, label="issue 20 targets" if i == 0 else None)
+        mem.annotate(case, (packages, mb), fontsize=6, xytext=(4, 2), textcoords="offset points")
     sizes = sorted({r["packages"] for r in rows})
     for a in (ax, mem):
         a.set_xscale("log")
