@@ -269,6 +269,16 @@ def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[Upgrad
     table = upgrades.table()
     # entry -> where its path stops (None: the head); most paths join one already followed
     outcome: dict[str, str | None] = {upgrades.head: None}
+    # first the offered entries, head first: an entry nothing upgrades stops there, one whose
+    # upgrade's outcome is known shares it (that path has no cycle: its outcome does not
+    # depend on the order entries are taken in). The others are walked below, as ever.
+    for entry in upgrades.order:
+        found = table.get(entry.name)
+        if found is None:
+            if entry.name not in outcome and entry.name in table:
+                outcome[entry.name] = entry.name
+        elif found[0] in outcome and entry.name not in outcome:
+            outcome[entry.name] = outcome[found[0]]
     for entry in upgrades.entries:
         current = entry.name
         if current in outcome:

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from olmkit.catalog import build_catalog
@@ -28,7 +28,7 @@ from olmkit.manager import get_plugin_manager
 
 REGISTRY = get_plugin_manager(entrypoints=False).registry
 VERSIONS = ["0.1.0", "0.2.0", "1.0.0", "1.0.1", "1.1.0", "2.0.0", "2.0.0-rc.1", "3.0.0"]
-RANGES = ["<1.0.0", ">=0.1.0 <2.0.0", "<2.0.0", ">=1.0.0 <3.0.0", "<0.0.0", "<v1.13.0", "not a range"]
+RANGES = ["<1.0.0", ">=0.1.0 <2.0.0", "<2.0.0", ">=1.0.0 <3.0.0", ">=1.0.0", "<0.0.0", "<v1.13.0", "not a range"]
 
 
 def reference_next(upgrades: _Upgrades, name: str) -> tuple[str, str] | None:
@@ -95,12 +95,14 @@ def channels(draw: Any) -> list[dict[str, Any]]:
     entries = []
     for i, name in enumerate(names):
         entry: dict[str, Any] = {"name": name}
-        if draw(st.integers(0, 9)) < 8 and i > 0:  # mostly a chain, sometimes anything
-            entry["replaces"] = names[i - 1] if draw(st.booleans()) else draw(others)
-        skips = draw(st.lists(others, max_size=2, unique=True))
+        link = draw(st.integers(0, 19))
+        if i > 0 and link < 18:  # mostly one chain (a channel with one head), sometimes anything
+            entry["replaces"] = names[i - 1] if link < 17 else draw(others)
+        older = st.sampled_from([*names[:i], "a.missing"])  # mostly older entries; a newer one can lose the head
+        skips = draw(st.lists(older if draw(st.integers(0, 9)) else others, max_size=2, unique=True))
         if skips:
             entry["skips"] = skips
-        if draw(st.integers(0, 3)) == 0:
+        if draw(st.booleans()):
             entry["skipRange"] = draw(st.sampled_from(RANGES))
         entries.append(entry)
     blobs: list[dict[str, Any]] = [
@@ -130,8 +132,42 @@ def outcome(compute: Any) -> Any:
         return f"error: {exc}"
 
 
+def _bundle(name: str, version: str) -> dict[str, Any]:
+    properties = [{"type": "olm.package", "value": {"packageName": "a", "version": version}}]
+    return {"schema": "olm.bundle", "package": "a", "name": name, "image": "x", "properties": properties}
+
+
+# e2 is skipped by the head, so e1's only offered upgrade is e0's skipRange, and e0's is e1: a cycle
+CYCLE = [
+    {"schema": "olm.package", "name": "a", "defaultChannel": "stable"},
+    {
+        "schema": "olm.channel",
+        "package": "a",
+        "name": "stable",
+        "entries": [
+            {"name": "a.e0", "skipRange": "<2.0.0"},
+            {"name": "a.e1", "replaces": "a.e0"},
+            {"name": "a.e2", "replaces": "a.e1"},
+            {"name": "a.e3", "replaces": "a.e2", "skips": ["a.e2"]},
+        ],
+    },
+    *(_bundle(f"a.e{i}", v) for i, v in enumerate(["0.1.0", "1.0.0", "2.0.0", "3.0.0"])),
+]
+
+
+def test_a_cycle_of_upgrades_is_a_dead_end():
+    catalog = build_catalog((("c.json", i, b) for i, b in enumerate(CYCLE, 1)), REGISTRY, name="c").catalog
+
+    found = dead_ends(catalog, "a", "stable")
+
+    assert [("a.e1", ["a.e0", "a.e1"])] == [(s.bundle, names) for s, names in found]
+    assert "its upgrade 'a.e0' (skipRange) leads back along the path: a cycle" == found[0][0].reason
+    assert found == reference_dead_ends(catalog, "a", "stable")
+
+
 @settings(max_examples=300, deadline=None)
 @given(channels())
+@example(CYCLE)
 def test_dead_ends_and_walks_match_the_definition(blobs):
     catalog = build_catalog((("c.json", i, b) for i, b in enumerate(blobs, 1)), REGISTRY, name="c").catalog
 
