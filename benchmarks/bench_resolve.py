@@ -35,7 +35,14 @@ import pytest
 from olmkit._solver import IMPLEMENTATION
 from olmkit._solver.backends import default_backend
 from olmkit.cli.output import dump_yaml
-from olmkit.cli.resolve import find_generator, problem_objects, problem_request
+from olmkit.cli.resolve import (
+    LIBSOLV_SCRIPT,
+    SYSTEM_PYTHON,
+    find_generator,
+    libsolv_missing,
+    problem_objects,
+    problem_request,
+)
 from olmkit.manager import get_plugin_manager
 from olmkit.resolver import resolve
 from olmkit.resolver._graph_cache import clear_graphs, graph_path
@@ -175,25 +182,14 @@ def test_resolve_command_cold(benchmark, tmp_path, name):
     assert b'"status": "ok"' in done.stdout
 
 
-@pytest.fixture(scope="module")
-def compare_tools():
-    """benchmarks/compare.py (make bench-compare): its subreaper, to wait for detached cache writers."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import compare
-
-    compare.ADOPTING = compare.adopt_orphans()
-    return compare
-
-
 @pytest.mark.parametrize("name", ["P2000", "P10000"])
-def test_libsolv_command(benchmark, compare_tools, name):
+def test_libsolv_command(benchmark, name):
     """The reference: ``benchmarks/libsolv_resolve.py`` under the system Python on the same workload (it
     parses the catalog's JSON every run). Skipped, saying how to install it, without python3-solv."""
-    missing = compare_tools.libsolv_state(compare_tools.SYSTEM_PYTHON)
+    missing = libsolv_missing()
     if missing:
         pytest.skip(missing)
-    argv = [compare_tools.SYSTEM_PYTHON, str(compare_tools.HERE / "libsolv_resolve.py")]
-    argv += [str(_workload(*WORKLOADS[name])), "--repeat", "1"]
+    argv = [SYSTEM_PYTHON, str(LIBSOLV_SCRIPT), str(_workload(*WORKLOADS[name])), "--repeat", "1"]
 
     done = benchmark.pedantic(subprocess.run, args=(argv,), kwargs={"capture_output": True}, rounds=3)
 
