@@ -31,34 +31,21 @@ VERSIONS = ["0.1.0", "0.2.0", "1.0.0", "1.0.1", "1.1.0", "2.0.0", "2.0.0-rc.1", 
 RANGES = ["<1.0.0", ">=0.1.0 <2.0.0", "<2.0.0", ">=1.0.0 <3.0.0", ">=1.0.0", "<0.0.0", "<v1.13.0", "not a range"]
 
 
-def reference_next(upgrades: _Upgrades, name: str) -> tuple[str, str] | None:
-    """The definition: the first offered entry (channel order) that upgrades ``name``."""
-    bundle = upgrades.bundles.get(name)
-    version = bundle.version if bundle is not None else None
-    for entry in upgrades.order:
-        if entry.name != name and (how := upgrades_from(entry, name, version)) is not None:
-            return entry.name, how
-    return None
+class Reference(_Upgrades):
+    """A channel's upgrades by the definition: the first offered entry (channel order) that upgrades a
+    bundle, found by asking ``upgrades_from`` of each (no index, no table)."""
 
-
-def reference_walk(upgrades: _Upgrades, start: str) -> tuple[list[tuple[str, str]], UpgradeStop | None]:
-    steps: list[tuple[str, str]] = []
-    current, seen = start, {start}
-    while current != upgrades.head:
-        found = reference_next(upgrades, current)
-        if found is None:
-            return steps, upgrades.stop(current)
-        if found[0] in seen:
-            reason = f"its upgrade {found[0]!r} ({found[1]}) leads back along the path: a cycle"
-            return steps, UpgradeStop(current, upgrades.head, reason)
-        steps.append(found)
-        seen.add(found[0])
-        current = found[0]
-    return steps, None
+    def next(self, name: str) -> tuple[str, str] | None:
+        bundle = self.bundles.get(name)
+        version = bundle.version if bundle is not None else None
+        for entry in self.order:
+            if entry.name != name and (how := upgrades_from(entry, name, version)) is not None:
+                return entry.name, how
+        return None
 
 
 def reference_dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[UpgradeStop, list[str]]]:
-    upgrades = _Upgrades(catalog, package, channel)
+    upgrades = Reference(catalog, package, channel)
     outcome: dict[str, str | None] = {upgrades.head: None}
     for entry in upgrades.entries:
         path: list[str] = []
@@ -70,7 +57,7 @@ def reference_dead_ends(catalog: Catalog, package: str, channel: str) -> list[tu
                 break
             on_path.add(current)
             path.append(current)
-            found = reference_next(upgrades, current)
+            found = upgrades.next(current)
             if found is None:
                 outcome[current] = current
                 break
@@ -83,7 +70,7 @@ def reference_dead_ends(catalog: Catalog, package: str, channel: str) -> list[tu
         stop_at = outcome.get(entry.name)
         if stop_at is not None:
             groups.setdefault(stop_at, []).append(entry.name)
-    return [(reference_walk(upgrades, s)[1] or upgrades.stop(s), names) for s, names in groups.items()]
+    return [(upgrades.walk(s)[1] or upgrades.stop(s), names) for s, names in groups.items()]
 
 
 @st.composite
@@ -176,10 +163,10 @@ def test_dead_ends_and_walks_match_the_definition(blobs):
     )
     table = outcome(lambda: _Upgrades(catalog, "a", "stable").table())
     if not isinstance(table, str):  # a channel with one head: every entry's upgrade, indexed and by definition
-        upgrades = _Upgrades(catalog, "a", "stable")
-        assert {e.name: reference_next(upgrades, e.name) for e in upgrades.entries} == table
+        reference = Reference(catalog, "a", "stable")
+        assert {e.name: reference.next(e.name) for e in reference.entries} == table
     for entry in catalog.channels["a"]["stable"].entries:
-        assert outcome(lambda e=entry: reference_walk(_Upgrades(catalog, "a", "stable"), e.name)) == outcome(
+        assert outcome(lambda e=entry: Reference(catalog, "a", "stable").walk(e.name)) == outcome(
             lambda e=entry: upgrade_walk(catalog, "a", "stable", e.name)
         )
 
