@@ -229,10 +229,12 @@ def summary(results: dict[int, dict[str, list]]) -> list[dict[str, Any]]:
                     "packages": packages,
                     "case": case,
                     "wall": wall,
+                    "cpu": figure(mine, "cpu"),
                     "peak_mb": peak,
                     "after": statistics.median(r.get("after", 0.0) for r in mine),
                     "reference": reference,
                     "reference_wall": ref_wall,
+                    "reference_cpu": figure(theirs, "cpu"),
                     "reference_peak_mb": ref_peak,
                     "ratio": ratio,
                     "target": target,
@@ -263,6 +265,10 @@ def _seconds(f: dict[str, float] | None) -> str:
     return f"{f['median']:.2f} s ({f['min']:.2f}-{f['max']:.2f})"
 
 
+def _cpu(f: dict[str, float] | None) -> str:
+    return "-" if f is None else f"{f['median']:.2f} s"
+
+
 def _target_text(target: dict[str, float] | None) -> str:
     if not target:
         return ""
@@ -279,9 +285,9 @@ def _target_text(target: dict[str, float] | None) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table, the issue's columns plus the ratio."""
     lines = [
-        "| work | olmkit (median, range) | peak RSS | cache writes after exit | reference | reference time "
-        "| its peak RSS | olmkit / reference | target | met? |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| work | olmkit (median, range) | CPU | peak RSS | cache writes after exit | reference | reference time "
+        "| CPU | its peak RSS | olmkit / reference | target | met? |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         verb = "catalog validate" if r["case"].startswith("validate") else "resolve"
@@ -294,9 +300,9 @@ def table(rows: list[dict[str, Any]]) -> str:
             ref_peak += " (whole process)"
         verdict = {True: "yes", False: "**no**", None: ""}[r["met"]]
         lines.append(
-            f"| {work} | {_seconds(r['wall'])} | {r['peak_mb']['median']:.0f} MB "
+            f"| {work} | {_seconds(r['wall'])} | {_cpu(r.get('cpu'))} | {r['peak_mb']['median']:.0f} MB "
             f"| {r['after']:.2f} s | {r['reference']} "
-            f"| {_seconds(r['reference_wall'])} | {ref_peak} | "
+            f"| {_seconds(r['reference_wall'])} | {_cpu(r.get('reference_cpu'))} | {ref_peak} | "
             + ("-" if r["ratio"] is None else f"{r['ratio']:.2f}")
             + f" | {_target_text(r['target'])} | {verdict} |"
         )
@@ -321,7 +327,9 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "the JSON every run: cold and warm alike), `olmkit catalog validate W/catalog` cold, and "
             "`benchmarks/parse_floor.py W/catalog` (reference: its in-process read-and-parse time). "
             "olmkit leaves its cache writes to a detached child once its output is out: the next command "
-            'waits for it ("cache writes after exit"), the figures do not include it.',
+            'waits for it ("cache writes after exit"), the figures do not include it. CPU: user + system '
+            "time of the command and the children it waited for (the parse floor's: the whole process); on a "
+            "busy machine it is steadier than the wall time.",
             "",
             table(rows),
         ]
