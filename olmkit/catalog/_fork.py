@@ -26,12 +26,30 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any
 
-__all__ = ["Child", "background", "can_fork", "start", "wait_background"]
+__all__ = ["Child", "background", "can_fork", "spare_cpu", "start", "wait_background"]
 
 
 def can_fork() -> bool:
     """Whether forking a worker is possible and safe here."""
     return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def spare_cpu() -> bool:
+    """Whether a processor is free for a worker: the last minute's load average leaves one.
+
+    Without one, a worker only shares this process's processor, and both pay for copying
+    the pages of the heap they write after the fork (0.1-0.15 s of system time for a
+    catalog of 40k bundles).
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cpus > 1
+    return load < cpus - 1
 
 
 class Child:

@@ -148,10 +148,14 @@ def validate_catalog(
         jobs: ``1`` checks in this process; ``2`` lets a forked child check the second
             half of the packages at the same time (same problems, same order); ``None``
             does that for catalogs of :data:`PARALLEL_MIN_BUNDLES` bundles or more when
-            the platform can fork and the process runs a single thread.
+            the platform can fork, the process runs a single thread and the machine's
+            load leaves a processor free.
 
     .. versionchanged:: 0.1
        ``jobs``.
+
+    .. versionchanged:: 0.2
+       ``jobs=None`` checks serially when the machine is busy.
     """
     return _validate_catalog(catalog, registry, problems, jobs=jobs)[0]
 
@@ -235,7 +239,7 @@ def _split(catalog: Catalog, names: list[str], jobs: int | None, *, extra: float
         return None
     sizes = [len(catalog.bundles.get(n, _NO_BUNDLES)) for n in names]
     total = sum(sizes)
-    if jobs is None and total < PARALLEL_MIN_BUNDLES:
+    if jobs is None and (total < PARALLEL_MIN_BUNDLES or not _fork.spare_cpu()):
         return None
     # first part: (1 + extra) / 2 of the bundles (the second: (1 - extra) / 2, plus extra)
     share = min((1.0 + extra) / 2.0, 0.9)

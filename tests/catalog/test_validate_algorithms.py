@@ -190,6 +190,23 @@ def test_a_child_that_writes_the_cache_gets_fewer_packages_to_check(monkeypatch)
     assert 90 == validate._split(catalog, names, 2, extra=5.0)  # the child always checks something
     assert validate._split(catalog, names, 1, extra=0.4) is None
     assert validate._split(catalog, names, None) is None  # below PARALLEL_MIN_BUNDLES
+    monkeypatch.setattr(validate, "PARALLEL_MIN_BUNDLES", 100)
+    monkeypatch.setattr(validate._fork, "spare_cpu", lambda: False)
+    assert validate._split(catalog, names, None) is None  # no processor free: checked here
+    monkeypatch.setattr(validate._fork, "spare_cpu", lambda: True)
+    assert 50 == validate._split(catalog, names, None)
+
+
+def test_a_processor_is_spare_when_the_load_leaves_one(monkeypatch):
+    from olmkit.catalog import _fork
+
+    monkeypatch.setattr(_fork.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(_fork.os, "getloadavg", lambda: (0.6, 0.5, 0.5))
+    assert _fork.spare_cpu()
+    monkeypatch.setattr(_fork.os, "getloadavg", lambda: (1.3, 0.5, 0.5))
+    assert not _fork.spare_cpu()
+    monkeypatch.setattr(_fork.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert _fork.spare_cpu()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forking is POSIX-only")
