@@ -203,7 +203,7 @@ def _validate_catalog(
 #: Catalogs with at least this many bundles are checked by two processes when possible.
 PARALLEL_MIN_BUNDLES: Final = 5000
 #: Writing the catalog cache costs about this share of checking the whole catalog (measured
-#: on generated catalogs of 40k and 200k bundles): the child that writes it after checking
+#: on a generated catalog of 40k bundles): the child that writes it after checking
 #: gets that much less to check, so that both processes finish together.
 _WRITE_COST: Final = 0.5
 
