@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-native test-pure lint bench bench-solver bench-compare clean
+.PHONY: demo test test-native test-pure lint bench bench-solver bench-compare bench-scaling clean
 
 # The contributed plugins (plugins_contrib/olmkit-*) are installed beside olmkit, as their
 # users install them, so the suite tests them through their entry points.
@@ -59,11 +59,14 @@ bench-solver: $(STAMP)
 # cold (a fresh OLMKIT_CACHE_DIR) and warm, with peak memory and the ratio; and `catalog
 # validate` cold against the orjson parse of every blob. libsolv needs python3-solv for the
 # system Python (Debian/Ubuntu: apt-get install python3-solv; Fedora: dnf install python3-solv);
-# without it the table says so and olmkit still runs. Writes benchmarks/results/compare.md,
-# compare.json and, with several sizes, resolve-scaling.png:
-#   make bench-compare SIZES="500 1000 2000 5000 10000" REPEAT=3
+# without it the table says so and olmkit still runs. One size (default P=2000) writes
+# benchmarks/results/compare-P2000.md (and .json); `make bench-scaling` runs P = 500 ... 10000
+# (about 10 minutes) and writes compare.md, compare.json and the plot resolve-scaling.png.
 SIZES  ?= 2000
 REPEAT ?= 3
 bench-compare: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/compare.py --packages $(SIZES) --repeat $(REPEAT)
+
+bench-scaling: SIZES = 500 1000 2000 5000 10000
+bench-scaling: bench-compare

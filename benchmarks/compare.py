@@ -23,6 +23,9 @@ load averages and commands (``--markdown``) and, with two sizes or more, the sca
 Usage::
 
     python benchmarks/compare.py [--packages 2000 ...] [--repeat 3] [--work DIR]
+
+With one size the table goes to ``results/compare-PN.md`` (and ``.json``), with several to
+``results/compare.md`` with the plot: a quick run does not replace the scaling set's figures.
 """
 
 from __future__ import annotations
@@ -342,10 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of every command (default 3)")
     ap.add_argument("--work", default="/tmp/olmkit-compare", help="where workloads are generated (kept)")
     ap.add_argument("--system-python", default=SYSTEM_PYTHON, help="the Python with python3-solv")
-    ap.add_argument("--json", default=str(RESULTS / "compare.json"), help="raw runs (default results/compare.json)")
-    ap.add_argument("--markdown", default=str(RESULTS / "compare.md"), help="the table (default results/compare.md)")
+    ap.add_argument("--json", default=None, help="raw runs (default results/compare.json, one size: compare-PN.json)")
+    ap.add_argument("--markdown", default=None, help="the table (default results/compare.md, one size: compare-PN.md)")
     ap.add_argument("--plot", default=str(RESULTS / "resolve-scaling.png"), help="the scaling plot (two sizes or more)")
     a = ap.parse_args(argv)
+    # the scaling set's figures (results/compare.md, the plot) are not replaced by a run of one size
+    stem = "compare" if len(a.packages) > 1 else f"compare-P{a.packages[0]}"
+    a.json = str(RESULTS / f"{stem}.json") if a.json is None else a.json
+    a.markdown = str(RESULTS / f"{stem}.md") if a.markdown is None else a.markdown
 
     from olmkit.cli.resolve import find_generator
 
