@@ -90,19 +90,19 @@ def test_met_needs_the_reference_for_a_ratio_target(compare):
     assert compare.met({"seconds": 1.0, "mb": 100}, 1.0, 101, None) is False
 
 
-def test_without_libsolv_the_run_says_so_and_measures_olmkit(compare, tmp_path, capsys):
+def test_without_libsolv_the_run_says_so_and_measures_olmkit(compare, tmp_path, capsys, monkeypatch):
     """No python3-solv: a line on stderr says how to install it; every olmkit row is measured, without a ratio."""
     generator = SHARED / "bench" / "gen_catalog.py"
     if not generator.is_file():
         pytest.fail(f"the shared workload generator is missing: {generator}")
     out = tmp_path / "out"
     out.mkdir()
+    monkeypatch.setattr(compare, "RESULTS", out)
 
     code = compare.main(
         [
             *("--packages", "20", "30", "--repeat", "1", "--work", str(tmp_path / "work")),
             *("--system-python", str(tmp_path / "no-python"), "--plot", ""),
-            *("--json", str(out / "c.json"), "--markdown", str(out / "c.md")),
         ]
     )
 
@@ -111,7 +111,7 @@ def test_without_libsolv_the_run_says_so_and_measures_olmkit(compare, tmp_path, 
     assert "libsolv skipped:" in captured.err
     assert "apt-get install python3-solv" in captured.err
     assert "dnf install python3-solv" in captured.err
-    raw = json.loads((out / "c.json").read_text())
+    raw = json.loads((out / "compare.json").read_text())
     rows = {(r["packages"], r["case"]): r for r in raw["rows"]}
     assert {(p, c) for p in (20, 30) for c in ("resolve cold", "resolve warm", "validate cold")} == set(rows)
     assert all(
@@ -120,11 +120,24 @@ def test_without_libsolv_the_run_says_so_and_measures_olmkit(compare, tmp_path, 
     assert all(rows[p, "validate cold"]["ratio"] > 1 for p in (20, 30))  # validating costs more than parsing
     assert [] == raw["runs"]["20"]["libsolv"]
     assert all(0 == r["code"] for r in raw["runs"]["20"]["resolve warm"])
-    table = (out / "c.md").read_text()
+    table = (out / "compare.md").read_text()
     assert "libsolv: not run (" in table
     assert "| `resolve`, P=20 (400 bundles), cold |" in table
     assert "| libsolv | - | - | - | - |" in table
     assert table == captured.out
+
+
+def test_one_size_leaves_the_scaling_sets_table_alone(compare, tmp_path, capsys, monkeypatch):
+    """A run of one size writes compare-PN.md and .json, not compare.md (nor a plot)."""
+    monkeypatch.setattr(compare, "RESULTS", tmp_path)
+    (tmp_path / "compare.md").write_text("the scaling set")
+
+    args = ["--packages", "20", "--repeat", "1", "--work", str(tmp_path / "work")]
+    assert 0 == compare.main([*args, "--system-python", str(tmp_path / "no-python")])
+
+    assert "the scaling set" == (tmp_path / "compare.md").read_text()
+    assert capsys.readouterr().out == (tmp_path / "compare-P20.md").read_text()
+    assert {"compare.md", "compare-P20.md", "compare-P20.json", "work"} == {p.name for p in tmp_path.iterdir()}
 
 
 def bench_against_libsolv(capsys) -> tuple[dict[str, Any], str]:
