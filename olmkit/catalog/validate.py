@@ -373,7 +373,9 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
                 pid = id(prop)
                 v = verdicts.get(pid)
                 if v is None:
-                    v = verdicts[pid] = verdict(prop)
+                    v = verdict(prop)
+                    if not v[0]:  # an identity property is its bundle's own: it does not recur
+                        verdicts[pid] = v
                 if v is plain:
                     continue
                 if v[0]:
