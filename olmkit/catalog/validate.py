@@ -43,7 +43,7 @@ import orjson
 from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog._load import _cache_path, _load
-from olmkit.catalog._writes import deferring
+from olmkit.catalog._writes import deferring, write_later
 from olmkit.catalog.graph import dead_ends
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
@@ -640,12 +640,16 @@ def validate_path(
     if pending is not None and not handed:
         pending.start()
     if report is not None:
-        with contextlib.suppress(OSError):
-            report.parent.mkdir(parents=True, exist_ok=True)
-            tmp = report.with_suffix(".tmp")
-            tmp.write_bytes(orjson.dumps([p.to_dict() for p in problems]))
-            os.replace(tmp, report)
+        write_later(lambda: _write_report(report, problems))  # after the catalog's own cache
     return result.catalog, problems, False
+
+
+def _write_report(report: Path, problems: list[Problem]) -> None:
+    with contextlib.suppress(OSError):
+        report.parent.mkdir(parents=True, exist_ok=True)
+        tmp = report.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps([p.to_dict() for p in problems]))
+        os.replace(tmp, report)
 
 
 def _report_path(digest: str, root: Path) -> Path:
