@@ -78,11 +78,6 @@ def olmkit_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "olmkit"]
 
 
-def libsolv_state(python: str) -> str | None:
-    """``None`` when ``python`` can import ``solv``, else why not (with how to install it)."""
-    return libsolv_missing(python)
-
-
 #: GNU time: it forks the command from a small process, so the peak RSS is the command's own
 #: (a child forked from this process, which holds a loaded catalog after :func:`prepare`,
 #: would start from this process's peak: Linux carries it over ``exec``).
@@ -121,15 +116,20 @@ def measure(command: Sequence[str], env: dict[str, str] | None = None) -> dict[s
     with tempfile.TemporaryDirectory(prefix="olmkit-compare-") as tmp:
         figures = Path(tmp) / "time"
         prefix = [GNU_TIME, "-f", "%e %U %S %M", "-o", str(figures)] if timed else []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run([*prefix, *command], capture_output=True, env=env, timeout=TIMEOUT, check=False)
+        try:
+            done = subprocess.run([*prefix, *command], capture_output=True, env=env, timeout=TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"{' '.join(command)}: no answer after {TIMEOUT} s") from None
         wall = time.perf_counter() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         if timed and figures.is_file():
             last = figures.read_text().split("\n")[-2].split()  # GNU time may write a status line first
             wall, cpu, peak = float(last[0]), float(last[1]) + float(last[2]), int(last[3]) / 1024
-        else:  # this process's children together: an upper bound
-            cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        else:  # without GNU time: the CPU is the command's, the peak an upper bound (any child's so far)
+            cpu = usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime
+            peak = usage.ru_maxrss / 1024
     after = settle() if ADOPTING else 0.0
     return {
         "wall": round(wall, 4),
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     generator = find_generator()
     if generator is None:
         sys.exit("gen_catalog.py not found: set OLMKIT_GEN_CATALOG to its path")
-    missing = libsolv_state(a.system_python)
+    missing = libsolv_missing(a.system_python)
     if missing:
         sys.stderr.write(f"libsolv skipped: {missing}\n")
     work = Path(a.work)

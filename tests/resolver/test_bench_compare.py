@@ -186,3 +186,20 @@ def test_bench_resolve_against_libsolv_gives_the_ratio(capsys):
         )
     else:  # too quick to measure (a tenth of a millisecond): no ratio
         assert ratio["warm"] is None
+
+
+@pytest.mark.parametrize("gnu_time", [True, False], ids=["GNU time", "without it"])
+def test_measure_gives_the_commands_own_figures(compare, monkeypatch, tmp_path, gnu_time):
+    """Wall, CPU and peak RSS of one command (by GNU time, or from this process's children without it)."""
+    if not gnu_time:
+        monkeypatch.setattr(compare, "GNU_TIME", str(tmp_path / "no-time"))
+    elif not Path(compare.GNU_TIME).is_file():
+        pytest.skip(f"{compare.GNU_TIME} is not installed")
+    program = "import sys; data = bytearray(64 * 2**20); data[::4096] = b'1' * len(data[::4096]); sys.exit(3)"
+
+    run = compare.measure([sys.executable, "-c", program])
+
+    assert 3 == run["code"]
+    assert run["wall"] > 0
+    assert 0 < run["cpu"] < 60
+    assert run["peak_mb"] >= 64  # the bytearray, touched page by page
