@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +205,36 @@ def test_measure_gives_the_commands_own_figures(compare, monkeypatch, tmp_path, 
     assert run["wall"] > 0
     assert 0 < run["cpu"] < 60
     assert run["peak_mb"] >= 64  # the bytearray, touched page by page
+
+
+def test_measure_waits_for_what_the_command_left_running_and_not_for_other_children(compare, monkeypatch):
+    """A command's detached child is waited for (``after``); a child this process already had (a
+    server a test started) is not, so measuring never hangs on it."""
+    if not compare.adopt_orphans():
+        pytest.skip("not Linux: no child subreaper")
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        monkeypatch.setattr(compare, "ADOPTING", True)
+        # the child lets go of the output pipes, as olmkit's detached cache writer does
+        program = (
+            "import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    null = os.open(os.devnull, os.O_RDWR)\n"
+            "    for fd in (0, 1, 2):\n"
+            "        os.dup2(null, fd)\n"
+            "    time.sleep(0.5)\n"
+            "    os._exit(0)\n"
+            "sys.exit(0)"
+        )
+        measured: list[dict[str, Any]] = []
+        worker = threading.Thread(target=lambda: measured.append(compare.measure([sys.executable, "-c", program])))
+        worker.start()
+        worker.join(timeout=30)
+
+        assert not worker.is_alive(), "measure() waited for a child the command did not leave"
+        assert measured[0]["after"] >= 0.3  # the detached child's half second, waited for
+        assert server.poll() is None
+    finally:
+        compare.adopt_orphans(on=False)
+        server.kill()
+        server.wait()
