@@ -82,14 +82,29 @@ def test_a_forbidden_import_breaks_its_contract(copy, contract, module, line):
 
 
 def test_only_olmkit_kube_may_import_kubernetes(copy):
-    """olmkit.kube (a package that need not exist yet) may import kubernetes."""
+    """olmkit.kube may import kubernetes, at module level too."""
     kube = copy / "olmkit" / "kube"
-    kube.mkdir()
-    (kube / "__init__.py").write_text("import kubernetes\n")
-    (kube / "client.py").write_text("from kubernetes import client, watch\n")
+    saved = {path: path.read_text() for path in (kube / "__init__.py", kube / "store.py")}
+    (kube / "__init__.py").write_text(saved[kube / "__init__.py"] + "\nimport kubernetes\n")
+    (kube / "store.py").write_text(saved[kube / "store.py"] + "\nfrom kubernetes import client, watch\n")
     try:
         done = lint(copy, "kubernetes")
     finally:
-        shutil.rmtree(kube)
+        for path, text in saved.items():
+            path.write_text(text)
 
     assert 0 == done.returncode, done.stdout + done.stderr
+
+
+def test_the_store_cannot_import_the_kube_backend(copy):
+    """olmkit.kube builds on olmkit.store: the store importing it (to choose it) is a cycle."""
+    path = copy / "olmkit" / "store" / "zz_kube.py"
+    path.write_text("import olmkit.kube\n")
+    try:
+        done = lint(copy, "cycles")
+    finally:
+        path.unlink()
+
+    assert 1 == done.returncode, done.stdout + done.stderr
+    assert "BROKEN" in done.stdout
+    assert ".store -> .kube" in done.stdout

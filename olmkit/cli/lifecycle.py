@@ -17,12 +17,12 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from olmkit.cli.options import add_global_namespace_option
+from olmkit.cli.options import add_global_namespace_option, add_kube_options, store_from_args
 from olmkit.errors import UsageError
 from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
 from olmkit.lifecycle.outcome import subscription_outcomes
 from olmkit.lifecycle.runtime import Key, Result
-from olmkit.store import MemoryStore, SqliteStore, Store, open_store
+from olmkit.store import Store
 
 #: where ``olmkit run`` serves metrics unless told otherwise (kept here: importing the server is lazy)
 DEFAULT_ADDRESS = "127.0.0.1:8080"
@@ -130,10 +130,6 @@ def add_lifecycle_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _embedded(store: Store) -> bool:
-    return isinstance(store, (SqliteStore, MemoryStore))
-
-
 def options_from_args(args: argparse.Namespace, store: Store) -> LifecycleOptions:
     """Build the run's options from parsed arguments."""
     if args.install_timeout <= 0:
@@ -141,14 +137,14 @@ def options_from_args(args: argparse.Namespace, store: Store) -> LifecycleOption
     return LifecycleOptions(
         global_namespace=args.global_namespace,
         install_timeout=args.install_timeout,
-        embedded=_embedded(store),
+        embedded=store.embedded,
         simulate_kubelet=not args.no_simulated_kubelet,
         disk_cache=not args.no_cache,
     )
 
 
 def _reconcile(args: argparse.Namespace, pm: Any) -> int:
-    store = open_store(args.store)
+    store = store_from_args(args)
     reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose, log_format=args.log_format)
     with store:
         manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
@@ -230,7 +226,7 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
     server = None
     forced = False
     try:
-        with open_store(args.store) as store:
+        with store_from_args(args) as store:
             manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
             server = start_observability_server(args.metrics_address, store=store, pm=pm)
             if server is not None:
@@ -280,6 +276,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "pending or when it is stable with a Subscription failed (ResolutionFailed, BundleUnpackFailed ...).",
     )
     add_lifecycle_options(p)
+    add_kube_options(p)
     p.add_argument(
         "--until-stable",
         action="store_true",
@@ -296,6 +293,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="run the controllers until interrupted (SIGTERM/SIGINT end it after the reconcile in progress)",
     )
     add_lifecycle_options(p)
+    add_kube_options(p)
     p.add_argument(
         "--metrics-address",
         default=DEFAULT_ADDRESS,

@@ -11,7 +11,7 @@ import re
 from typing import Any, Final
 
 from olmkit.errors import UsageError
-from olmkit.store import MEMORY, STORE_ENV, Store, default_store_path, open_store
+from olmkit.store import KUBE, MEMORY, STORE_ENV, Store, default_store_path, open_store
 from olmkit.store.names import DEFAULT_NAMESPACE, is_namespace_name
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "GLOBAL_NAMESPACE",
     "add_files_option",
     "add_global_namespace_option",
+    "add_kube_options",
     "add_namespace_option",
     "add_store_option",
     "add_target_options",
@@ -78,17 +79,38 @@ def add_global_namespace_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--store PATH`` to a command (read back with :func:`store_from_args`)."""
+    """Add ``--store PATH`` and ``--kubeconfig``/``--context`` to a command (read back with
+    :func:`store_from_args`)."""
     parser.add_argument(
         "--store",
         metavar="PATH",
         default=None,
-        help=f"cluster store: an SQLite file or :memory: (default ${STORE_ENV}, else {default_store_path(env={})})",
+        help=f"cluster store: an SQLite file, :memory:, or {KUBE}[:CONTEXT] for the cluster of a kubeconfig "
+        f"(default ${STORE_ENV}, else {default_store_path(env={})})",
+    )
+    add_kube_options(parser)
+
+
+def add_kube_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--kubeconfig PATH`` and ``--context NAME``: work on a Kubernetes API server."""
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        default=None,
+        help="work on the cluster of this kubeconfig (as kubectl: default $KUBECONFIG, else ~/.kube/config, "
+        f"when --context or {STORE_ENV}={KUBE}[:CONTEXT] asks for a cluster)",
+    )
+    parser.add_argument(
+        "--context", metavar="NAME", default=None, help="the kubeconfig context (default: its current-context)"
     )
 
 
 def store_from_args(args: argparse.Namespace, *, existing: bool = False) -> Store:
-    """Open the store ``--store`` names (``$OLMKIT_STORE``, else ``.olmkit/cluster.db``).
+    """Open the store the options name.
+
+    ``--kubeconfig``/``--context`` (or ``--store``/``$OLMKIT_STORE`` set to ``kube`` or
+    ``kube:CONTEXT``) open the store on that cluster's API server; else ``--store`` names
+    the file (``$OLMKIT_STORE``, else ``.olmkit/cluster.db``).
 
     Args:
         args: the parsed arguments.
@@ -97,9 +119,21 @@ def store_from_args(args: argparse.Namespace, *, existing: bool = False) -> Stor
 
     Raises:
         StoreError: the file cannot be opened as a store.
-        UsageError: ``existing`` and there is no store at the path (exit code 1).
+        UsageError: ``existing`` and there is no store at the path (exit code 1); ``--store``
+            names a file and ``--kubeconfig``/``--context`` a cluster; the kubeconfig cannot be used.
     """
     given = getattr(args, "store", None)
+    kubeconfig = getattr(args, "kubeconfig", None)
+    context = getattr(args, "context", None)
+    where = default_store_path(given)
+    name, sep, named_context = where.partition(":")
+    on_cluster = name == KUBE
+    if (kubeconfig or context) and given and not on_cluster:
+        raise UsageError(f"--store {given} is a file and --kubeconfig/--context a cluster: give one of them")
+    if kubeconfig or context or on_cluster:
+        from olmkit.kube import connect
+
+        return connect(kubeconfig, context or (named_context if on_cluster and sep else None))
     if existing:
         where = default_store_path(given)
         if where != MEMORY and not os.path.exists(where):

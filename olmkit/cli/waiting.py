@@ -147,10 +147,8 @@ def settle_subscription(store: Store, pm: Any, namespace: str, name: str, timeou
     from olmkit.lifecycle import LifecycleOptions, build_manager
     from olmkit.lifecycle.kinds import SUBSCRIPTION
     from olmkit.lifecycle.outcome import subscription_outcome
-    from olmkit.store import MemoryStore, SqliteStore
 
-    embedded = isinstance(store, (SqliteStore, MemoryStore))
-    manager = build_manager(store, pm, options=LifecycleOptions(embedded=embedded))
+    manager = build_manager(store, pm, options=LifecycleOptions(embedded=store.embedded))
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()

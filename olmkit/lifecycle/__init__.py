@@ -71,11 +71,18 @@ def build_manager(
 ) -> ControllerManager:
     """The controllers every plugin contributes, ready to run over ``store``.
 
-    The manager's ``context`` attribute is the shared :class:`LifecycleContext`.
+    The manager's ``context`` attribute is the shared :class:`LifecycleContext`. On a store
+    that is not embedded (an API server is behind it) ``options.embedded`` is off whatever it
+    says: the simulated API server and kubelet never run against a real one.
     """
+    import attrs
+
     from olmkit.lifecycle.context import LifecycleContext, LifecycleOptions
     from olmkit.lifecycle.runtime import ControllerManager, RealClock, Reporter
 
-    ctx = LifecycleContext(store, pm, options or LifecycleOptions(), clock or RealClock(), reporter or Reporter())
+    options = options or LifecycleOptions(embedded=store.embedded)
+    if options.embedded and not store.embedded:
+        options = attrs.evolve(options, embedded=False)
+    ctx = LifecycleContext(store, pm, options, clock or RealClock(), reporter or Reporter())
     controllers = [c for contributed in pm.hook.olmkit_controllers(context=ctx) for c in contributed]
     return ControllerManager(store, controllers, clock=ctx.clock, reporter=ctx.reporter, context=ctx)

@@ -77,6 +77,8 @@ __all__ = [
 DEFAULT_STORE_PATH = Path(".olmkit") / "cluster.db"
 STORE_ENV = "OLMKIT_STORE"
 MEMORY = ":memory:"
+#: ``OLMKIT_STORE``/``--store`` value (alone or as ``kube:CONTEXT``) for the store on an API server.
+KUBE = "kube"
 
 
 def default_store_path(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -90,12 +92,20 @@ def default_store_path(path: str | os.PathLike[str] | None = None, env: Mapping[
 def open_store(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Store:
     """Open the store the way the command line does (``--store PATH``, ``OLMKIT_STORE``, the default).
 
-    ``":memory:"`` gives a :class:`MemoryStore`; anything else is an SQLite file.
+    ``":memory:"`` gives a :class:`MemoryStore`; anything else is an SQLite file, except
+    ``kube`` and ``kube:CONTEXT``, which name a store on an API server: those are opened by
+    :func:`olmkit.kube.connect` (the command line does), not here.
 
     Raises:
         StoreError: the file cannot be opened as a store.
+        Invalid: ``kube[:CONTEXT]`` was given.
     """
     where = default_store_path(path, env)
+    if where == KUBE or where.startswith(KUBE + ":"):
+        raise Invalid(
+            f"{where!r} names a store on a Kubernetes API server: open it with olmkit.kube.connect "
+            "(on the command line: --kubeconfig PATH [--context NAME], or OLMKIT_STORE=kube[:CONTEXT])"
+        )
     if where == MEMORY:
         return MemoryStore()
     return SqliteStore(where)

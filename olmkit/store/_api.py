@@ -7,7 +7,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
 
@@ -172,8 +172,17 @@ class Store(abc.ABC):
     ``Conflict`` (stale ``metadata.resourceVersion`` or ``uid`` precondition), ``Invalid``,
     ``Expired`` (a watch resuming from a compacted resourceVersion).
 
+    ``embedded`` says whether the store is olmkit's own (memory, SQLite): no API server or
+    kubelet is behind it, so olmkit's simulated ones stand in for them. A store on an API
+    server (``olmkit.kube``) is not embedded, and nothing simulated runs against it.
+
     .. versionadded:: 0.1
+    .. versionchanged:: 0.3
+       ``embedded``.
     """
+
+    #: olmkit's own store (True), or one with an API server and kubelets behind it (False).
+    embedded: ClassVar[bool] = False
 
     @abc.abstractmethod
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Object:

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import orjson
 
@@ -32,9 +32,9 @@ from olmkit.store._api import (
     group_of,
 )
 from olmkit.store.errors import AlreadyExists, Conflict, Invalid, NotFound
-from olmkit.store.names import is_object_name
 from olmkit.store.patches import json_patch, merge_patch
 from olmkit.store.selectors import LabelSelector, parse_selector
+from olmkit.store.shape import check_name, checked_copy
 
 Key = tuple[str, str, str, str]
 """(API group, kind, namespace or "" when cluster-scoped, name)."""
@@ -89,6 +89,8 @@ def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 class LocalStore(Store):
     """The API semantics over a local backend's primitives."""
+
+    embedded: ClassVar[bool] = True
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
@@ -159,65 +161,8 @@ class LocalStore(Store):
 
     # -- validation ----------------------------------------------------------------------
 
-    def _validated(self, raw: Mapping[str, Any]) -> Object:
-        """A private deep copy of ``raw``, checked for the shape every object needs."""
-        if not isinstance(raw, Mapping):
-            raise Invalid(f"an object is a mapping, not {type(raw).__name__}")
-        kind = raw.get("kind")
-        meta = raw.get("metadata")
-        name = meta.get("name") if isinstance(meta, Mapping) else None
-        ns = meta.get("namespace") if isinstance(meta, Mapping) else None
-        ref: dict[str, Any] = {
-            "kind": str(kind or ""),
-            "name": str(name or ""),
-            "namespace": ns if isinstance(ns, str) else None,
-        }
-        try:
-            obj: Object = loads(dumps(raw))
-        except (TypeError, orjson.JSONEncodeError) as exc:
-            raise Invalid(f"not JSON-able: {exc}", **ref) from None
-        if not isinstance(obj.get("apiVersion"), str) or not obj["apiVersion"]:
-            raise Invalid("apiVersion is required", field="apiVersion", **ref)
-        if not isinstance(kind, str) or not kind:
-            raise Invalid("kind is required", field="kind", **ref)
-        if not isinstance(meta, Mapping):
-            raise Invalid("metadata is required", field="metadata", **ref)
-        meta = obj["metadata"]
-        for field in ("labels", "annotations"):
-            value = meta.get(field)
-            if value is None:
-                meta.pop(field, None)
-                continue
-            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-                raise Invalid("must map strings to strings", field=f"metadata.{field}", **ref)
-        finalizers = meta.get("finalizers")
-        if finalizers is not None and (
-            not isinstance(finalizers, list) or not all(isinstance(f, str) and f for f in finalizers)
-        ):
-            raise Invalid("must be a list of names", field="metadata.finalizers", **ref)
-        if finalizers is not None:
-            meta["finalizers"] = list(dict.fromkeys(finalizers))
-        refs = meta.get("ownerReferences")
-        if refs is not None:
-            if not isinstance(refs, list):
-                raise Invalid("must be a list", field="metadata.ownerReferences", **ref)
-            for n, owner in enumerate(refs):
-                if not isinstance(owner, dict) or not all(
-                    isinstance(owner.get(f), str) and owner.get(f) for f in ("apiVersion", "kind", "name", "uid")
-                ):
-                    raise Invalid("needs apiVersion, kind, name and uid", field=f"metadata.ownerReferences[{n}]", **ref)
-        return obj
-
-    def _check_name(self, name: str, kind: str, namespace: str | None) -> None:
-        if not is_object_name(name):
-            raise Invalid(
-                f"invalid name {name!r}: lower-case letters, digits, '-' and '.', starting and ending "
-                "with a letter or digit, at most 253 characters",
-                kind=kind,
-                namespace=namespace,
-                name=name,
-                field="metadata.name",
-            )
+    _validated = staticmethod(checked_copy)
+    _check_name = staticmethod(check_name)
 
     def _address(self, obj: Object) -> Key:
         meta = obj["metadata"]

@@ -182,7 +182,12 @@ class InProcessServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def start_in_process(store: Store, directory: Path, **options: Any) -> InProcessServer:
+def start_in_process(
+    store: Store,
+    directory: Path,
+    shutdown_timeout: float = 0.5,
+    **options: Any,
+) -> InProcessServer:
     from aiohttp import web
 
     credentials = ensure_credentials(directory / "pki", "127.0.0.1")
@@ -191,7 +196,7 @@ def start_in_process(store: Store, directory: Path, **options: Any) -> InProcess
     api = ApiServer(store, get_plugin_manager().registry, ServerOptions(token=credentials.token, **options))
 
     async def start() -> tuple[Any, int]:
-        runner = web.AppRunner(api.app(), access_log=None, shutdown_timeout=0.5)
+        runner = web.AppRunner(api.app(), access_log=None, shutdown_timeout=shutdown_timeout)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=_tls(credentials))
         await site.start()

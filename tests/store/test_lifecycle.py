@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import RBAC_ROLE, cm, owner_ref
+from conftest import RBAC_ROLE, cm, owner_ref, rv
 
 from olmkit.store import Conflict, Expired, Invalid, NotFound, retry_on_conflict
 
@@ -27,7 +27,7 @@ def test_delete_removes_and_returns_last_state(store):
 
     gone = store.delete("v1", "ConfigMap", "a", "default")
 
-    assert "2" == gone["metadata"]["resourceVersion"]
+    assert rv(store, 2) == gone["metadata"]["resourceVersion"]
     assert not exists(store, "a")
     with pytest.raises(NotFound):
         store.delete("v1", "ConfigMap", "a", "default")
@@ -39,7 +39,7 @@ def test_delete_preconditions(store):
     store.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "default")
 
     with pytest.raises(Conflict):
-        store.delete("v1", "ConfigMap", "a", "default", resource_version="1")
+        store.delete("v1", "ConfigMap", "a", "default", resource_version=rv(store, 1))
     with pytest.raises(Conflict):
         store.delete("v1", "ConfigMap", "a", "default", uid="other")
 
@@ -186,15 +186,15 @@ def events(watch):
 def test_watch_from_resource_version(store):
     """A watch from a resourceVersion delivers ADDED, MODIFIED and DELETED after it, in order."""
     store.create(cm("before"))
-    rv = store.list("v1", "ConfigMap").resource_version
+    after = store.list("v1", "ConfigMap").resource_version
     store.create(cm("a"))
     store.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "default")
     store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
     store.delete("v1", "ConfigMap", "a", "default")
 
-    seen = events(store.watch("v1", "ConfigMap", resource_version=rv, timeout=0))
+    seen = events(store.watch("v1", "ConfigMap", resource_version=after, timeout=0))
 
-    assert [("ADDED", "a", "2"), ("MODIFIED", "a", "3"), ("DELETED", "a", "5")] == seen
+    assert [("ADDED", "a", rv(store, 2)), ("MODIFIED", "a", rv(store, 3)), ("DELETED", "a", rv(store, 5))] == seen
 
 
 def test_watch_without_resource_version_starts_with_current_objects(store):
@@ -208,8 +208,8 @@ def test_watch_without_resource_version_starts_with_current_objects(store):
 
     resumed = events(store.watch("v1", "ConfigMap", resource_version=watch.resource_version, timeout=0))
 
-    assert [("ADDED", "a", "1")] == first
-    assert [("ADDED", "c", "4")] == resumed
+    assert [("ADDED", "a", rv(store, 1))] == first
+    assert [("ADDED", "c", rv(store, 4))] == resumed
 
 
 def test_watch_filters_namespace_and_labels(store):
@@ -220,7 +220,7 @@ def test_watch_filters_namespace_and_labels(store):
 
     seen = events(store.watch("v1", "ConfigMap", "ns1", "app=x", resource_version="0", timeout=0))
 
-    assert [("ADDED", "a", "1")] == seen
+    assert [("ADDED", "a", rv(store, 1))] == seen
 
 
 def test_watch_reads_as_the_version_asked(store):
@@ -243,14 +243,14 @@ def test_watch_from_compacted_history_expires(small_store):
     assert 410 == info.value.code
     assert "1" == info.value.resource_version
     assert "too old" in str(info.value)
-    recent = events(small_store.watch("v1", "ConfigMap", resource_version="55", timeout=0))
+    recent = events(small_store.watch("v1", "ConfigMap", resource_version=rv(small_store, 55), timeout=0))
     assert ["o55", "o56", "o57", "o58", "o59"] == [name for _, name, _ in recent]
 
 
 def test_slow_watcher_expires_while_iterating(small_store):
     """A watch that falls behind the compaction raises Expired instead of skipping changes."""
     small_store.create(cm("first"))
-    watch = small_store.watch("v1", "ConfigMap", resource_version="1", timeout=0)
+    watch = small_store.watch("v1", "ConfigMap", resource_version=rv(small_store, 1), timeout=0)
     for i in range(60):
         small_store.create(cm(f"o{i}"))
 
@@ -304,7 +304,7 @@ def test_retry_on_conflict_retries_a_read_modify_write(store):
     result = retry_on_conflict(bump, attempts=3, backoff=0)
 
     assert "11" == result["data"]["n"]
-    assert ["1", "2"] == calls
+    assert [rv(store, 1), rv(store, 2)] == calls
 
 
 def test_retry_on_conflict_gives_up(store):

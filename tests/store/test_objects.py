@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import cm
+from conftest import cm, rv
 
 from olmkit.store import AlreadyExists, Conflict, Invalid, NotFound, StoreError
 
@@ -19,7 +19,7 @@ def test_create_maintains_system_metadata(store):
     meta = created["metadata"]
     assert "mine" != meta["uid"]
     assert 36 == len(meta["uid"])
-    assert "1" == meta["resourceVersion"]
+    assert rv(store, 1) == meta["resourceVersion"]
     assert 1 == meta["generation"]
     assert "2024-01-01T00:00:00Z" == meta["creationTimestamp"]
     assert "deletionTimestamp" not in meta
@@ -31,9 +31,9 @@ def test_resource_version_is_one_counter_across_kinds(store):
     """resourceVersion grows by one per write, whatever the kind or namespace."""
     a = store.create(cm("a"))
     b = store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b", "namespace": "other"}})
-    c = store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "c"}})
+    c = store.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "c"}})
 
-    assert ["1", "2", "3"] == [o["metadata"]["resourceVersion"] for o in (a, b, c)]
+    assert [rv(store, 1), rv(store, 2), rv(store, 3)] == [o["metadata"]["resourceVersion"] for o in (a, b, c)]
 
 
 def test_create_twice_is_already_exists(store):
@@ -91,8 +91,9 @@ def test_cluster_scoped_kinds_have_no_namespace(store):
     assert [created] == store.list("rbac.authorization.k8s.io/v1", "ClusterRole", "anything").items
 
 
-def test_registered_kind_scope(store):
+def test_registered_kind_scope(local_store):
     """register_kind makes a kind cluster-scoped; unknown kinds are namespaced."""
+    store = local_store
     assert store.is_namespaced("example.io/v1", "Widget")
 
     store.register_kind("example.io/v1", "Widget", namespaced=False)
@@ -108,7 +109,12 @@ def test_stored_crd_declares_its_kind_scope(store):
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.io"},
-        "spec": {"group": "example.io", "scope": "Cluster", "names": {"kind": "Gadget", "plural": "gadgets"}},
+        "spec": {
+            "group": "example.io",
+            "scope": "Cluster",
+            "names": {"kind": "Gadget", "plural": "gadgets"},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
     }
 
     store.create(crd)
@@ -223,7 +229,7 @@ def test_list_one_namespace_in_name_order(labelled):
     listed = labelled.list("v1", "ConfigMap", "ns2")
 
     assert ["0", "c", "d"] == names(listed)
-    assert "5" == listed.resource_version
+    assert rv(labelled, 5) == listed.resource_version
     assert 3 == len(listed)
 
 
@@ -275,7 +281,7 @@ def test_stale_resource_version_conflicts(store):
     with pytest.raises(Conflict) as info:
         store.update(dict(first, data={"k": "3"}))
 
-    assert ("1", "2") == (info.value.expected, info.value.actual)
+    assert (rv(store, 1), rv(store, 2)) == (info.value.expected, info.value.actual)
     assert "the object has been modified" in str(info.value)
     assert {"k": "2"} == store.get("v1", "ConfigMap", "a", "default")["data"]
 
@@ -286,7 +292,7 @@ def test_update_without_resource_version_is_unconditional(store):
 
     updated = store.update(cm("a", data={"k": "2"}))
 
-    assert ({"k": "2"}, "2") == (updated["data"], updated["metadata"]["resourceVersion"])
+    assert ({"k": "2"}, rv(store, 2)) == (updated["data"], updated["metadata"]["resourceVersion"])
 
 
 def test_update_of_missing_object_is_not_found(store):
@@ -322,8 +328,8 @@ def test_generation_bumps_only_on_spec_changes(store):
     relabelled["spec"]["size"] = 2
     resized = store.update(relabelled)
 
-    assert (1, "2") == (relabelled["metadata"]["generation"], relabelled["metadata"]["resourceVersion"])
-    assert (2, "3") == (resized["metadata"]["generation"], resized["metadata"]["resourceVersion"])
+    assert (1, rv(store, 2)) == (relabelled["metadata"]["generation"], relabelled["metadata"]["resourceVersion"])
+    assert (2, rv(store, 3)) == (resized["metadata"]["generation"], resized["metadata"]["resourceVersion"])
 
 
 def test_update_ignores_status_and_system_metadata(store):
@@ -350,8 +356,8 @@ def test_update_that_changes_nothing_writes_nothing(store):
 
     again = store.update(created)
 
-    assert "1" == again["metadata"]["resourceVersion"]
-    assert "1" == store.list("v1", "ConfigMap").resource_version
+    assert rv(store, 1) == again["metadata"]["resourceVersion"]
+    assert rv(store, 1) == store.list("v1", "ConfigMap").resource_version
 
 
 def test_update_status_changes_only_status(store):
@@ -372,7 +378,7 @@ def test_update_status_changes_only_status(store):
     assert {"phase": "Ready"} == updated["status"]
     assert {"x": 1} == updated["spec"]
     assert {"a": "b"} == updated["metadata"]["labels"]
-    assert (1, "2") == (updated["metadata"]["generation"], updated["metadata"]["resourceVersion"])
+    assert (1, rv(store, 2)) == (updated["metadata"]["generation"], updated["metadata"]["resourceVersion"])
     with pytest.raises(Conflict):
         store.update_status(dict(created, status={"phase": "Stale"}))
 

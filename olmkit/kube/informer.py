@@ -1,0 +1,311 @@
+"""Informers: a cache of one kind, fed by a watch that a background thread keeps open.
+
+An informer lists its kind once (every namespace), then watches from the list's
+resourceVersion. Each change updates the cache and is appended to an event buffer, which the
+store's watches read without a request (``Store.watch(..., timeout=0)`` is a look at the
+buffer). A broken connection resumes the watch from the last resourceVersion seen; a watch
+that has expired (410 Gone: the server no longer has that history) lists again and turns the
+difference between the cache and the new list into events, so no change is lost to a watcher.
+No polling: the thread blocks on the watch stream, and bookmarks keep its resourceVersion fresh.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from olmkit.kube.transport import ApiUnreachable, Ref, StreamedWatch, Transport
+from olmkit.store import Expired, Object, StoreError, WatchEvent
+
+__all__ = ["Informer"]
+
+log = logging.getLogger("olmkit.kube")
+
+#: How long one watch request lasts before the server ends it (a new one resumes at once).
+WATCH_SECONDS: Final = 300
+#: Retry delays after a failed watch or list: doubling from the first to the last.
+BACKOFF: Final = (0.05, 5.0)
+#: The longest a watch waits for the events of this process's own writes.
+CATCH_UP: Final = 5.0
+
+Key = tuple[str, str]  # namespace ("" when cluster-scoped), name
+
+
+def _key(obj: Object) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _rv(obj: Object) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+class Informer:
+    """The cache and event buffer of one kind.
+
+    Args:
+        transport: the connection to the API server.
+        path: the kind's collection URL path (every namespace).
+        api_version: the served apiVersion (set on listed items, which the API leaves without one).
+        kind: the kind.
+        history: how many events the buffer keeps (older positions are ``Expired`` to watchers).
+        on_change: called (without the informer's lock) after events were recorded.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        path: str,
+        api_version: str,
+        kind: str,
+        history: int,
+        on_change: Callable[[], None],
+    ) -> None:
+        self.transport = transport
+        self.path = path
+        self.api_version = api_version
+        self.kind = kind
+        self.cond = threading.Condition()
+        self.items: dict[Key, Object] = {}
+        self.events: collections.deque[tuple[int, WatchEvent]] = collections.deque(maxlen=max(1, history))
+        #: the last resourceVersion this informer has seen (events, lists and bookmarks)
+        self.rv = 0
+        #: the oldest position a watcher can resume from
+        self.oldest = 0
+        self.relists = 0
+        #: the highest resourceVersion of this kind's writes made through this process's store
+        self.expected = 0
+        #: deletions made through this process's store, not seen yet: key -> the object's last resourceVersion
+        self.pending_deletes: dict[Key, int] = {}
+        self.resumes = 0
+        self._on_change = on_change
+        self._stopped = threading.Event()
+        self._stream: StreamedWatch | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- life -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """List the kind (in the caller's thread, so the cache is full on return), then watch it."""
+        items, rv = self._list()
+        with self.cond:
+            self.items = {_key(o): o for o in items}
+            self.rv = self.oldest = rv
+        self._thread = threading.Thread(target=self._run, name=f"olmkit-informer-{self.kind}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        stream = self._stream
+        if stream is not None:
+            stream.shutdown()
+        with self.cond:
+            self.cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    # -- reading (any thread) -------------------------------------------------------------
+
+    def snapshot(self) -> tuple[list[Object], int]:
+        """The cached objects (by namespace, then name) and the resourceVersion they are at."""
+        with self.cond:
+            return [self.items[k] for k in sorted(self.items)], self.rv
+
+    def events_after(self, after: int) -> tuple[list[WatchEvent], int]:
+        """The buffered events after position ``after``, and the position they reach.
+
+        Raises:
+            Expired: ``after`` is older than the buffer.
+        """
+        with self.cond:
+            if after < self.oldest:
+                raise Expired(kind=self.kind, resource_version=str(after), oldest=str(self.oldest))
+            found = []
+            for position, event in reversed(self.events):
+                if position <= after:
+                    break
+                found.append(event)
+            found.reverse()
+            return found, max(after, self.rv)
+
+    def expect(self, obj: Object) -> None:
+        """A write of this kind was made: reads of the buffer wait until its event is in."""
+        with self.cond:
+            self.expected = max(self.expected, _rv(obj))
+
+    def expect_deletion(self, obj: Object) -> None:
+        """An object of this kind was deleted (its last state is ``obj``): wait for its DELETED event."""
+        key = _key(obj)
+        with self.cond:
+            if key in self.items:  # else its DELETED event is in already
+                self.pending_deletes[key] = _rv(obj)
+
+    def catch_up(self, timeout: float = CATCH_UP) -> None:
+        """Wait until the buffer holds the events of this process's own writes (at most ``timeout`` s).
+
+        Watches read the buffer without a request; this keeps a write followed by a watch in
+        the same process from missing the write (as on the embedded stores).
+        """
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while (self.rv < self.expected or self.pending_deletes) and not self._stopped.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.debug("the %s informer is still behind this process's writes", self.kind)
+                    return
+                self.cond.wait(remaining)
+
+    def wait(self, after: int, timeout: float) -> None:
+        """Block until the informer is past ``after``, at most ``timeout`` seconds."""
+        with self.cond:
+            if self.rv <= after and not self._stopped.is_set():
+                self.cond.wait(timeout)
+
+    # -- the watch thread -------------------------------------------------------------------
+
+    def _list(self) -> tuple[list[Object], int]:
+        items: list[Object] = []
+        query: dict[str, Any] = {"limit": 500}
+        rv = ""
+        while True:
+            answer = self.transport.request("GET", self.path, Ref(self.kind), query=query)
+            meta = answer.get("metadata") or {}
+            rv = rv or str(meta.get("resourceVersion") or "0")
+            for item in answer.get("items") or []:
+                item["apiVersion"], item["kind"] = self.api_version, self.kind
+                items.append(item)
+            if not meta.get("continue"):
+                break
+            query = {"limit": 500, "continue": meta["continue"]}
+        return items, int(rv)
+
+    def _run(self) -> None:
+        delay = BACKOFF[0]
+        while not self._stopped.is_set():
+            try:
+                self._watch_once()
+                delay = BACKOFF[0]
+            except Expired:
+                self._relist()
+            except (ApiUnreachable, OSError, ValueError) as exc:
+                if self._stopped.is_set():
+                    return
+                log.info("watch of %s broke (%s); resuming from resourceVersion %s", self.kind, exc, self.rv)
+                self.resumes += 1
+                self._stopped.wait(delay)
+                delay = min(delay * 2, BACKOFF[1])
+            except StoreError as exc:
+                log.warning("watch of %s failed: %s; retrying in %.1fs", self.kind, exc, delay)
+                self._stopped.wait(delay)
+                delay = min(delay * 2, BACKOFF[1])
+            except Exception as exc:
+                if self._stopped.is_set():
+                    return
+                log.info("watch of %s broke (%r); resuming", self.kind, exc)
+                self.resumes += 1
+                self._stopped.wait(delay)
+                delay = min(delay * 2, BACKOFF[1])
+
+    def _watch_once(self) -> None:
+        query = {
+            "watch": "1",
+            "resourceVersion": str(self.rv),
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(WATCH_SECONDS),
+        }
+        stream = self.transport.stream_lines(self.path, Ref(self.kind), query, read_timeout=WATCH_SECONDS + 30)
+        self._stream = stream
+        try:
+            if self._stopped.is_set():
+                return
+            for raw in stream:
+                self._handle(raw)
+                if self._stopped.is_set():
+                    return
+        finally:
+            self._stream = None
+            stream.close()
+
+    def _handle(self, raw: dict[str, Any]) -> None:
+        etype = raw.get("type")
+        obj = raw.get("object") or {}
+        if etype == "ERROR":
+            code = obj.get("code") if isinstance(obj, dict) else None
+            if code == 410:
+                raise Expired(kind=self.kind, resource_version=str(self.rv), oldest="")
+            raise StoreError(str(obj.get("message") or "watch error") if isinstance(obj, dict) else "watch error")
+        rv = _rv(obj)
+        if etype == "BOOKMARK":
+            with self.cond:
+                if rv > self.rv:
+                    self.rv = rv
+                    self.cond.notify_all()
+            return
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            return
+        obj["apiVersion"], obj["kind"] = self.api_version, self.kind
+        key = _key(obj)
+        with self.cond:
+            if etype == "DELETED":
+                self.items.pop(key, None)
+            else:
+                self.items[key] = obj
+            # the DELETED event carries the deletion's resourceVersion: the one DELETE answered
+            # with (olmkit serve) or a later one (the object's last state, as Kubernetes answers)
+            if key in self.pending_deletes and (rv > self.pending_deletes[key] or etype == "DELETED"):
+                del self.pending_deletes[key]
+            self.events.append((rv, WatchEvent(etype, obj)))
+            self.rv = max(self.rv, rv)
+            self._trim()
+            self.cond.notify_all()
+        self._on_change()
+
+    def _trim(self) -> None:
+        if len(self.events) == self.events.maxlen:
+            self.oldest = max(self.oldest, self.events[0][0])
+
+    def _relist(self) -> None:
+        """List again after a 410 and record the difference from the cache as events."""
+        delay = BACKOFF[0]
+        while not self._stopped.is_set():
+            try:
+                items, rv = self._list()
+                break
+            except StoreError as exc:
+                log.info("listing %s again failed (%s); retrying", self.kind, exc)
+                self._stopped.wait(delay)
+                delay = min(delay * 2, BACKOFF[1])
+        else:
+            return
+        fresh = {_key(o): o for o in items}
+        with self.cond:
+            self.relists += 1
+            position = max(rv, self.rv)
+            changed: list[WatchEvent] = []
+            for key, obj in sorted(fresh.items()):
+                old = self.items.get(key)
+                if old is None:
+                    changed.append(WatchEvent("ADDED", obj))
+                elif _rv(old) != _rv(obj):
+                    changed.append(WatchEvent("MODIFIED", obj))
+            for key, old in sorted(self.items.items()):
+                if key not in fresh:
+                    gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(position)}}
+                    changed.append(WatchEvent("DELETED", gone))
+            self.items = fresh
+            self.pending_deletes.clear()
+            for event in changed:
+                self.events.append((position, event))
+                self._trim()
+            self.rv = position
+            self.cond.notify_all()
+        log.info("relisted %s after its watch expired: %d changes", self.kind, len(changed))
+        if changed:
+            self._on_change()

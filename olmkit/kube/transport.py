@@ -1,0 +1,211 @@
+"""HTTP to a Kubernetes API server through the official client's configured connection pool.
+
+The ``kubernetes`` client loads the kubeconfig (certificates, tokens, exec plugins, proxies) and
+owns the urllib3 pool; this module sends the requests itself, with orjson, instead of through
+the client's generated, per-kind API classes (one generic path for every kind, no model
+(de)serialisation) and maps API errors onto :mod:`olmkit.store.errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+from urllib.parse import quote, urlencode
+
+import attrs
+import orjson
+
+from olmkit import __version__
+from olmkit.store.errors import AlreadyExists, Conflict, Expired, Invalid, NotFound, StoreError
+
+__all__ = ["ApiUnreachable", "Ref", "Transport", "error_from_status"]
+
+_USER_AGENT: Final = f"olmkit/{__version__}"
+#: Seconds to wait for a connection and for each read of a non-watch request.
+CONNECT_TIMEOUT: Final = 10.0
+READ_TIMEOUT: Final = 60.0
+
+
+@attrs.frozen
+class Ref:
+    """What a request concerns, for error messages: kind, namespace, name."""
+
+    kind: str = ""
+    namespace: str | None = None
+    name: str = ""
+
+    def fields(self) -> dict[str, Any]:
+        return {"kind": self.kind, "namespace": self.namespace, "name": self.name}
+
+
+@attrs.define(auto_exc=True, eq=False)
+class ApiUnreachable(StoreError):
+    """The API server cannot be reached (connection refused, TLS failure, timeout)."""
+
+    code = 503
+    reason = "ServiceUnavailable"
+
+
+def error_from_status(status: int, body: Any, ref: Ref) -> StoreError:
+    """The store error for an API error response (a ``metav1.Status`` body, when there is one)."""
+    reason = str(body.get("reason") or "") if isinstance(body, Mapping) else ""
+    message = str(body.get("message") or "") if isinstance(body, Mapping) else ""
+    details = body.get("details") if isinstance(body, Mapping) else None
+    fields = ref.fields()
+    if status == 404:
+        return NotFound(message if reason != "NotFound" else "", **fields)
+    if status == 409 and reason == "AlreadyExists":
+        return AlreadyExists(**fields)
+    if status == 409:
+        detail = message.partition(": ")[2] if message.startswith("Operation cannot be fulfilled") else message
+        return Conflict(detail, **fields)
+    if status in (400, 422):
+        field = ""
+        if isinstance(details, Mapping):
+            causes = details.get("causes")
+            if isinstance(causes, list) and causes and isinstance(causes[0], Mapping):
+                field = str(causes[0].get("field") or "")
+        return Invalid(message or f"the API server refused the request ({status})", field=field, **fields)
+    if status == 410:
+        return Expired(kind=ref.kind, resource_version=message, oldest="")
+    error = StoreError(message or f"the API server answered {status} {reason}".strip(), **fields)
+    return error
+
+
+class Transport:
+    """Requests to one API server, with the credentials of an :class:`kubernetes.client.ApiClient`.
+
+    Args:
+        api_client: a configured client (see :func:`olmkit.kube.config.connect`).
+        where: how to name the server in errors (the kubeconfig's file and context).
+    """
+
+    def __init__(self, api_client: Any, where: str = "") -> None:
+        self.api_client = api_client
+        self.configuration = api_client.configuration
+        self.host = str(self.configuration.host).rstrip("/")
+        self.where = where or self.host
+        self._pool = api_client.rest_client.pool_manager
+        self._lock = threading.Lock()
+        #: requests sent, by HTTP method (watches count as GET)
+        self.requests: dict[str, int] = {}
+
+    @property
+    def request_count(self) -> int:
+        """Every request sent so far."""
+        return sum(self.requests.values())
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": _USER_AGENT}
+        if content_type:
+            headers["Content-Type"] = content_type
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        return headers
+
+    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
+        params = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
+        return self.host + path + ("?" + urlencode(params) if params else "")
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str | None,
+        *,
+        stream: bool,
+        read_timeout: float | None,
+    ) -> Any:
+        import urllib3
+
+        data = None if body is None else orjson.dumps(body)
+        with self._lock:
+            self.requests[method] = self.requests.get(method, 0) + 1
+        try:
+            return self._pool.request(
+                method,
+                self.url(path, query),
+                body=data,
+                headers=self._headers("application/json" if data is not None and not content_type else content_type),
+                preload_content=not stream,
+                timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=read_timeout),
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise ApiUnreachable(f"cannot reach the API server at {self.host} ({self.where}): {_cause(exc)}") from None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        ref: Ref,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> Any:
+        """Send a request and return its JSON answer; an error answer raises its store error."""
+        response = self._send(method, path, query, body, content_type, stream=False, read_timeout=READ_TIMEOUT)
+        try:
+            answer = orjson.loads(response.data) if response.data else None
+        except orjson.JSONDecodeError:
+            answer = {"message": response.data[:200].decode("utf-8", "replace")}
+        if response.status >= 400:
+            raise error_from_status(response.status, answer, ref)
+        return answer
+
+    def stream_lines(self, path: str, ref: Ref, query: Mapping[str, Any], read_timeout: float) -> StreamedWatch:
+        """Open a watch; its lines are JSON watch events."""
+        response = self._send("GET", path, query, None, None, stream=True, read_timeout=read_timeout)
+        if response.status >= 400:
+            try:
+                answer = orjson.loads(response.data) if response.data else None
+            except orjson.JSONDecodeError:
+                answer = None
+            response.release_conn()
+            raise error_from_status(response.status, answer, ref)
+        return StreamedWatch(response)
+
+    def close(self) -> None:
+        self._pool.clear()
+
+
+class StreamedWatch:
+    """An open watch response: iterate its events; :meth:`shutdown` ends it from another thread."""
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for line in self.response:
+            if line.strip():
+                yield orjson.loads(line)
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(Exception):
+            self.response.shutdown()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.response.release_conn()
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost reason of a urllib3 error, in a few words."""
+    reason: Any = getattr(exc, "reason", None)
+    while isinstance(reason, BaseException) and getattr(reason, "reason", None) is not None:
+        reason = getattr(reason, "reason", None)
+    text = str(reason or exc)
+    if "Connection refused" in text:
+        return "connection refused"
+    return text
+
+
+def quote_name(name: str) -> str:
+    """A name as a path segment."""
+    return quote(name, safe="")
