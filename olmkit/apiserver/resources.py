@@ -178,6 +178,13 @@ _EXTRA_KINDS: Final = (
 )
 
 
+#: Kinds without a ``status`` subresource (the RBAC kinds and the data kinds have no status;
+#: ClusterServiceVersion has one, as upstream's CRD declares).
+_NO_STATUS: Final = frozenset(
+    {"ConfigMap", "Secret", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+)
+
+
 #: Kinds in kubectl's ``all`` category (``kubectl get all``), as the API server lists them.
 _ALL: Final = frozenset({("", "Pod"), ("", "Service"), ("apps", "Deployment"), ("batch", "Job")})
 
@@ -205,8 +212,7 @@ def builtin_resources() -> list[Resource]:
                 columns=_COLUMNS.get((group, kind.kind), (AGE,)),
                 schema=schemas.SCHEMAS.get((group, kind.kind)),
                 custom=group not in BUILTIN_GROUPS,
-                status=kind.kind not in ("ConfigMap", "Secret", "ServiceAccount", "Role", "RoleBinding")
-                and not kind.kind.startswith("Cluster"),
+                status=kind.kind not in _NO_STATUS,
             )
         )
     return found

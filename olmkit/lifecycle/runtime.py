@@ -144,6 +144,10 @@ DONE = Result()
 
 #: reconciles between two polls of the watches while the queue still has ready keys
 POLL_EVERY = 16
+#: seconds without a change a store with an API server behind it must stay quiet before a run
+#: calls it stable: its watch events (of this run's own writes, and of what the server does in
+#: answer, such as establishing a CRD) arrive after the writes, not with them
+SETTLE = 1.0
 
 Mapper = Callable[[WatchEvent], Iterable[tuple[str, str]]]
 
@@ -468,8 +472,10 @@ class ControllerManager:
                     return self._outcome(False, start_count)
                 continue
             due = self.queue.next_due(pending_only=True)
-            if due is None or not wait:
+            if (due is None or not wait) and self._settled():
                 return self._outcome(True, start_count)
+            if due is None or not wait:
+                continue
             if deadline is not None and due > deadline:
                 return self._outcome(False, start_count)
             if wall_deadline is not None and time.monotonic() >= wall_deadline:
@@ -504,13 +510,35 @@ class ControllerManager:
             self._idle(due if due is not None else self.clock.now() + 1.0, should_stop)
 
     def _idle(self, until: float, should_stop: Callable[[], bool] = lambda: False) -> None:
-        """Wait for ``until`` or the next change in the store (or a stop request), whichever comes first."""
+        """Wait for ``until`` or the next change in the store (or a stop request), whichever comes first.
+
+        On the wall clock the store's :meth:`~olmkit.store.Store.wait_for_change` does the
+        waiting, so a change wakes the run at once (for a store on an API server: when an
+        informer records it, without a request).
+        """
         step = 0.05
         while self.clock.now() < until and not should_stop():
             if self.poll():
                 return
-            self.clock.sleep(min(step, until - self.clock.now()))
+            pause = min(step, until - self.clock.now())
+            if isinstance(self.clock, RealClock):
+                self.store.wait_for_change(self._polled_at, max(pause, 0.0))
+            else:
+                self.clock.sleep(pause)
             step = min(step * 2, 0.5)
+
+    def _settled(self) -> bool:
+        """Whether nothing more is on its way: always on an embedded store (its watches see every
+        write at once); on a store with an API server behind it, once it stayed quiet for
+        :data:`SETTLE` seconds (wall clock) with every watch polled."""
+        if self.store.embedded or isinstance(self.clock, FakeClock):
+            return True
+        deadline = time.monotonic() + SETTLE
+        while (remaining := deadline - time.monotonic()) > 0:
+            if self.poll():
+                return False
+            self.store.wait_for_change(self._polled_at, remaining)
+        return not self.poll()
 
     def _outcome(self, stable: bool, start_count: int) -> RunOutcome:
         pending = tuple(f"{key}: {self._waiting.get(key, 'queued')}" for key in self.queue.pending_keys())
