@@ -124,9 +124,12 @@ class ServeProcess:
         self.http.pool.clear()
 
 
-def start_serve(directory: Path, *extra: str) -> ServeProcess:
-    """Start ``olmkit serve`` on a fresh store in ``directory`` (port 0) and wait until it listens."""
-    kubectl_bin = kubectl_path()
+def start_serve(directory: Path, *extra: str, kubectl: bool = True) -> ServeProcess:
+    """Start ``olmkit serve`` on a fresh store in ``directory`` (port 0) and wait until it listens.
+
+    ``kubectl=False``: for tests that drive the server with other clients only (no kubectl needed).
+    """
+    kubectl_bin = kubectl_path() if kubectl else shutil.which("kubectl") or "kubectl"
     directory.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OLMKIT_CACHE_DIR": str(directory / "cache"), "PYTHONUNBUFFERED": "1"}
     env.pop("OLMKIT_STORE", None)

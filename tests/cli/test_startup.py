@@ -30,7 +30,7 @@ def _imports_after(*argv: str, tmp_path) -> dict[str, bool]:
         "from olmkit.cli import main\n"
         f"code = main({list(argv)!r})\n"
         "watch = ['olmkit.manager', 'pluggy', 'olmkit.resolver', 'olmkit.catalog', 'yaml', 'olmkit.cli.operators', "
-        "'attrs']\n"
+        "'attrs', 'kubernetes', 'olmkit.kube']\n"
         "print(json.dumps({m: m in sys.modules for m in watch} | {'code': code}))\n"
     )
     env = {"OLMKIT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
@@ -48,7 +48,8 @@ def test_version_imports_nothing_heavy(tmp_path):
 
 
 def test_get_loads_no_plugins_and_no_resolver(tmp_path):
-    """get on a store needs neither the plugins, nor the resolver, catalogs, YAML or other command modules."""
+    """get on a store needs neither the plugins, nor the resolver, catalogs, YAML, other command modules
+    or the kube backend and its client."""
     store = tmp_path / "cluster.db"
     from olmkit.store import SqliteStore
 
@@ -65,6 +66,8 @@ def test_get_loads_no_plugins_and_no_resolver(tmp_path):
         "olmkit.catalog": False,
         "yaml": False,
         "olmkit.cli.operators": False,
+        "kubernetes": False,
+        "olmkit.kube": False,
     } == {k: v for k, v in seen.items() if k != "attrs"}
 
 

@@ -1,0 +1,156 @@
+"""Two clients of one API server: write conflicts, the controllers' retries, what a store on a
+server can and cannot decide (a kind's scope), and the requests a one-shot read makes."""
+
+from __future__ import annotations
+
+import pytest
+
+from olmkit.kube import KubeStore, connect
+from olmkit.lifecycle.runtime import Controller, ControllerManager, Key, Reporter, WatchSpec
+from olmkit.store import Conflict, NotFound, retry_on_conflict
+from tests.kube.conftest import cm
+
+
+@pytest.fixture
+def other(serve):
+    """A second client of the module's server (another process would be the same to the server)."""
+    store = connect(serve.kubeconfig)
+    yield store
+    store.close()
+
+
+def test_a_stale_write_from_another_client_conflicts(kube: KubeStore, other: KubeStore, ns: str) -> None:
+    """Both clients read; one writes; the other's write carries a stale resourceVersion: Conflict
+    naming the object and both resourceVersions, and nothing of it is written."""
+    kube.create(cm("shared", ns, n="0"))
+    mine = kube.get("v1", "ConfigMap", "shared", ns)
+    theirs = other.get("v1", "ConfigMap", "shared", ns)
+    written = other.update({**theirs, "data": {"n": "theirs"}})
+
+    with pytest.raises(Conflict) as info:
+        kube.update({**mine, "data": {"n": "mine"}})
+
+    assert (mine["metadata"]["resourceVersion"], written["metadata"]["resourceVersion"]) == (
+        info.value.expected,
+        info.value.actual,
+    )
+    assert f"ConfigMap {ns}/shared" in str(info.value)
+    assert {"n": "theirs"} == kube.get("v1", "ConfigMap", "shared", ns)["data"]
+    with pytest.raises(Conflict):
+        kube.patch(
+            "v1", "ConfigMap", "shared", {"metadata": {"resourceVersion": mine["metadata"]["resourceVersion"]}}, ns
+        )
+    with pytest.raises(Conflict):
+        kube.delete("v1", "ConfigMap", "shared", ns, resource_version=mine["metadata"]["resourceVersion"])
+
+
+def test_retry_on_conflict_wins_against_another_client(kube: KubeStore, other: KubeStore, ns: str) -> None:
+    """A read-modify-write that loses once to another client succeeds on the next attempt."""
+    kube.create(cm("counter", ns, n="0"))
+    attempts = []
+
+    def bump():
+        obj = kube.get("v1", "ConfigMap", "counter", ns)
+        if not attempts:
+            other.patch("v1", "ConfigMap", "counter", {"data": {"n": "10"}}, ns)
+        attempts.append(obj["metadata"]["resourceVersion"])
+        obj["data"]["n"] = str(int(obj["data"]["n"]) + 1)
+        return kube.update(obj)
+
+    assert "11" == retry_on_conflict(bump, attempts=3, backoff=0)["data"]["n"]
+    assert 2 == len(attempts)
+
+
+class _Errors(Reporter):
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+
+    def on_error(self, key: Key, error: BaseException, attempt: int, retry_in: float) -> None:
+        self.errors.append(error)
+
+
+def test_the_controllers_retry_a_conflict_through_their_work_queue(kube: KubeStore, other: KubeStore, ns: str) -> None:
+    """A reconcile that conflicts with another client's write is retried by the manager (rate-limited
+    requeue) and then succeeds: conflicts are raised by the store and handled above it."""
+    kube.create(cm("target", ns, n="0"))
+
+    class Bump(Controller):
+        name = "bump"
+        watches = (WatchSpec("v1", "ConfigMap"),)
+        raced = False
+
+        def reconcile(self, namespace: str, name: str) -> None:
+            if namespace != ns or name != "target":
+                return
+            obj = kube.get("v1", "ConfigMap", name, namespace)
+            if obj["data"].get("done"):
+                return
+            if not Bump.raced:
+                Bump.raced = True
+                other.patch("v1", "ConfigMap", name, {"data": {"n": "1"}}, namespace)
+            kube.update({**obj, "data": {**obj["data"], "done": "yes"}})
+
+    errors = _Errors()
+    manager = ControllerManager(kube, [Bump()], reporter=errors)
+    outcome = manager.run_until_stable(timeout=30)
+
+    assert outcome.stable
+    assert [Conflict] == [type(e) for e in errors.errors]
+    assert {"n": "1", "done": "yes"} == kube.get("v1", "ConfigMap", "target", ns)["data"]
+
+
+def test_discovery_decides_a_served_kinds_scope(kube: KubeStore) -> None:
+    """register_kind cannot change what the server serves: for a served kind discovery wins; it
+    declares the scope of kinds the server does not serve (yet)."""
+    kube.register_kind("v1", "ConfigMap", namespaced=False)
+    kube.register_kind("example.io/v1", "Widget", namespaced=False)
+
+    assert kube.is_namespaced("v1", "ConfigMap")
+    assert not kube.is_namespaced("rbac.authorization.k8s.io/v1", "ClusterRole")
+    assert not kube.is_namespaced("example.io/v1", "Widget")
+    assert kube.is_namespaced("example.io/v1", "Gadget")
+    with pytest.raises(NotFound, match="serves no kind Widget"):
+        kube.get("example.io/v1", "Widget", "w")
+
+
+def test_a_kind_defined_by_a_new_crd_is_served_at_once(kube: KubeStore, ns: str) -> None:
+    """Creating a CRD through the store makes its kind usable right away (discovery is asked again)."""
+    assert kube.resource("gizmo.example.io/v1", "Gizmo") is None
+    kube.create(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gizmos.gizmo.example.io"},
+            "spec": {
+                "group": "gizmo.example.io",
+                "scope": "Namespaced",
+                "names": {"kind": "Gizmo", "plural": "gizmos"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        }
+    )
+
+    made = kube.create(
+        {"apiVersion": "gizmo.example.io/v1", "kind": "Gizmo", "metadata": {"name": "g", "namespace": ns}}
+    )
+    kube.update_status({**made, "status": {"phase": "Ready"}})
+
+    assert {"phase": "Ready"} == kube.get("gizmo.example.io/v1", "Gizmo", "g", ns)["status"]
+
+
+def test_a_one_shot_read_makes_two_requests_and_starts_no_informer(serve, ns: str) -> None:
+    """get of one object: discovery of its group version, then the GET. No list, no watch."""
+    with connect(serve.kubeconfig) as fresh:
+        with pytest.raises(NotFound):
+            fresh.get("v1", "ConfigMap", "nothing", ns)
+
+        assert {"GET": 2} == fresh.transport.requests
+        assert fresh.latest_resource_version() is None  # no informer
