@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+import orjson
+
 from olmkit.kube.transport import ApiUnreachable, Ref, StreamedWatch, Transport
 from olmkit.store import Expired, Object, StoreError, WatchEvent
 
@@ -38,6 +40,12 @@ Key = tuple[str, str]  # namespace ("" when cluster-scoped), name
 def _key(obj: Object) -> Key:
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _copy(obj: Object) -> Object:
+    """A deep copy (cached objects are shared by every reader)."""
+    copied: Object = orjson.loads(orjson.dumps(obj))
+    return copied
 
 
 def _rv(obj: Object) -> int:
@@ -79,12 +87,16 @@ class Informer:
         self.rv = 0
         #: the oldest position a watcher can resume from
         self.oldest = 0
+        #: lists after a 410 (the first list not counted)
         self.relists = 0
+        #: watches opened again from the resourceVersion already reached (after a broken connection
+        #: or the server ending a watch), without a list
+        self.resumes = 0
+        self._listed = True
         #: the highest resourceVersion of this kind's writes made through this process's store
         self.expected = 0
         #: deletions made through this process's store, not seen yet: key -> the object's last resourceVersion
         self.pending_deletes: dict[Key, int] = {}
-        self.resumes = 0
         self._on_change = on_change
         self._stopped = threading.Event()
         self._stream: StreamedWatch | None = None
@@ -117,6 +129,18 @@ class Informer:
         """The cached objects (by namespace, then name) and the resourceVersion they are at."""
         with self.cond:
             return [self.items[k] for k in sorted(self.items)], self.rv
+
+    def lookup(self, namespace: str, name: str) -> Object | None:
+        """A private copy of the cached object, or ``None``."""
+        with self.cond:
+            found = self.items.get((namespace, name))
+            return None if found is None else _copy(found)
+
+    def select(self, wanted: Callable[[Object], bool]) -> tuple[list[Object], int]:
+        """Private copies of the cached objects ``wanted`` accepts (by namespace, then name), and
+        the resourceVersion the cache is at."""
+        with self.cond:
+            return [_copy(self.items[k]) for k in sorted(self.items) if wanted(self.items[k])], self.rv
 
     def events_after(self, after: int) -> tuple[list[WatchEvent], int]:
         """The buffered events after position ``after``, and the position they reach.
@@ -198,7 +222,6 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 log.info("watch of %s broke (%s); resuming from resourceVersion %s", self.kind, exc, self.rv)
-                self.resumes += 1
                 self._stopped.wait(delay)
                 delay = min(delay * 2, BACKOFF[1])
             except StoreError as exc:
@@ -209,7 +232,6 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 log.info("watch of %s broke (%r); resuming", self.kind, exc)
-                self.resumes += 1
                 self._stopped.wait(delay)
                 delay = min(delay * 2, BACKOFF[1])
 
@@ -220,6 +242,9 @@ class Informer:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(WATCH_SECONDS),
         }
+        if not self._listed:
+            self.resumes += 1
+        self._listed = False
         stream = self.transport.stream_lines(self.path, Ref(self.kind), query, read_timeout=WATCH_SECONDS + 30)
         self._stream = stream
         try:
@@ -300,6 +325,7 @@ class Informer:
                     gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(position)}}
                     changed.append(WatchEvent("DELETED", gone))
             self.items = fresh
+            self._listed = True
             self.pending_deletes.clear()
             for event in changed:
                 self.events.append((position, event))

@@ -4,9 +4,16 @@ Every kind goes through one generic path: discovery (one request per API group v
 process uses, cached for the process) says a kind's plural, scope and whether it has a
 ``status`` subresource, and the request is a plain REST call on the collection or item URL,
 sent through the official client's connection pool (see :mod:`olmkit.kube.transport` for why
-not the dynamic client). Reads and writes go to the API server, so they see every write at
-once; watches are served from :class:`~olmkit.kube.informer.Informer` caches that a kind gets
-the first time it is watched (a one-shot command that only gets or applies starts none).
+not the dynamic client).
+
+A kind gets an :class:`~olmkit.kube.informer.Informer` the first time it is watched (a one-shot
+command that only gets or applies starts none). From then on its watches, gets and lists are
+served from the informer's cache, as a controller's listers are: no request while nothing
+changes. They see this process's own writes at once (a read waits until the informer has the
+write's event), and other writers' changes, the server's garbage collection included, as soon
+as their watch events arrive. Kinds without an informer are read from the API server.
+Writes always go to the API server, with the resourceVersion preconditions the caller gives:
+a write based on a stale read is a ``Conflict``, which the controllers retry.
 
 .. versionadded:: 0.3
 """
@@ -288,8 +295,22 @@ class KubeStore(Store):
 
     # -- reads ----------------------------------------------------------------------------
 
+    def _cache(self, resource: Resource) -> Informer | None:
+        """The kind's informer when one runs (caught up with this process's writes), else ``None``."""
+        with self._lock:
+            informer = self._informers.get((resource.group, resource.kind))
+        if informer is not None:
+            informer.catch_up()
+        return informer
+
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Object:
         resource, ns, ref = self._item(api_version, kind, name, namespace)
+        cache = self._cache(resource)
+        if cache is not None:
+            found = cache.lookup(ns or "", name)
+            if found is None:
+                raise NotFound(**ref.fields())
+            return self._view(found, api_version, kind)
         return self._view(self.transport.request("GET", resource.path(ns, name), ref), api_version, kind)
 
     def list(
@@ -300,6 +321,15 @@ class KubeStore(Store):
         if resource is None:
             return ObjectList(items=[], resource_version="0")
         ns = namespace if resource.namespaced else None
+        cache = self._cache(resource)
+        if cache is not None:
+
+            def wanted(obj: Object) -> bool:
+                meta = obj["metadata"]
+                return (ns is None or meta.get("namespace") == ns) and selector.matches(meta.get("labels"))
+
+            found, at = cache.select(wanted)
+            return ObjectList(items=[self._view(o, api_version, kind) for o in found], resource_version=str(at))
         ref = Ref(kind, ns)
         items: list[Object] = []
         query: dict[str, Any] = {"labelSelector": str(selector) if selector else None, "limit": 500}
@@ -461,20 +491,22 @@ class KubeStore(Store):
         informer = self.informer(api_version, kind)
         if informer is None:
             return Watch(lambda after: ([], after), lambda rv, t: None, start_rv or 0, [], 0)
-        ns = namespace if informer.path and self.is_namespaced(api_version, kind) else None
+        ns = namespace if self.is_namespaced(api_version, kind) else None
 
         def wanted(obj: Object) -> bool:
             meta = obj.get("metadata") or {}
             return (ns is None or meta.get("namespace") == ns) and selector.matches(meta.get("labels"))
 
         def view(event: WatchEvent) -> WatchEvent:
-            return WatchEvent(event.type, {**event.object, "apiVersion": api_version})
+            obj: Object = orjson.loads(orjson.dumps(event.object))  # buffered objects are shared
+            obj["apiVersion"] = api_version
+            return WatchEvent(event.type, obj)
 
         informer.catch_up()
         initial: list[WatchEvent] = []
         if start_rv is None:
-            items, start = informer.snapshot()
-            initial = [WatchEvent("ADDED", {**o, "apiVersion": api_version}) for o in items if wanted(o)]
+            items, start = informer.select(wanted)
+            initial = [WatchEvent("ADDED", {**o, "apiVersion": api_version}) for o in items]
         else:
             start = start_rv
             informer.events_after(start)  # raises Expired now rather than on the first next()

@@ -3,6 +3,8 @@ server can and cannot decide (a kind's scope), and the requests a one-shot read 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from olmkit.kube import KubeStore, connect
@@ -144,6 +146,32 @@ def test_a_kind_defined_by_a_new_crd_is_served_at_once(kube: KubeStore, ns: str)
     kube.update_status({**made, "status": {"phase": "Ready"}})
 
     assert {"phase": "Ready"} == kube.get("gizmo.example.io/v1", "Gizmo", "g", ns)["status"]
+
+
+def test_reads_of_a_watched_kind_come_from_its_informer(kube: KubeStore, other: KubeStore, ns: str) -> None:
+    """Once a kind is watched its gets and lists make no request, see this process's writes at
+    once (deletions too) and another client's as soon as their events arrive."""
+    with kube.watch("v1", "ConfigMap", ns, timeout=0) as watch:
+        list(watch)
+    kube.create(cm("mine", ns, k="v"))
+    kube.create(cm("doomed", ns))
+    kube.delete("v1", "ConfigMap", "doomed", ns)
+    before = kube.request_count
+
+    got = kube.get("v1", "ConfigMap", "mine", ns)
+    listed = kube.list("v1", "ConfigMap", ns, label_selector="!absent")
+    with pytest.raises(NotFound):
+        kube.get("v1", "ConfigMap", "doomed", ns)
+    got["data"]["k"] = "changed by the caller"
+
+    assert before == kube.request_count
+    assert ["mine"] == [o["metadata"]["name"] for o in listed]
+    assert {"k": "v"} == kube.get("v1", "ConfigMap", "mine", ns)["data"]  # callers get copies
+    other.create(cm("theirs", ns))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(kube.list("v1", "ConfigMap", ns)) < 2:
+        kube.wait_for_change(kube.latest_resource_version(), 0.5)
+    assert ["mine", "theirs"] == [o["metadata"]["name"] for o in kube.list("v1", "ConfigMap", ns)]
 
 
 def test_a_one_shot_read_makes_two_requests_and_starts_no_informer(serve, ns: str) -> None:

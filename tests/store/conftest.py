@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,24 @@ THING_CRD = {
 
 #: resourceVersions the fixture's own writes used, by store: tests name the n-th write of the test as rv(store, n)
 _BASE_RV: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def settled(store: Any, quiet: float = 0.1, timeout: float = 10.0) -> None:
+    """Wait until a store's watches recorded no change for ``quiet`` seconds (at most ``timeout``).
+
+    On the kube backend a kind's reads come from its informer once one runs (as a controller's
+    do); the server's garbage collection reaches it as watch events, after the delete that
+    caused it (on a cluster the collector is asynchronous as well). The local stores collect in
+    the delete itself: nothing to wait for.
+    """
+    if store.embedded:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = store.latest_resource_version()
+        store.wait_for_change(seen, quiet)
+        if store.latest_resource_version() == seen:
+            return
 
 
 def rv(store: Any, n: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import RBAC_ROLE, cm, owner_ref, rv
+from conftest import RBAC_ROLE, cm, owner_ref, rv, settled
 
 from olmkit.store import Conflict, Expired, Invalid, NotFound, retry_on_conflict
 
@@ -87,6 +87,7 @@ def test_deleting_an_owner_deletes_what_it_owns_transitively(store):
     store.create(cm("unrelated"))
 
     store.delete("v1", "ConfigMap", "top", "default")
+    settled(store)
 
     assert ["unrelated"] == [o["metadata"]["name"] for o in store.list("v1", "ConfigMap")]
 
@@ -97,6 +98,7 @@ def test_namespaced_owner_does_not_reach_other_namespaces(store):
     store.create(cm("elsewhere", "ns2", ownerReferences=[owner_ref(owner)]))
 
     store.delete("v1", "ConfigMap", "owner", "ns1")
+    settled(store)
 
     assert exists(store, "elsewhere", "ns2")
 
@@ -108,6 +110,7 @@ def test_cluster_scoped_owner_collects_namespaced_dependents(store):
     store.create(cm("b", "ns2", ownerReferences=[owner_ref(role)]))
 
     store.delete("rbac.authorization.k8s.io/v1", "ClusterRole", "r")
+    settled(store)
 
     assert [] == store.list("v1", "ConfigMap").items
 
@@ -119,9 +122,11 @@ def test_dependent_with_another_owner_survives(store):
     store.create(cm("shared", ownerReferences=[owner_ref(one), owner_ref(two)]))
 
     store.delete("v1", "ConfigMap", "one", "default")
+    settled(store)
 
     assert [owner_ref(two)] == store.get("v1", "ConfigMap", "shared", "default")["metadata"]["ownerReferences"]
     store.delete("v1", "ConfigMap", "two", "default")
+    settled(store)
     assert not exists(store, "shared")
 
 
@@ -132,10 +137,12 @@ def test_dependent_with_finalizer_is_marked_not_removed(store):
     store.create(cm("grandchild", ownerReferences=[owner_ref(dep)]))
 
     store.delete("v1", "ConfigMap", "owner", "default")
+    settled(store)
 
     assert "deletionTimestamp" in store.get("v1", "ConfigMap", "dep", "default")["metadata"]
     assert exists(store, "grandchild")
     store.patch("v1", "ConfigMap", "dep", {"metadata": {"finalizers": None}}, "default")
+    settled(store)
     assert not exists(store, "dep")
     assert not exists(store, "grandchild")
 
@@ -146,8 +153,10 @@ def test_owner_with_finalizer_keeps_dependents_until_it_goes(store):
     store.create(cm("dep", ownerReferences=[owner_ref(owner)]))
 
     store.delete("v1", "ConfigMap", "owner", "default")
+    settled(store)
     kept = exists(store, "dep")
     store.patch("v1", "ConfigMap", "owner", {"metadata": {"finalizers": []}}, "default")
+    settled(store)
 
     assert kept
     assert not exists(store, "dep")
@@ -159,6 +168,7 @@ def test_orphan_propagation_keeps_dependents(store):
     store.create(cm("dep", ownerReferences=[owner_ref(owner)]))
 
     store.delete("v1", "ConfigMap", "owner", "default", propagation="Orphan")
+    settled(store)
 
     assert "ownerReferences" not in store.get("v1", "ConfigMap", "dep", "default")["metadata"]
 
@@ -172,6 +182,7 @@ def test_owner_reference_cycle_terminates(store):
     store.update(a)
 
     store.delete("v1", "ConfigMap", "b", "default")
+    settled(store)
 
     assert [] == store.list("v1", "ConfigMap").items
 
