@@ -21,6 +21,7 @@ a write based on a stale read is a ``Conflict``, which the controllers retry.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -51,6 +52,9 @@ from olmkit.store.shape import check_name, checked_copy
 __all__ = ["KubeStore", "Resource"]
 
 _CRD: Final = ("apiextensions.k8s.io", "CustomResourceDefinition")
+#: Seconds a kind the server does not serve is taken as still missing (unless this store writes a
+#: CRD of its group): controllers that watch it poll without asking discovery every time.
+MISSING_TTL: Final = 10.0
 _PATCH_TYPES: Final = {"merge": "application/merge-patch+json", "json": "application/json-patch+json"}
 
 
@@ -104,6 +108,7 @@ class KubeStore(Store):
         self._group_prefs: dict[str, list[str]] = {}
         self._resources: dict[tuple[str, str], Resource] = {}
         self._registered: dict[tuple[str, str], bool] = {}
+        self._missing: dict[tuple[str, str], float] = {}
         self._informers: dict[tuple[str, str], Informer] = {}
         self._changes = 0
         self._changed = threading.Condition()
@@ -157,8 +162,11 @@ class KubeStore(Store):
         group, _, version = api_version.rpartition("/")
         with self._lock:
             cached = self._resources.get((group, kind))
+            missing_until = self._missing.get((group, kind))
         if cached is not None and cached.version == version:
             return cached
+        if cached is None and missing_until is not None and time.monotonic() < missing_until:
+            return None
         served = self._discover(group, version) or {}
         if kind in served:
             found = served[kind]
@@ -172,7 +180,9 @@ class KubeStore(Store):
                     found = candidates[kind]
                     break
         if found is None:
-            self._forget_group(group)  # a CRD may define it later: ask again next time
+            self._forget_group(group)  # a CRD may define it later: ask again after a while
+            with self._lock:
+                self._missing[(group, kind)] = time.monotonic() + MISSING_TTL
             return None
         with self._lock:
             if (group, kind) not in self._resources or found.version == version:
@@ -186,6 +196,8 @@ class KubeStore(Store):
             self._group_prefs.pop(group, None)
             for gk in [gk for gk in self._resources if gk[0] == group]:
                 del self._resources[gk]
+            for gk in [gk for gk in self._missing if gk[0] == group]:
+                del self._missing[gk]
 
     def _served(self, api_version: str, kind: str, ref: Ref) -> Resource:
         if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
@@ -459,11 +471,22 @@ class KubeStore(Store):
             if found is not None:
                 return found
             informer = Informer(
-                self.transport, resource.path(), resource.api_version, resource.kind, self.history, self._bump
+                self.transport,
+                resource.path(),
+                resource.api_version,
+                resource.kind,
+                self.history,
+                self._crd_seen if gk == _CRD else self._bump,
             )
             informer.start()
             self._informers[gk] = informer
             return informer
+
+    def _crd_seen(self) -> None:
+        """A CRD changed (maybe written by another client): kinds taken as missing may be served now."""
+        with self._lock:
+            self._missing.clear()
+        self._bump()
 
     def _bump(self) -> None:
         with self._changed:

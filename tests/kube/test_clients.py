@@ -115,6 +115,16 @@ def test_discovery_decides_a_served_kinds_scope(kube: KubeStore) -> None:
         kube.get("example.io/v1", "Widget", "w")
 
 
+def test_watching_a_kind_the_server_does_not_serve_asks_discovery_once_in_a_while(kube: KubeStore) -> None:
+    """Controllers poll their watches all the time: a kind with no CRD yet (OLM's, before its CRDs
+    are installed) is not asked for again on every poll."""
+    for _ in range(20):
+        with kube.watch("nothing.example.io/v1", "Nothing", timeout=0) as watch:
+            assert [] == list(watch)
+
+    assert kube.request_count <= 2  # /apis/nothing.example.io/v1, then /apis/nothing.example.io
+
+
 def test_a_kind_defined_by_a_new_crd_is_served_at_once(kube: KubeStore, ns: str) -> None:
     """Creating a CRD through the store makes its kind usable right away (discovery is asked again)."""
     assert kube.resource("gizmo.example.io/v1", "Gizmo") is None
