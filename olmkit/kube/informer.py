@@ -166,10 +166,11 @@ class Informer:
 
     def expect_deletion(self, obj: Object) -> None:
         """An object of this kind was deleted (its last state is ``obj``): wait for its DELETED event."""
-        key = _key(obj)
+        key, last = _key(obj), _rv(obj)
         with self.cond:
-            if key in self.items:  # else its DELETED event is in already
-                self.pending_deletes[key] = _rv(obj)
+            # absent although the informer is past the object's last state: its DELETED event is in
+            if key in self.items or self.rv < last:
+                self.pending_deletes[key] = last
 
     def catch_up(self, timeout: float = CATCH_UP) -> None:
         """Wait until the buffer holds the events of this process's own writes (at most ``timeout`` s).

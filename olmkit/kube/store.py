@@ -455,6 +455,11 @@ class KubeStore(Store):
             if uid and not resource_version:
                 raise
             raise self._conflict(exc, resource, ref, resource_version) from None
+        if isinstance(gone, dict) and gone.get("kind") == "Status":
+            # some servers answer a completed deletion with a Status, not the object's last state
+            details = gone.get("details") or {}
+            meta = {"name": name, "uid": str(details.get("uid") or "")}
+            gone = {"metadata": {**meta, "namespace": ns} if ns else meta}
         self._wrote(resource, gone, deleted=True)
         return self._view(gone, api_version, kind)
 

@@ -1,9 +1,17 @@
 """HTTP to a Kubernetes API server through the official client's configured connection pool.
 
 The ``kubernetes`` client loads the kubeconfig (certificates, tokens, exec plugins, proxies) and
-owns the urllib3 pool; this module sends the requests itself, with orjson, instead of through
-the client's generated, per-kind API classes (one generic path for every kind, no model
-(de)serialisation) and maps API errors onto :mod:`olmkit.store.errors`.
+owns the urllib3 pool; this module sends the requests itself, with orjson, and maps API errors
+onto :mod:`olmkit.store.errors`.
+
+Why not the client's dynamic client, the other generic path: its discovery reads every API group
+version the server has before the first call (against ``olmkit serve``, a one-shot get of a
+ConfigMap made 18 requests through it, and 2 here: the ConfigMap's group version, then the GET)
+and keeps it in a file under the temporary directory that a later process trusts even when a CRD
+has changed since; its objects are wrapped in ``ResourceInstance`` classes the store would unwrap
+again. The generated per-kind API classes cannot address custom resources at all, and their
+model (de)serialisation is slower than orjson on plain dicts. So: discovery one group version at
+a time, as needed (:class:`~olmkit.kube.store.KubeStore`), and plain REST calls for every kind.
 """
 
 from __future__ import annotations
