@@ -77,9 +77,8 @@ def error_from_status(status: int, body: Any, ref: Ref) -> StoreError:
                 field = str(causes[0].get("field") or "")
         return Invalid(message or f"the API server refused the request ({status})", field=field, **fields)
     if status == 410:
-        return Expired(kind=ref.kind, resource_version=message, oldest="")
-    error = StoreError(message or f"the API server answered {status} {reason}".strip(), **fields)
-    return error
+        return Expired(message, resource_version="", oldest="", **fields)
+    return StoreError(message or f"the API server answered {status} {reason}".strip(), **fields)
 
 
 class Transport:
