@@ -83,12 +83,20 @@ def connect(
     except KubeconfigError:
         raise
     except (kube_config.ConfigException, OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = _problem(exc)
         raise KubeconfigError(f"kubeconfig {where}: cannot use it{_for(context)}: {detail}") from None
-    except Exception as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise KubeconfigError(f"kubeconfig {where}: cannot read it: {detail}") from None
+    except Exception as exc:  # YAML errors and others the client does not wrap
+        raise KubeconfigError(f"kubeconfig {where}: cannot read it: {_problem(exc)}") from None
     return KubeStore(api_client, where=f"kubeconfig {where}, context {chosen}", history=history)
+
+
+def _problem(exc: BaseException) -> str:
+    """What is wrong, in one line (for a YAML error: its problem and where)."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"not valid YAML: {problem} (line {mark.line + 1}, column {mark.column + 1})"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _for(context: str | None) -> str:

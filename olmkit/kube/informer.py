@@ -147,8 +147,11 @@ class Informer:
 
         Raises:
             Expired: ``after`` is older than the buffer.
+            StoreError: the store was closed.
         """
         with self.cond:
+            if self._stopped.is_set():
+                raise StoreError(f"the watch of {self.kind} ended: its store was closed", kind=self.kind)
             if after < self.oldest:
                 raise Expired(kind=self.kind, resource_version=str(after), oldest=str(self.oldest))
             found = []

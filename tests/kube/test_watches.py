@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from olmkit.kube import connect
-from olmkit.store import Expired, MemoryStore, WatchEvent
+from olmkit.store import Expired, MemoryStore, StoreError, WatchEvent
 from tests.apiserver.conftest import start_in_process, start_serve
 from tests.kube.conftest import Proxy, cm, kubeconfig_via, port_of
 
@@ -153,3 +153,14 @@ def test_a_watch_from_before_the_informer_is_expired(kube, ns: str) -> None:
 
     with pytest.raises(Expired):
         kube.watch("v1", "Secret", ns, resource_version=old, timeout=0)
+
+
+def test_closing_the_store_ends_its_watches(serve) -> None:
+    """A watch waiting for changes ends with a StoreError when its store is closed (no busy wait)."""
+    store = connect(serve.kubeconfig)
+    watch = store.watch("v1", "ConfigMap", "nowhere", timeout=None)
+
+    store.close()
+
+    with pytest.raises(StoreError, match="its store was closed"):
+        next(watch)
