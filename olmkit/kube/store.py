@@ -47,7 +47,7 @@ from olmkit.store import (
     group_of,
     parse_selector,
 )
-from olmkit.store.shape import check_name, checked_copy
+from olmkit.store.shape import check_name, check_propagation, checked_copy
 
 __all__ = ["KubeStore", "Resource"]
 
@@ -437,13 +437,7 @@ class KubeStore(Store):
         uid: str | None = None,
         propagation: Propagation = "Background",
     ) -> Object:
-        if propagation not in ("Background", "Orphan"):
-            raise Invalid(
-                f"unknown propagation policy {propagation!r} (Background or Orphan)",
-                kind=kind,
-                namespace=namespace,
-                name=name,
-            )
+        check_propagation(propagation, kind, namespace, name)
         resource, ns, ref = self._item(api_version, kind, name, namespace)
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
         preconditions = {k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v}

@@ -34,7 +34,7 @@ from olmkit.store._api import (
 from olmkit.store.errors import AlreadyExists, Conflict, Invalid, NotFound
 from olmkit.store.patches import json_patch, merge_patch
 from olmkit.store.selectors import LabelSelector, parse_selector
-from olmkit.store.shape import check_name, checked_copy
+from olmkit.store.shape import check_name, check_propagation, checked_copy
 
 Key = tuple[str, str, str, str]
 """(API group, kind, namespace or "" when cluster-scoped, name)."""
@@ -367,13 +367,7 @@ class LocalStore(Store):
         uid: str | None = None,
         propagation: Propagation = "Background",
     ) -> Object:
-        if propagation not in ("Background", "Orphan"):
-            raise Invalid(
-                f"unknown propagation policy {propagation!r} (Background or Orphan)",
-                kind=kind,
-                namespace=namespace,
-                name=name,
-            )
+        check_propagation(propagation, kind, namespace, name)
         key = self._key(api_version, kind, name, namespace)
         with self._transaction() as txn:
             old = self._current(txn, key)

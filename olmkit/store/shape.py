@@ -17,7 +17,7 @@ import orjson
 from olmkit.store.errors import Invalid
 from olmkit.store.names import is_object_name
 
-__all__ = ["check_name", "checked_copy"]
+__all__ = ["check_name", "check_propagation", "checked_copy"]
 
 Object = dict[str, Any]
 
@@ -77,6 +77,21 @@ def checked_copy(raw: Mapping[str, Any]) -> Object:
             ):
                 raise Invalid("needs apiVersion, kind, name and uid", field=f"metadata.ownerReferences[{n}]", **ref)
     return obj
+
+
+def check_propagation(propagation: str, kind: str, namespace: str | None, name: str) -> None:
+    """Refuse a deletion propagation policy the store does not know.
+
+    Raises:
+        Invalid: not ``Background`` or ``Orphan``.
+    """
+    if propagation not in ("Background", "Orphan"):
+        raise Invalid(
+            f"unknown propagation policy {propagation!r} (Background or Orphan)",
+            kind=kind,
+            namespace=namespace,
+            name=name,
+        )
 
 
 def check_name(name: str, kind: str, namespace: str | None) -> None:

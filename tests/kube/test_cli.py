@@ -13,23 +13,16 @@ import time
 import uuid
 from pathlib import Path
 
-import attrs
 import pytest
 import yaml
 
 from olmkit.cli import main
 from olmkit.kube import connect
 from olmkit.store import STORE_ENV, NotFound
+from tests.cli.conftest import Result
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "examples" / "catalog-v1"
-
-
-@attrs.frozen
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture(autouse=True)
