@@ -1,11 +1,14 @@
 """Fixtures of the store tests: every API test runs on every backend.
 
 ``kube`` is the :class:`~olmkit.kube.KubeStore` talking HTTPS to the API server of ``olmkit
-serve`` (the same :class:`~olmkit.apiserver.app.ApiServer`, run in this process) over a fresh
-memory store per test: the contract tests name fixed namespaces, expect the first write to be
-resourceVersion 1 and read timestamps from an injected clock, which a server shared between
-tests cannot give. A fresh server costs about 0.1 s. Remote-only behaviour (a real ``olmkit
-serve`` process, broken watches, 410 re-lists, two clients) is in tests/kube.
+serve`` (the same :class:`~olmkit.apiserver.app.ApiServer`, run in this process, without OLM's
+controllers) over a fresh memory store per test, rather than one server with a namespace per
+test: the contract tests name fixed namespaces and cluster-scoped objects, count
+resourceVersions from the test's start (:func:`rv`), read timestamps from an injected clock
+(:class:`Clock`) and, for ``small_store``, need a server that keeps 20 events, none of which a
+shared server gives. A fresh in-process server costs about 0.1 s (the whole kube run of these
+tests about 10 s). Remote-only behaviour (an ``olmkit serve`` process shared by a module, broken
+watches, 410 re-lists, two clients, the commands) is in tests/kube.
 """
 
 from __future__ import annotations
