@@ -125,6 +125,11 @@ class Informer:
 
     # -- reading (any thread) -------------------------------------------------------------
 
+    @property
+    def watching(self) -> bool:
+        """Whether a watch request is open now."""
+        return self._stream is not None
+
     def snapshot(self) -> tuple[list[Object], int]:
         """The cached objects (by namespace, then name) and the resourceVersion they are at."""
         with self.cond:

@@ -1,8 +1,8 @@
 """Fixtures of the kube backend's own tests: ``olmkit serve`` processes, a TCP proxy that can cut
 connections, kubeconfigs and fresh namespaces.
 
-One ``olmkit serve --no-controllers`` process serves the whole module (tests use fresh
-namespaces); tests that restart or starve a server start their own.
+One ``olmkit serve --no-controllers`` process serves them all (tests use fresh namespaces and
+uniquely named cluster-scoped objects); tests that restart or starve a server start their own.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,15 +43,16 @@ class Proxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            if self.refusing:
-                client.close()
-                continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.target_port))
             except OSError:
                 client.close()
                 continue
-            with self._lock:
+            with self._lock:  # refuse() and drop() take the lock: no connection slips past them
+                if self.refusing:
+                    client.close()
+                    upstream.close()
+                    continue
                 self._open += [client, upstream]
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
@@ -66,6 +68,11 @@ class Proxy:
             for sock in (source, sink):
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
+
+    def refuse(self, refusing: bool = True) -> None:
+        """Close new connections at once (``False``: forward them again)."""
+        with self._lock:
+            self.refusing = refusing
 
     def drop(self) -> int:
         """Cut every open connection; returns how many there were."""
@@ -83,6 +90,14 @@ class Proxy:
         self.drop()
 
 
+def watching(informer: Any, timeout: float = 10.0) -> None:
+    """Wait until the informer's watch request is open (its list is done before that)."""
+    deadline = time.monotonic() + timeout
+    while not informer.watching and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert informer.watching, f"the {informer.kind} informer opened no watch in {timeout} s"
+
+
 def kubeconfig_via(kubeconfig: Path, port: int, path: Path) -> Path:
     """A copy of ``kubeconfig`` whose server is 127.0.0.1:``port`` (the certificate names 127.0.0.1)."""
     config = yaml.safe_load(kubeconfig.read_text())
@@ -96,9 +111,9 @@ def port_of(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    """One ``olmkit serve --no-controllers`` for the module (its simulated API server still runs)."""
+    """One ``olmkit serve --no-controllers`` for these tests (its simulated API server still runs)."""
     server = start_serve(tmp_path_factory.mktemp("serve"), "--no-controllers", kubectl=False)
     yield server
     server.stop()

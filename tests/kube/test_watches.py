@@ -15,7 +15,7 @@ import pytest
 from olmkit.kube import connect
 from olmkit.store import Expired, MemoryStore, StoreError, WatchEvent
 from tests.apiserver.conftest import start_in_process, start_serve
-from tests.kube.conftest import Proxy, cm, kubeconfig_via, port_of
+from tests.kube.conftest import Proxy, cm, kubeconfig_via, port_of, watching
 
 
 def collect(store, after: str, count: int, namespace: str | None = None, timeout: float = 15.0) -> list[WatchEvent]:
@@ -45,6 +45,7 @@ def test_a_dropped_watch_connection_resumes_without_losing_a_change(serve, tmp_p
             start = first.resource_version
         informer = store.informer("v1", "ConfigMap")
         assert informer is not None
+        watching(informer)
 
         assert proxy.drop() >= 1  # the informer's watch (at least) was open
         with connect(serve.kubeconfig) as direct:  # another client, not through the proxy
@@ -73,6 +74,7 @@ def test_a_watch_resumes_across_a_server_restart(tmp_path: Path) -> None:
             start = first.resource_version
         informer = store.informer("v1", "ConfigMap")
         assert informer is not None
+        watching(informer)
 
         server.stop()
         server = start_serve(directory, "--no-controllers", kubectl=False)
@@ -108,17 +110,18 @@ def test_a_watch_past_the_servers_history_lists_again_and_loses_nothing(tmp_path
             start = first.resource_version
         informer = store.informer("v1", "ConfigMap")
         assert informer is not None
+        watching(informer)
 
-        proxy.refusing = True
+        proxy.refuse()
         proxy.drop()
         for i in range(8):
             served.create(cm(f"new{i}", "default"))
         served.delete("v1", "ConfigMap", "gone", "default")
-        proxy.refusing = False
+        proxy.refuse(False)
         seen = collect(store, start, 9)
 
+        assert 1 == informer.relists, (informer.rv, informer.resumes, names(seen))
         assert sorted([("DELETED", "gone")] + [("ADDED", f"new{i}") for i in range(8)]) == sorted(names(seen))
-        assert 1 == informer.relists
         listed = sorted(o["metadata"]["name"] for o in informer.snapshot()[0])
         assert ["keep", *(f"new{i}" for i in range(8))] == listed
     finally:
