@@ -192,3 +192,21 @@ def test_a_one_shot_read_makes_two_requests_and_starts_no_informer(serve, ns: st
 
         assert {"GET": 2} == fresh.transport.requests
         assert fresh.latest_resource_version() is None  # no informer
+
+
+def test_the_simulated_api_server_and_kubelet_never_run_against_an_api_server(kube: KubeStore, tmp_path) -> None:
+    """The controllers on a store with an API server behind it: OLM's, not the simulated ones, even
+    when the options ask for the embedded behaviour; on an embedded store they do run."""
+    from olmkit.lifecycle import LifecycleOptions, build_manager
+    from olmkit.manager import get_plugin_manager
+    from olmkit.store import SqliteStore
+
+    pm = get_plugin_manager(entrypoints=False)
+    remote = build_manager(kube, pm, options=LifecycleOptions(embedded=True))
+    with SqliteStore(str(tmp_path / "c.db")) as local:
+        embedded = build_manager(local, pm)
+
+    simulated = {name for name in embedded.controllers if name.startswith("simulated-")}
+    assert {"simulated-apiserver", "simulated-kubelet"} <= simulated
+    assert not remote.context.options.embedded
+    assert set(remote.controllers) == set(embedded.controllers) - simulated
