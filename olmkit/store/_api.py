@@ -286,7 +286,12 @@ class Store(abc.ABC):
         """The resourceVersion of the store's latest change, if the backend can tell cheaply.
 
         Controllers use it to skip polling their watches when nothing changed. ``None``
-        (the default) means "unknown": poll every watch.
+        (the default) means "unknown": poll every watch. Compare it for equality only: a
+        backend that sees changes through several watches (``olmkit.kube``) answers a token
+        that changes with every change it sees, not a resourceVersion.
+
+        .. versionchanged:: 0.3
+           may be a token rather than a resourceVersion.
         """
         return None
 
