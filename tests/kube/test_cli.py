@@ -75,7 +75,8 @@ def test_apply_get_describe_delete_with_kubeconfig_and_context(serve, olmkit, tm
 
 
 def test_olmkit_store_kube_reads_kubeconfig_like_kubectl(serve, olmkit, monkeypatch, ns) -> None:
-    """OLMKIT_STORE=kube:CONTEXT (and kube: the current context) with $KUBECONFIG; --store kube too."""
+    """OLMKIT_STORE=kube:CONTEXT (and kube: the current context) with $KUBECONFIG; --store kube and
+    --context alone too; $KUBECONFIG may list several files."""
     with connect(serve.kubeconfig) as kube:
         kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "env", "namespace": ns}})
     monkeypatch.setenv("KUBECONFIG", str(serve.kubeconfig))
@@ -86,8 +87,10 @@ def test_olmkit_store_kube_reads_kubeconfig_like_kubectl(serve, olmkit, monkeypa
     current = olmkit("get", "cm", "-n", ns, "-o", "name")
     monkeypatch.delenv(STORE_ENV)
     flag = olmkit("get", "cm", "-n", ns, "-o", "name", "--store", "kube")
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(serve.kubeconfig.parent / "absent"), str(serve.kubeconfig)]))
+    merged = olmkit("get", "cm", "-n", ns, "-o", "name", "--context", "olmkit")  # files merged as kubectl does
 
-    assert [(0, "configmap/env\n")] * 3 == [(r.code, r.out) for r in (named, current, flag)]
+    assert [(0, "configmap/env\n")] * 4 == [(r.code, r.out) for r in (named, current, flag, merged)]
 
 
 def _closed_port() -> int:
