@@ -89,6 +89,8 @@ class Informer:
         self.oldest = 0
         #: lists after a 410 (the first list not counted)
         self.relists = 0
+        #: the resourceVersion of the last list: events up to it are in the cache already
+        self.listed_at = 0
         #: watches opened again from the resourceVersion already reached (after a broken connection
         #: or the server ending a watch), without a list
         self.resumes = 0
@@ -104,12 +106,23 @@ class Informer:
 
     # -- life -------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """List the kind (in the caller's thread, so the cache is full on return), then watch it."""
+    def start(self, since: int | None = None) -> None:
+        """List the kind (in the caller's thread, so the cache is full on return), then watch it.
+
+        ``since``: an older resourceVersion watchers will resume from (a command that listed
+        before it watched): the watch starts there instead, and the changes up to the list
+        become events without touching the cache, which is already past them. If the server no
+        longer has that history, such watchers get ``Expired``.
+        """
         items, rv = self._list()
         with self.cond:
             self.items = {_key(o): o for o in items}
+            self.listed_at = rv
             self.rv = self.oldest = rv
+            if since is not None and since < rv:
+                self.rv = self.oldest = since
+                # the replay certainly reaches the last change of a listed object
+                self.expected = max((_rv(o) for o in items), default=since)
         self._thread = threading.Thread(target=self._run, name=f"olmkit-informer-{self.kind}", daemon=True)
         self._thread.start()
 
@@ -133,7 +146,7 @@ class Informer:
     def snapshot(self) -> tuple[list[Object], int]:
         """The cached objects (by namespace, then name) and the resourceVersion they are at."""
         with self.cond:
-            return [self.items[k] for k in sorted(self.items)], self.rv
+            return [self.items[k] for k in sorted(self.items)], max(self.rv, self.listed_at)
 
     def lookup(self, namespace: str, name: str) -> Object | None:
         """A private copy of the cached object, or ``None``."""
@@ -145,7 +158,8 @@ class Informer:
         """Private copies of the cached objects ``wanted`` accepts (by namespace, then name), and
         the resourceVersion the cache is at."""
         with self.cond:
-            return [_copy(self.items[k]) for k in sorted(self.items) if wanted(self.items[k])], self.rv
+            found = [_copy(self.items[k]) for k in sorted(self.items) if wanted(self.items[k])]
+            return found, max(self.rv, self.listed_at)
 
     def events_after(self, after: int) -> tuple[list[WatchEvent], int]:
         """The buffered events after position ``after``, and the position they reach.
@@ -290,7 +304,9 @@ class Informer:
         obj["apiVersion"], obj["kind"] = self.api_version, self.kind
         key = _key(obj)
         with self.cond:
-            if etype == "DELETED":
+            if rv <= self.listed_at:
+                pass  # replaying history before the list: the cache is past it
+            elif etype == "DELETED":
                 self.items.pop(key, None)
             else:
                 self.items[key] = obj
@@ -336,7 +352,12 @@ class Informer:
                 if key not in fresh:
                     gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(position)}}
                     changed.append(WatchEvent("DELETED", gone))
+            if self.rv < self.listed_at:
+                # the history before the first list was gone before it was replayed: watchers
+                # from there would miss changes the cache already holds
+                self.oldest = max(self.oldest, self.listed_at)
             self.items = fresh
+            self.listed_at = max(self.listed_at, rv)
             self._listed = True
             self.pending_deletes.clear()
             for event in changed:

@@ -459,8 +459,12 @@ class KubeStore(Store):
 
     # -- watches --------------------------------------------------------------------------
 
-    def informer(self, api_version: str, kind: str) -> Informer | None:
-        """The informer of a kind, started (list, then watch) on first use; ``None`` when not served."""
+    def informer(self, api_version: str, kind: str, since: int | None = None) -> Informer | None:
+        """The informer of a kind, started (list, then watch) on first use; ``None`` when not served.
+
+        ``since``: a first watcher's resourceVersion, from before the informer's list (see
+        :meth:`Informer.start`).
+        """
         resource = self.resource(api_version, kind)
         if resource is None:
             return None
@@ -477,7 +481,7 @@ class KubeStore(Store):
                 self.history,
                 self._crd_seen if gk == _CRD else self._bump,
             )
-            informer.start()
+            informer.start(since)
             self._informers[gk] = informer
             return informer
 
@@ -510,7 +514,7 @@ class KubeStore(Store):
                 raise Invalid(
                     f"resourceVersion {resource_version!r} is not a number", kind=kind, field="resourceVersion"
                 ) from None
-        informer = self.informer(api_version, kind)
+        informer = self.informer(api_version, kind, since=start_rv)
         if informer is None:
             return Watch(lambda after: ([], after), lambda rv, t: None, start_rv or 0, [], 0)
         ns = namespace if self.is_namespaced(api_version, kind) else None

@@ -147,15 +147,42 @@ def test_watch_timeout_zero_makes_no_request(kube, ns: str) -> None:
     assert before == kube.request_count
 
 
-def test_a_watch_from_before_the_informer_is_expired(kube, ns: str) -> None:
-    """A kind's history starts at its informer's list: resuming from an older resourceVersion is
-    Expired (the caller lists again, as the controllers do)."""
-    kube.create(cm("a", ns))
-    old = kube.list("v1", "Secret").resource_version
-    kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": ns}})
+def test_a_first_watch_from_an_earlier_list_sees_what_changed_since(kube, ns: str) -> None:
+    """get -w lists, then watches from the list's resourceVersion: the kind's informer, started by
+    that watch, replays the changes since then (other kinds' writes in between do not matter)."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": ns}}
+    listed = kube.list("v1", "Secret", ns)  # from the server: no informer yet
+    kube.create(secret)
+    kube.create(cm("other-kind", ns))
 
-    with pytest.raises(Expired):
-        kube.watch("v1", "Secret", ns, resource_version=old, timeout=0)
+    with kube.watch("v1", "Secret", ns, resource_version=listed.resource_version, timeout=0) as watch:
+        seen = [(e.type, e.object["metadata"]["name"]) for e in watch]
+
+    assert [("ADDED", "s")] == seen
+    assert ["s"] == [o["metadata"]["name"] for o in kube.list("v1", "Secret", ns)]  # the cache is right too
+
+
+def test_a_first_watch_from_before_the_servers_history_is_expired(tmp_path: Path) -> None:
+    """... unless the server no longer has the changes since that resourceVersion: Expired (the
+    caller lists again)."""
+    served = MemoryStore(history=5)
+    server = start_in_process(served, tmp_path, shutdown_timeout=0.05, bookmark_interval=0.3)
+    assert server.api.hub is not None
+    server.api.hub.buffer_size = 3  # the server's watch cache: keep little
+    store = connect(server.kubeconfig)
+    try:
+        served.create(cm("first", "default"))  # resourceVersion 1: a watch from "0" would list instead
+        listed = store.list("v1", "Secret", "default")
+        for i in range(5):
+            served.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"s{i}", "namespace": "default"}})
+        for i in range(10):
+            served.create(cm(f"c{i}", "default"))
+
+        with pytest.raises(Expired):
+            list(store.watch("v1", "Secret", "default", resource_version=listed.resource_version, timeout=10))
+    finally:
+        store.close()
+        server.close()
 
 
 def test_closing_the_store_ends_its_watches(serve) -> None:
