@@ -1,7 +1,7 @@
 """Fixtures of the kube backend's own tests: ``olmkit serve`` processes, a TCP proxy that can cut
 connections, kubeconfigs and fresh namespaces.
 
-One ``olmkit serve --no-controllers`` process serves them all (tests use fresh namespaces and
+One ``olmkit serve --no-controllers`` process serves each module (tests use fresh namespaces and
 uniquely named cluster-scoped objects); tests that restart or starve a server start their own.
 """
 
@@ -111,9 +111,10 @@ def port_of(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    """One ``olmkit serve --no-controllers`` for these tests (its simulated API server still runs)."""
+    """One ``olmkit serve --no-controllers`` per module (its simulated API server still runs); not
+    per session: tests elsewhere wait for any child process to end (bench-compare's CPU figures)."""
     server = start_serve(tmp_path_factory.mktemp("serve"), "--no-controllers", kubectl=False)
     yield server
     server.stop()
