@@ -3,7 +3,8 @@
 * :mod:`olmkit.apiserver.app`: routing, discovery, CRUD, patch, watch, tables, ``Status`` errors;
 * :mod:`olmkit.apiserver.resources`: what is served (built-in kinds and stored CRDs);
 * :mod:`olmkit.apiserver.watch`: one reader of the store fanned out to every watch;
-* :mod:`olmkit.apiserver.openapi`, :mod:`~olmkit.apiserver.schemas`: OpenAPI for ``kubectl explain``;
+* :mod:`olmkit.apiserver.openapi`: OpenAPI for ``kubectl explain`` (OLM's kinds: the schemas of
+  :mod:`olmkit.lifecycle.olmcrds`, the CRDs ``olmkit cluster init`` installs);
 * :mod:`olmkit.apiserver.apply`: server-side apply and field ownership (``managedFields``);
 * :mod:`olmkit.apiserver.protobuf`: the protobuf bodies of kubectl's typed ``create`` commands;
 * :mod:`olmkit.apiserver.certs`, :mod:`~olmkit.apiserver.server`: TLS, credentials, kubeconfig.

@@ -18,8 +18,7 @@ from typing import Any, Final
 
 import attrs
 
-from olmkit.apiserver import schemas
-from olmkit.lifecycle import crds
+from olmkit.lifecycle import crds, olmcrds
 from olmkit.lifecycle.kinds import CRD, KINDS, Kind
 
 __all__ = ["BUILTIN_GROUPS", "Catalog", "Column", "Resource", "builtin_resources", "resources_of_crd"]
@@ -119,35 +118,9 @@ class Resource:
         return f"{self.kind}.{self.group}" if self.group else self.kind
 
 
-# Printer columns of the custom resources olmkit serves without a stored CRD: the columns the
-# upstream CRDs declare, so `kubectl get` prints what it prints on a cluster.
+# Printer columns of the built-in kinds, as the Kubernetes API server prints them (OLM's kinds
+# take theirs from the CRDs `olmkit cluster init` installs: olmkit.lifecycle.olmcrds).
 _COLUMNS: Final[Mapping[tuple[str, str], tuple[Column, ...]]] = {
-    ("operators.coreos.com", "ClusterServiceVersion"): (
-        Column("Display", ".spec.displayName", description="The name of the CSV"),
-        Column("Version", ".spec.version", description="The version of the CSV"),
-        Column("Replaces", ".spec.replaces", description="The name of a CSV that this one replaces"),
-        Column("Phase", ".status.phase"),
-    ),
-    ("operators.coreos.com", "Subscription"): (
-        Column("Package", ".spec.name", description="The package subscribed to"),
-        Column("Source", ".spec.source", description="The catalog source for the specified package"),
-        Column("Channel", ".spec.channel", description="The channel of updates to subscribe to"),
-    ),
-    ("operators.coreos.com", "InstallPlan"): (
-        Column(
-            "CSV",
-            ".spec.clusterServiceVersionNames[0]",
-            description="The first CSV in the list of clusterServiceVersionNames",
-        ),
-        Column("Approval", ".spec.approval", description="The approval mode"),
-        Column("Approved", ".spec.approved", "boolean"),
-    ),
-    ("operators.coreos.com", "CatalogSource"): (
-        Column("Display", ".spec.displayName", description="The pretty name of the catalog"),
-        Column("Type", ".spec.sourceType", description="The type of the catalog"),
-        Column("Publisher", ".spec.publisher", description="The publisher of the catalog"),
-        AGE,
-    ),
     ("apps", "Deployment"): (
         Column("Ready", "{.status.readyReplicas}/{.spec.replicas}", description="Ready pods of the wanted number"),
         Column("Up-to-date", ".status.updatedReplicas", "integer"),
@@ -195,6 +168,12 @@ def _categories(group: str, kind: str) -> tuple[str, ...]:
     return ("all",) if (group, kind) in _ALL else ()
 
 
+def _columns(group: str, kind: str) -> tuple[Column, ...]:
+    if group == olmcrds.GROUP:
+        return tuple(Column.from_crd(c) for c in olmcrds.printer_columns(kind)) or (AGE,)
+    return _COLUMNS.get((group, kind), (AGE,))
+
+
 def builtin_resources() -> list[Resource]:
     """The resources served without a stored CRD: the lifecycle's kinds and a few more."""
     found = []
@@ -209,8 +188,8 @@ def builtin_resources() -> list[Resource]:
                 namespaced=kind.namespaced,
                 short_names=kind.short_names,
                 categories=_categories(group, kind.kind),
-                columns=_COLUMNS.get((group, kind.kind), (AGE,)),
-                schema=schemas.SCHEMAS.get((group, kind.kind)),
+                columns=_columns(group, kind.kind),
+                schema=olmcrds.openapi_schema(group, kind.kind) if group == olmcrds.GROUP else None,
                 custom=group not in BUILTIN_GROUPS,
                 status=kind.kind not in _NO_STATUS,
             )

@@ -33,6 +33,7 @@ __all__ = [
     "LEASE",
     "NAMESPACE",
     "OLM_CONFIG",
+    "OPERATOR",
     "OPERATOR_CONDITION",
     "OPERATOR_GROUP",
     "ROLE",
@@ -91,6 +92,7 @@ SECRET: Final = Kind("Secret", "v1", "secrets")
 NAMESPACE: Final = Kind("Namespace", "v1", "namespaces", ("ns",), False)
 LEASE: Final = Kind("Lease", "coordination.k8s.io/v1", "leases")
 OLM_CONFIG: Final = Kind("OLMConfig", "operators.coreos.com/v1", "olmconfigs", (), False)
+OPERATOR: Final = Kind("Operator", "operators.coreos.com/v1", "operators", (), False)
 
 #: The built-in table, by kind name.
 KINDS: Final[Mapping[str, Kind]] = {
@@ -114,6 +116,7 @@ KINDS: Final[Mapping[str, Kind]] = {
         NAMESPACE,
         LEASE,
         OLM_CONFIG,
+        OPERATOR,
         Kind("Service", "v1", "services", ("svc",)),
         Kind("APIService", "apiregistration.k8s.io/v1", "apiservices", (), False),
         Kind("Event", "v1", "events", ("ev",)),

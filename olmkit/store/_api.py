@@ -42,6 +42,7 @@ CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("certificates.k8s.io", "CertificateSigningRequest"),
         ("config.openshift.io", "ClusterVersion"),
         ("operators.coreos.com", "OLMConfig"),
+        ("operators.coreos.com", "Operator"),
     }
 )
 
