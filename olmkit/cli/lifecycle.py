@@ -218,32 +218,24 @@ class _Stop:
 
 
 def _run(args: argparse.Namespace, pm: Any) -> int:
+    from olmkit.cli.election import leader_election_from_args
     from olmkit.lifecycle.observe import start_observability_server
 
+    election = leader_election_from_args(args)
     reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose, log_format=args.log_format)
     stop = _Stop(reporter)
     stop.install()
     server = None
     forced = False
+    reconciles = 0
     try:
         with store_from_args(args) as store:
-            manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
+            options = options_from_args(args, store)
             server = start_observability_server(args.metrics_address, store=store, pm=pm)
             if server is not None:
                 reporter.log(
                     f"serving metrics on {server.url}/metrics (health: /healthz, /readyz)", address=server.address
                 )
-            controllers = list(manager.controllers)
-            reporter.log("controllers running (Ctrl-C to stop): " + ", ".join(controllers), controllers=controllers)
-            ready = False
-
-            def on_idle() -> None:
-                nonlocal ready
-                if not ready:
-                    ready = True
-                    if server is not None:
-                        server.set_ready(True)
-                    reporter.log("ready: every controller has synced", reconciles=manager.reconciles)
 
             def should_stop() -> bool:
                 if not stop():
@@ -252,8 +244,38 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
                     server.begin_shutdown()  # not ready any more: traffic may drain elsewhere
                 return True
 
+            def lead(stop_leading: Any) -> None:
+                nonlocal reconciles
+                manager = build_manager(store, pm, options=options, reporter=reporter)
+                controllers = list(manager.controllers)
+                reporter.log("controllers running (Ctrl-C to stop): " + ", ".join(controllers), controllers=controllers)
+                ready = False
+
+                def on_idle() -> None:
+                    nonlocal ready
+                    if not ready:
+                        ready = True
+                        if server is not None:
+                            server.set_ready(True)
+                        reporter.log("ready: every controller has synced", reconciles=manager.reconciles)
+
+                try:
+                    manager.run_forever(stop_leading, on_idle=on_idle)
+                finally:
+                    reconciles += manager.reconciles
+                    if server is not None:
+                        server.set_ready(False)
+
             try:
-                manager.run_forever(should_stop, on_idle=on_idle)
+                if election is None:
+                    lead(should_stop)
+                else:
+                    from olmkit.lifecycle.leader import LeaderElector
+
+                    elector = LeaderElector(store, election, reporter.log)
+                    if server is not None:
+                        server.set_election(elector)
+                    elector.run(lead, should_stop)
             except KeyboardInterrupt:
                 forced = True
     finally:
@@ -261,9 +283,9 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
             server.stop()
         stop.restore()
     if forced:
-        reporter.log(f"interrupted after {manager.reconciles} reconciles", level="warning")
+        reporter.log(f"interrupted after {reconciles} reconciles", level="warning")
         return 130
-    reporter.log(f"stopped after {manager.reconciles} reconciles", reconciles=manager.reconciles)
+    reporter.log(f"stopped after {reconciles} reconciles", reconciles=reconciles)
     return 0
 
 
@@ -301,4 +323,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help=f"serve /metrics, /healthz and /readyz here (default {DEFAULT_ADDRESS}; port 0 picks a free port; "
         "0 turns the server off)",
     )
+    from olmkit.cli.election import add_leader_election_options
+
+    add_leader_election_options(p)
     p.set_defaults(func=_run)

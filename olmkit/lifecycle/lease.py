@@ -1,33 +1,55 @@
-"""Leases: one writer at a time for work that must not run twice (resolving a namespace).
+"""Leases: one writer at a time for work that must not run twice.
 
 Several olmkit processes may run controllers on one store. Optimistic concurrency keeps
 each object consistent, but resolving a namespace and creating its InstallPlan must not
-be done by two processes at once (that would create two plans). A
+be done by two processes at once (that would create two plans), and with leader election
+(:mod:`olmkit.lifecycle.leader`) only one process runs the controllers at all. A
 ``coordination.k8s.io/v1`` Lease object, taken and renewed through resourceVersion
 preconditions, decides who does it; a holder that died loses it after the lease duration.
+
+The Lease's fields mean what client-go's leader election makes them mean:
+``holderIdentity``, ``leaseDurationSeconds``, ``acquireTime`` (when the holder took it),
+``renewTime`` (its last renewal) and ``leaseTransitions`` (how often it changed hands);
+times are ``MicroTime`` (RFC 3339 with six fractional digits, as the API server requires).
 
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from olmkit.lifecycle.kinds import LEASE
-from olmkit.lifecycle.runtime import Clock, parse_rfc3339, rfc3339
+from olmkit.lifecycle.runtime import Clock, parse_rfc3339
 from olmkit.store import AlreadyExists, Conflict, NotFound, Store
 
-__all__ = ["Lease", "process_identity"]
+__all__ = ["Lease", "micro_time", "parse_micro_time", "process_identity"]
 
 _IDENTITY = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+_MICRO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def process_identity() -> str:
     """This process's holder identity."""
     return _IDENTITY
+
+
+def micro_time(seconds: float) -> str:
+    """A Kubernetes ``MicroTime`` (``2026-01-01T00:00:00.000000Z``)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime(_MICRO_FORMAT)
+
+
+def parse_micro_time(text: str) -> float:
+    """Seconds since the epoch of a ``MicroTime`` (or a plain RFC 3339 time); ValueError when malformed."""
+    try:
+        return datetime.strptime(text, _MICRO_FORMAT).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return parse_rfc3339(text)
 
 
 class Lease:
@@ -38,64 +60,118 @@ class Lease:
         namespace: where the Lease object lives.
         name: its name.
         clock: the time source.
-        duration: seconds after the last renewal at which another holder may take it.
+        duration: seconds after the last renewal at which another holder may take it
+            (``leaseDurationSeconds``, a whole number of seconds: a fraction rounds up).
         holder: this holder's identity (default: the process's).
+        observe: measure another holder's lease from when this object first saw its latest
+            renewal, on this process's clock, as client-go's leader election does (immune to
+            clocks that disagree between machines, at the price of waiting a full duration
+            after the first look); otherwise from the ``renewTime`` written in the Lease.
+
+    :attr:`seen` is the Lease's spec as last read (who holds it).
     """
 
     def __init__(
-        self, store: Store, namespace: str, name: str, clock: Clock, duration: int = 15, holder: str | None = None
+        self,
+        store: Store,
+        namespace: str,
+        name: str,
+        clock: Clock,
+        duration: float = 15,
+        holder: str | None = None,
+        *,
+        observe: bool = False,
     ) -> None:
         self.store = store
         self.namespace = namespace
         self.name = name
         self.clock = clock
-        self.duration = duration
+        self.duration = max(1, math.ceil(duration))
         self.holder = holder or process_identity()
+        self.observe = observe
+        self.seen: dict[str, Any] = {}
+        self._observed: tuple[tuple[Any, ...], float] | None = None
 
-    def _spec(self) -> dict[str, Any]:
-        now = rfc3339(self.clock.now())
-        return {"holderIdentity": self.holder, "leaseDurationSeconds": self.duration, "renewTime": now}
+    @property
+    def current_holder(self) -> str:
+        """Who held the lease when it was last read (``""``: nobody)."""
+        return str(self.seen.get("holderIdentity") or "")
+
+    def _expired(self, spec: dict[str, Any], now: float) -> bool:
+        duration = float(spec.get("leaseDurationSeconds") or self.duration)
+        if self.observe:
+            record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseTransitions"))
+            if self._observed is None or self._observed[0] != record:
+                self._observed = (record, now)
+            return now >= self._observed[1] + duration
+        renewed = spec.get("renewTime")
+        try:
+            last = parse_micro_time(renewed) if isinstance(renewed, str) else 0.0
+        except ValueError:
+            last = 0.0
+        return now >= last + duration
 
     def acquire(self) -> bool:
-        """Take (or renew) the lease; ``False`` when another live holder has it."""
+        """Take (or renew) the lease; ``False`` when another live holder has it or another writer was first."""
+        now = self.clock.now()
         try:
             current = self.store.get(LEASE.api_version, LEASE.kind, self.name, self.namespace)
         except NotFound:
+            spec = self._spec(now, acquired=now, transitions=0)
             try:
                 self.store.create(
                     {
                         "apiVersion": LEASE.api_version,
                         "kind": LEASE.kind,
                         "metadata": {"name": self.name, "namespace": self.namespace},
-                        "spec": self._spec(),
+                        "spec": spec,
                     }
                 )
             except AlreadyExists:
                 return False
+            self.seen = spec
             return True
-        spec = current.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
-        if holder and holder != self.holder:
-            renewed = spec.get("renewTime")
-            expires = (parse_rfc3339(renewed) if renewed else 0.0) + float(
-                spec.get("leaseDurationSeconds") or self.duration
-            )
-            if self.clock.now() < expires:
-                return False
-        current["spec"] = self._spec()
+        spec = dict(current.get("spec") or {})
+        self.seen = spec
+        holder = str(spec.get("holderIdentity") or "")
+        if holder and holder != self.holder and not self._expired(spec, now):
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0)
+        if holder == self.holder:
+            acquired = spec.get("acquireTime") or micro_time(now)
+        else:
+            acquired, transitions = micro_time(now), transitions + 1
+        current["spec"] = self._spec(now, acquired=acquired, transitions=transitions)
         try:
             self.store.update(current)
         except (Conflict, NotFound):
             return False
+        self.seen = current["spec"]
         return True
 
+    def _spec(self, now: float, *, acquired: float | str, transitions: int) -> dict[str, Any]:
+        return {
+            "holderIdentity": self.holder,
+            "leaseDurationSeconds": self.duration,
+            "acquireTime": acquired if isinstance(acquired, str) else micro_time(acquired),
+            "renewTime": micro_time(now),
+            "leaseTransitions": transitions,
+        }
+
     def release(self) -> None:
-        """Give the lease up (best effort)."""
+        """Give the lease up (best effort): no holder, so the next candidate takes it at once."""
         try:
             current = self.store.get(LEASE.api_version, LEASE.kind, self.name, self.namespace)
             if (current.get("spec") or {}).get("holderIdentity") != self.holder:
                 return
-            current["spec"] = {**current["spec"], "holderIdentity": ""}
+            now = micro_time(self.clock.now())
+            current["spec"] = {
+                **current["spec"],
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "renewTime": now,
+                "acquireTime": now,
+            }
             self.store.update(current)
         except (Conflict, NotFound):
             pass

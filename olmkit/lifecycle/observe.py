@@ -10,6 +10,12 @@
 * ``/readyz``: ``200 ok`` once the caller said the process is ready (``olmkit run``:
   every controller has synced once), ``503`` before that and while shutting down.
 
+With leader election (:meth:`ObservabilityServer.set_election`) both say the process's role:
+a standby is ready (``200 ok: standby (lease olm/olmkit-run held by ...)``: it is doing what
+it should, and a rolling update must not wait for it to lead); the leader is ready once its
+controllers synced (``ok: leader (lease olm/olmkit-run)``), and unhealthy when its renewals
+stopped for longer than the lease duration.
+
 Names are written as the collectors give them: a counter keeps its name (upstream OLM's
 ``csv_upgrade_count`` has no ``_total``), unlike ``prometheus_client.generate_latest``,
 which appends ``_total`` to every counter. ``prometheus_client`` is imported only when a
@@ -31,9 +37,12 @@ import socket
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from olmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from olmkit.lifecycle.leader import LeaderElector
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -107,6 +116,7 @@ class ObservabilityServer:
         self.health = health
         self.ready = False
         self.stopping = False
+        self.election: LeaderElector | None = None
         server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
         self._httpd = server_class((host, port), _handler(self))
         self._httpd.daemon_threads = True
@@ -128,6 +138,10 @@ class ObservabilityServer:
         """Say whether the process is ready (``/readyz``)."""
         self.ready = ready
 
+    def set_election(self, elector: LeaderElector | None) -> None:
+        """Answer ``/healthz`` and ``/readyz`` with this process's role in a leader election."""
+        self.election = elector
+
     def begin_shutdown(self) -> None:
         """The process is stopping: ``/readyz`` answers 503 from now on (``/metrics`` still serves)."""
         self.stopping = True
@@ -146,14 +160,22 @@ class ObservabilityServer:
             problem = self.health() if self.health is not None else None
         except Exception as exc:  # a health check that raises is a failed check
             problem = f"{type(exc).__name__}: {exc}"
-        return (503, f"unhealthy: {problem}\n") if problem else (200, "ok\n")
+        election = self.election
+        if not problem and election is not None:
+            problem = election.health_problem()
+        if problem:
+            return 503, f"unhealthy: {problem}\n"
+        return 200, "ok\n" if election is None else f"ok: {election.describe()}\n"
 
     def readyz(self) -> tuple[int, str]:
+        election = self.election
         if self.stopping:
             return 503, "not ready: shutting down\n"
+        if election is not None and not election.leading:
+            return 200, f"ok: {election.describe()}\n"
         if not self.ready:
             return 503, "not ready: the controllers have not synced yet\n"
-        return 200, "ok\n"
+        return 200, "ok\n" if election is None else f"ok: {election.describe()}\n"
 
 
 def _handler(server: ObservabilityServer) -> type[BaseHTTPRequestHandler]:
