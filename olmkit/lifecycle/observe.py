@@ -98,6 +98,24 @@ def render_metrics(collectors: Iterable[Any]) -> bytes:
     return "".join(out).encode()
 
 
+class _ElectionCollector:
+    """``leader_election_master_status{name}``, as client-go's leader election exports it."""
+
+    def __init__(self, elector: LeaderElector) -> None:
+        self.elector = elector
+
+    def collect(self) -> Iterable[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        gauge = GaugeMetricFamily(
+            "leader_election_master_status",
+            "Whether this process leads the lease: 1 leading, 0 standing by; name is the lease's name.",
+            labels=["name"],
+        )
+        gauge.add_metric([self.elector.config.name], 1.0 if self.elector.leading else 0.0)
+        yield gauge
+
+
 class _IPv6Server(ThreadingHTTPServer):
     address_family = socket.AF_INET6
 
@@ -138,9 +156,11 @@ class ObservabilityServer:
         """Say whether the process is ready (``/readyz``)."""
         self.ready = ready
 
-    def set_election(self, elector: LeaderElector | None) -> None:
-        """Answer ``/healthz`` and ``/readyz`` with this process's role in a leader election."""
+    def set_election(self, elector: LeaderElector) -> None:
+        """Answer ``/healthz`` and ``/readyz`` with this process's role in a leader election, and
+        export client-go's ``leader_election_master_status{name}`` gauge (1 leading, 0 standing by)."""
         self.election = elector
+        self.collectors.append(_ElectionCollector(elector))
 
     def begin_shutdown(self) -> None:
         """The process is stopping: ``/readyz`` answers 503 from now on (``/metrics`` still serves)."""

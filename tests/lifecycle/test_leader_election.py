@@ -21,7 +21,7 @@ from olmkit.lifecycle.runtime import FakeClock
 from olmkit.store import MemoryStore, Object, SqliteStore, StoreError
 from tests.lifecycle import test_run_service
 from tests.lifecycle.harness import EXAMPLES
-from tests.lifecycle.test_observe import _get
+from tests.lifecycle.test_observe import _get, scrape, value
 from tests.lifecycle.test_run_service import Service, olmkit, wait_for_succeeded
 
 env = test_run_service.env  # fixtures shared with the `olmkit run` service tests
@@ -214,6 +214,8 @@ def test_two_runs_one_leads_kill_it_and_the_other_takes_over(
     assert (200, "ok: leader (lease olm/olmkit-run)\n") == _get(f"{first.url}/readyz")
     assert (200, f"ok: standby (lease olm/olmkit-run held by {leader['holder']})\n") == _get(f"{second.url}/readyz")
     assert 200 == _get(f"{second.url}/healthz")[0]
+    assert 1 == value(scrape(first.url), "leader_election_master_status", name="olmkit-run")
+    assert 0 == value(scrape(second.url), "leader_election_master_status", name="olmkit-run")
     assert not any("controllers running" in rec["msg"] for rec in second.lines)
 
     first.proc.send_signal(signal.SIGKILL)
@@ -232,6 +234,7 @@ def test_two_runs_one_leads_kill_it_and_the_other_takes_over(
     assert (takeover["holder"], 1 + relost) == (after["holderIdentity"], after["leaseTransitions"]), second.raw
     assert takeover["holder"] != leader["holder"]
     assert (200, "ok: leader (lease olm/olmkit-run)\n") == _get(f"{second.url}/readyz")
+    assert 1 == value(scrape(second.url), "leader_election_master_status", name="olmkit-run")
 
     code, _ = second.stop(signal.SIGTERM)
     assert 0 == code, "".join(second.raw)
