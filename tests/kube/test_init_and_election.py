@@ -75,7 +75,8 @@ def test_two_runs_on_the_server_one_leads_and_the_other_takes_over(
     serve: ServeProcess, initialised: dict[str, str], tmp_path: Path, env: dict[str, str]
 ) -> None:
     """Two `olmkit run --kubeconfig --leader-elect`: one leads (the Lease on the server names it);
-    kill -9 it, the other leads within the lease duration and installs a Subscription made after the kill."""
+    kill -9 it, the other leads within the lease duration and installs a Subscription made after the kill.
+    The simulated API server and kubelet are not among the controllers (the server's own do their work)."""
     cluster = ["--kubeconfig", str(serve.kubeconfig)]
     catalog, ns = f"c-{uuid.uuid4().hex[:8]}", f"t-{uuid.uuid4().hex[:8]}"
     with connect(serve.kubeconfig) as kube:
@@ -125,6 +126,9 @@ def test_two_runs_on_the_server_one_leads_and_the_other_takes_over(
         assert "Succeeded" == phase, "".join(second.raw)
         assert took < 2.0 + 2 * 0.5 * 1.2 + 1.0, took
         assert takeover["holder"] == lease["holderIdentity"] != leader["holder"]
+        running = first.wait_for_line(lambda rec: "controllers" in rec)["controllers"]
+        assert "subscription" in running
+        assert [] == [c for c in running if c.startswith("simulated")]  # a cluster has its own
         assert lease["leaseTransitions"] >= 1
         code, _ = second.stop(signal.SIGTERM)
         assert 0 == code, "".join(second.raw)
