@@ -68,13 +68,16 @@ def test_an_observing_candidate_measures_from_its_own_first_look() -> None:
     clock = FakeClock()
     observing = Lease(store, "ns", "l", clock, duration=2, holder="candidate", observe=True)
 
-    assert Lease(MemoryStore(), "ns", "l", clock).acquire()  # (a fresh store: nothing to wait for)
     assert not observing.acquire()
     clock.advance(1.9)
     assert not observing.acquire()
     clock.advance(0.2)
     assert observing.acquire()
     assert "candidate" == _lease(store)["holderIdentity"]
+    # a plain (renewTime-measured) lease would have taken the leader's stale-looking lease at once
+    other = MemoryStore()
+    Lease(other, "ns", "l", behind, duration=2, holder="leader").acquire()
+    assert Lease(other, "ns", "l", clock, duration=2, holder="plain").acquire()
 
 
 def test_release_leaves_no_holder_and_the_next_candidate_takes_it_at_once() -> None:
