@@ -78,3 +78,28 @@ def test_output_without_dry_run_is_a_usage_error(olmkit, db) -> None:
     assert 2 == result.code
     assert "--dry-run" in result.err
     assert not Path(db).exists()
+
+
+def test_bad_options_are_usage_errors(olmkit, db) -> None:
+    """One namespace for both roles, or a timeout that is not positive: exit 2, one line, nothing written."""
+    same = olmkit("cluster", "init", "--global-namespace", "operators")
+    timeout = olmkit("cluster", "init", "--timeout", "0")
+    bad_name = olmkit("cluster", "init", "--operators-namespace", "Not_A_Namespace")
+
+    assert (2, 2, 2) == (same.code, timeout.code, bad_name.code)
+    assert "--global-namespace and --operators-namespace must differ" in same.err
+    assert "--timeout must be positive" in timeout.err
+    assert "not a valid namespace name" in bad_name.err
+    assert all(1 == len(r.err.strip().splitlines()) for r in (same, timeout, bad_name))
+    assert not Path(db).exists()
+
+
+def test_leader_election_timings_that_cannot_work_are_refused(olmkit) -> None:
+    """`run --leader-elect` with a renew deadline not below the lease duration: exit 2 before anything runs."""
+    result = olmkit(
+        "run", "--leader-elect", "--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "5s",
+        "--metrics-address", "0",
+    )  # fmt: skip
+
+    assert 2 == result.code
+    assert "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline" in result.err
