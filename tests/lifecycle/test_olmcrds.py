@@ -109,6 +109,19 @@ def test_each_crd_is_valid_apiextensions_v1_with_a_structural_schema(crd: Object
             assert column["jsonPath"].startswith(".")
 
 
+@pytest.mark.parametrize("crd", olm_crds(), ids=lambda c: c["metadata"]["name"])
+def test_the_official_clients_typed_model_reads_each_crd_back_unchanged(crd: Object) -> None:
+    """Through kubernetes' V1CustomResourceDefinition (every field typed, required ones checked) and back:
+    nothing is lost, so every key at every level is a field apiextensions.k8s.io/v1 defines."""
+    import orjson
+    from kubernetes.client import ApiClient
+
+    api = ApiClient()
+    model = api.deserialize(orjson.dumps(crd).decode(), "V1CustomResourceDefinition", "application/json")
+
+    assert crd == api.sanitize_for_serialization(model)
+
+
 def test_printer_columns_and_versions_follow_upstream() -> None:
     """Upstream's printer columns; OperatorGroup serves v1 and v1alpha2, OperatorCondition v2 and v1."""
     crds = {c["spec"]["names"]["kind"]: c["spec"] for c in olm_crds()}
