@@ -128,3 +128,32 @@ def test_explain_reads_the_generated_schema(initialised: ServeProcess) -> None:
 
     assert "The name of the package to subscribe to." in explained
     assert "installPlanApproval" in explained
+
+
+KINDS_AND_VERSIONS = (("Subscription", "v1alpha1"), ("ClusterServiceVersion", "v1alpha1"), ("OperatorGroup", "v1"))
+
+
+def test_serve_describes_olms_kinds_with_the_crds_schema_and_columns_with_or_without_them() -> None:
+    """One source: `olmkit serve`'s OpenAPI and table columns for OLM's kinds are the generated CRDs',
+    whether the kinds are served built in or from the stored CRDs `cluster init` wrote."""
+    from olmkit.apiserver.openapi import v3_document
+    from olmkit.apiserver.resources import Catalog
+    from olmkit.lifecycle.olmcrds import olm_crds, openapi_schema, printer_columns
+
+    for catalog in (Catalog.build([]), Catalog.build(olm_crds())):
+        for kind, version in (
+            ("Subscription", "v1alpha1"),
+            ("ClusterServiceVersion", "v1alpha1"),
+            ("OperatorGroup", "v1"),
+        ):
+            document = v3_document(catalog, "operators.coreos.com", version)
+            served = document["components"]["schemas"][f"com.coreos.operators.{version}.{kind}"]
+            generated = openapi_schema("operators.coreos.com", kind)
+            assert generated is not None
+            resource = catalog.by_kind[("operators.coreos.com", version, kind)]
+
+            assert generated["properties"]["spec"] == served["properties"]["spec"]
+            assert generated["properties"]["status"] == served["properties"]["status"]
+            # no columns declared: kubectl's NAME and AGE
+            wanted = [c["jsonPath"] for c in printer_columns(kind)] or [".metadata.creationTimestamp"]
+            assert wanted == [c.json_path for c in resource.columns]
