@@ -197,7 +197,8 @@ def test_two_runs_one_leads_kill_it_and_the_other_takes_over(
     tmp_path: Path, env: dict[str, str], services: list[Service]
 ) -> None:
     """Exactly one of two `olmkit run --leader-elect` leads; after kill -9 the other leads within the
-    lease duration (plus its retry period) and installs a Subscription made after the kill."""
+    lease duration (plus its retry period) and installs a Subscription made after the kill; a leader
+    stopped with SIGTERM hands over at once (it releases the Lease)."""
     store = tmp_path / "cluster.db"
     olmkit(store, env, "apply", "-f", str(EXAMPLES / "demo" / "catalogsource-v1.yaml"))
     first = Service(store, env, "--metrics-address", "127.0.0.1:0", *TIMINGS)
@@ -239,8 +240,19 @@ def test_two_runs_one_leads_kill_it_and_the_other_takes_over(
     assert (200, "ok: leader (lease olm/olmkit-run)\n") == _get(f"{second.url}/readyz")
     assert 1 == value(scrape(second.url), "leader_election_master_status", name="olmkit-run")
 
+    # a third stands by; SIGTERM the leader: it releases the Lease and the third leads without waiting it out
+    third = Service(store, env, "--metrics-address", "0", *TIMINGS)
+    services.append(third)
+    third.wait_for_line(lambda rec: rec.get("role") == "standby")
+    stopping = time.monotonic()
     code, _ = second.stop(signal.SIGTERM)
+    _leading(third)
+    handed_over = time.monotonic() - stopping
+
     assert 0 == code, "".join(second.raw)
-    assert "" == _lease_spec(store)["holderIdentity"]  # released on the way out
     assert any("released lease olm/olmkit-run" in rec["msg"] for rec in second.lines)
-    print(f"takeover after kill -9: {took:.2f}s (lease duration {LEASE_SECONDS:g}s)")
+    assert handed_over < LEASE_SECONDS, "".join(third.raw)
+    code, _ = third.stop(signal.SIGTERM)
+    assert 0 == code, "".join(third.raw)
+    assert "" == _lease_spec(store)["holderIdentity"]  # released on the way out
+    print(f"takeover after kill -9: {took:.2f}s, after SIGTERM: {handed_over:.2f}s (lease {LEASE_SECONDS:g}s)")
