@@ -81,6 +81,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "--operators-namespace",
         type=namespace_name,
         default="operators",
+        metavar="NS",
         help="namespace for operators that watch every namespace (default operators)",
     )
     p.add_argument("--dry-run", action="store_true", help="write nothing: say what would change (-o: print it)")
