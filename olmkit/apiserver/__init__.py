@@ -7,6 +7,7 @@
   :mod:`olmkit.lifecycle.olmcrds`, the CRDs ``olmkit cluster init`` installs);
 * :mod:`olmkit.apiserver.apply`: server-side apply and field ownership (``managedFields``);
 * :mod:`olmkit.apiserver.protobuf`: the protobuf bodies of kubectl's typed ``create`` commands;
+* :mod:`olmkit.apiserver.metrics`: ``apiserver_request_total`` and the open watches, on ``/metrics``;
 * :mod:`olmkit.apiserver.certs`, :mod:`~olmkit.apiserver.server`: TLS, credentials, kubeconfig.
 
 The HTTP layer is aiohttp, imported only when a server is built.

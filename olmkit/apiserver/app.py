@@ -32,12 +32,14 @@ from aiohttp import web
 from olmkit import __version__
 from olmkit.apiserver import openapi
 from olmkit.apiserver.apply import record_update, server_side_apply
+from olmkit.apiserver.metrics import RequestMetrics, request_info
 from olmkit.apiserver.resources import CRD_API_VERSION, CRD_KIND, SUBRESOURCE_VERBS, VERBS, Catalog, Resource
 from olmkit.apiserver.status import ApiError, from_store_error, status_object
 from olmkit.apiserver.table import json_path, partial_metadata, table
 from olmkit.apiserver.watch import Delivered, WatchHub, relabelled
 from olmkit.errors import InputError, OlmkitError
 from olmkit.lifecycle.apply import prepare_manifests
+from olmkit.lifecycle.observe import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from olmkit.store import Conflict, Expired, Invalid, NotFound, Store, StoreError, parse_selector
 from olmkit.store.patches import json_patch, merge_patch, strategic_merge_patch
 
@@ -180,6 +182,7 @@ class ApiServer:
         # one writer thread: writes queue here instead of in SQLite's busy handler, whose sleeps
         # (up to 100 ms each) made the slowest writes slow when several threads wrote at once
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="olmkit-api-write")
+        self.metrics = RequestMetrics()
         self.hub: WatchHub | None = None
         self._catalog: Catalog | None = None
         self._catalog_dirty = True
@@ -244,6 +247,19 @@ class ApiServer:
     ) -> web.StreamResponse:
         if not self._authenticated(request):
             return _error(401, "Unauthorized", "Unauthorized")
+        info = request_info(request.method, request.path, request.query, request.headers.get("Content-Type", ""))
+        self.metrics.started(info)
+        code: int | None = None  # None: the client went away before an answer
+        try:
+            response = await self._answer(request, handler)
+            code = response.status
+            return response
+        finally:
+            self.metrics.ended(info, code)
+
+    async def _answer(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         try:
             return await handler(request)
         except ApiError as exc:
@@ -266,6 +282,8 @@ class ApiServer:
             return _json(self._version())
         if parts in (["healthz"], ["livez"], ["readyz"]):
             return web.Response(text="ok")
+        if parts == ["metrics"] and request.method == "GET":
+            return web.Response(body=self.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
         if parts[:1] == ["openapi"]:
             return await self._openapi(request, parts[1:])
         if parts in (["api"], ["apis"]) and _AGGREGATED in request.headers.get("Accept", ""):
