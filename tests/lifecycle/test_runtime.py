@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +128,45 @@ def test_manager_retries_failures_and_reports_what_is_pending() -> None:
     assert not outcome.stable
     assert ["counter:ns/broken: retrying after error: cannot do it"] == list(outcome.pending)
     assert 3 == controller.seen.count("conflicted")  # two conflicts, then success
+
+
+def test_an_idle_manager_on_the_wall_clock_wakes_on_a_store_change() -> None:
+    """Idle on the wall clock, the manager waits on the store's change signal: a write is reconciled at once.
+
+    (Sleeping in growing steps instead, a write after a long idle waited up to half a second:
+    the lag ``olmkit serve``'s simulated kubelet added to every install through its API.)
+    """
+
+    class Recording(MemoryStore):
+        waits = 0
+
+        def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
+            Recording.waits += 1
+            super().wait_for_change(resource_version, timeout)
+
+    store = Recording()
+    reconciled = threading.Event()
+    controller = _Counter(lambda name: reconciled.set())
+    manager = ControllerManager(store, [controller])
+    stop = threading.Event()
+    runner = threading.Thread(target=manager.run_forever, args=(stop.is_set,), daemon=True)
+    runner.start()
+    lags = []
+    try:
+        for i in range(2):
+            time.sleep(0.8)  # long enough for the old sleep steps to reach their 0.5 s cap
+            reconciled.clear()
+            start = time.monotonic()
+            store.create(_cm(f"cm-{i}"))
+            assert reconciled.wait(5)
+            lags.append(time.monotonic() - start)
+    finally:
+        stop.set()
+        runner.join(5)
+
+    assert ["cm-0", "cm-1"] == controller.seen
+    assert Recording.waits > 0
+    assert max(lags) < 0.2, lags
 
 
 def test_manager_rejects_two_controllers_with_one_name() -> None:
