@@ -26,7 +26,7 @@ from olmkit.lifecycle import FakeClock, LifecycleOptions, Reporter, RunOutcome, 
 from olmkit.lifecycle.catalogs import MANIFEST_DIR_ANNOTATION
 from olmkit.lifecycle.kinds import resolve_kind
 from olmkit.manager import PluginManager, get_plugin_manager
-from olmkit.store import NotFound, SqliteStore
+from olmkit.store import NotFound, SqliteStore, Store
 
 __all__ = ["EmbeddedCluster", "EventRecorder", "HookCall", "HookRecorder", "assert_installed", "assert_unsatisfiable"]
 
@@ -230,19 +230,27 @@ class EmbeddedCluster:
     retries, catalog polls after ``clock.advance``) cost no real time. Events and errors the
     controllers report are kept in ``reporter.events`` and ``reporter.errors``.
 
+    The store is an SQLite file at ``path``, or ``store`` when given (any backend; the cluster
+    closes it).
+
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2
+       ``store``: run on a store of any backend.
     """
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         pm: Any,
         *,
+        store: Store | None = None,
         kubelet: bool = True,
         install_timeout: float = 300.0,
         protected_copied_csv_namespaces: Sequence[str] = (),
     ) -> None:
-        self.store = SqliteStore(str(path))
+        if store is None and path is None:
+            raise TypeError("EmbeddedCluster needs an SQLite path or a store")
+        self.store: Store = store if store is not None else SqliteStore(str(path))
         self.pm = pm
         self.clock = FakeClock()
         self.reporter = EventRecorder()

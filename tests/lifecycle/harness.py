@@ -1,4 +1,10 @@
-"""Catalogs for lifecycle tests, and the cluster they run on (:class:`olmkit.testing.EmbeddedCluster`).
+"""Catalogs for lifecycle tests, and the clusters they run on.
+
+A :class:`Cluster` (:class:`olmkit.testing.EmbeddedCluster`) runs every controller on an
+embedded store (SQLite or memory); a :class:`ServedCluster` runs OLM's controllers over the
+kube store against an ``olmkit serve --no-controllers`` (:mod:`tests.lifecycle.served`),
+whose simulated API server and kubelet do what a cluster does. Both have one interface, so
+a test body runs on every backend (the ``make_cluster`` fixture picks).
 
 Catalogs are written as FBC with inline bundle manifests (``olm.bundle.object``), built from
 a compact description (:class:`B`) by :func:`write_catalog`.
@@ -7,6 +13,7 @@ a compact description (:class:`B`) by :func:`write_catalog`.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +21,11 @@ from typing import Any
 import attrs
 import orjson
 
+from olmkit.lifecycle import RunOutcome
+from olmkit.lifecycle.runtime import ControllerManager
+from olmkit.store import Store
 from olmkit.testing import EmbeddedCluster as Cluster
+from tests.lifecycle.served import Served
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: every install mode (``B(install_modes=ALL_MODES)`` supports them all)
@@ -26,13 +37,98 @@ __all__ = [
     "V1A1",
     "B",
     "Cluster",
+    "ServedCluster",
     "bundle_blob",
     "crd",
     "csv_manifest",
     "manifests",
     "seed_store",
+    "store_args",
     "write_catalog",
 ]
+
+
+#: the simulated API server and kubelet: the served side runs them, never the client (as on a real cluster)
+SIMULATED_PREFIX = "simulated-"
+
+
+def kube_store(kubeconfig: Path) -> Store:
+    """The kube store on the cluster a kubeconfig names."""
+    from olmkit.kube import KubeStore
+
+    return KubeStore.from_kubeconfig(str(kubeconfig))
+
+
+class ServedCluster(Cluster):
+    """OLM's controllers in this process over the kube store, against ``olmkit serve --no-controllers``.
+
+    The clock is still the controllers' fake clock: install timeouts, retries and catalog polls
+    are decided on the client, so ``clock.advance`` and the waits of ``reconcile()`` work as on
+    the embedded store. The server's clock only stamps ``creationTimestamp`` and
+    ``deletionTimestamp``, which no controller compares with its own. What the fake clock cannot
+    jump is the served side's own work (CRDs established, Deployments available, in real time),
+    so :meth:`reconcile` lets the server settle before each jump: when anything was written
+    since the server was last seen quiet, it waits until a :data:`QUIET` pause passes with no
+    new change on the server and no event for the controllers. A server that stays busy
+    longer than that under load costs only an extra jump (an install waits for 5 s of fake
+    time per step and times out only after many).
+    """
+
+    #: seconds without a change that count as "the served side is done reacting"
+    QUIET = 0.2
+    #: the longest one reconcile() may take in real time, whatever its fake-clock timeout
+    WALL_LIMIT = 120.0
+
+    def __init__(self, served: Served, pm: Any, **options: Any) -> None:
+        options.pop("kubelet", None)  # the served side's kubelet, chosen when it was started
+        super().__init__(None, pm, store=kube_store(served.kubeconfig), kubelet=False, **options)
+        self.served = served
+        kept = [c for name, c in self.manager.controllers.items() if not name.startswith(SIMULATED_PREFIX)]
+        self.manager = ControllerManager(
+            self.store, kept, clock=self.clock, reporter=self.reporter, context=self.manager.context
+        )
+        self._quiet_at: str | None = None
+
+    def _settle(self) -> bool:
+        """Wait for the served side to finish reacting; True when the controllers got new events meanwhile."""
+        latest = self.served.resource_version()
+        while latest != self._quiet_at:
+            time.sleep(self.QUIET)
+            if self.manager.poll():
+                return True
+            now = self.served.resource_version()
+            if now == latest:
+                self._quiet_at = latest
+            latest = now
+        return False
+
+    def reconcile(self, timeout: float = 3600.0) -> RunOutcome:
+        """Run the controllers until stable, letting the served side settle before every fake-clock jump."""
+        deadline = self.clock.now() + timeout
+        wall_deadline = time.monotonic() + min(timeout, self.WALL_LIMIT)
+        reconciles = 0
+        while True:
+            outcome = self.manager.run_until_stable(wait=False)
+            reconciles += outcome.reconciles
+            if self._settle():
+                continue
+            due = self.manager.queue.next_due(pending_only=True)
+            if due is None or due > deadline or time.monotonic() >= wall_deadline:
+                return RunOutcome(stable=due is None and outcome.stable, reconciles=reconciles, pending=outcome.pending)
+            self.clock.advance(due - self.clock.now())
+
+    def close(self) -> None:
+        super().close()
+        self.served.stop()
+
+
+def store_args(cluster: Cluster) -> list[str]:
+    """The command-line options that reach the cluster's store (an SQLite path, or the served API)."""
+    if isinstance(cluster, ServedCluster):
+        return ["--kubeconfig", str(cluster.served.kubeconfig)]
+    path = getattr(cluster.store, "path", None)
+    assert path is not None, "the command line cannot reach an in-process memory store"
+    return ["--store", str(path)]
 
 
 def seed_store(path: Path, package: str) -> None:

@@ -14,7 +14,7 @@ from olmkit.lifecycle.events import EVENT_TTL, MAX_EVENTS_PER_OBJECT, EventRecor
 from olmkit.lifecycle.runtime import FakeClock, rfc3339
 from olmkit.lifecycle.subscriptions import ERROR_RETRY
 from olmkit.store import MemoryStore, SqliteStore
-from tests.lifecycle.harness import EXAMPLES, V1A1, Cluster
+from tests.lifecycle.harness import EXAMPLES, V1A1, Cluster, store_args
 
 
 def _events(store: Any, namespace: str) -> list[tuple[str, str, str, str, int]]:
@@ -240,6 +240,7 @@ def test_failed_install_plan_records_a_warning(make_cluster: Callable[..., Clust
 # --------------------------------------------------------------------------- the command line
 
 
+@pytest.mark.backends("sqlite", "kube")  # the command line reaches a store by path or kubeconfig, not in-process
 def test_get_events_for_an_object_sorted_by_time(
     make_cluster: Callable[..., Cluster], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -249,11 +250,9 @@ def test_get_events_for_an_object_sorted_by_time(
     cluster.operator_group()
     cluster.subscribe("postgres-operator", channel="stable")
     assert cluster.reconcile().stable
-    store = str(cluster.store.path)
+    store = store_args(cluster)
 
-    code = main(
-        ["get", "events", "-n", "operators", "--for", "csv/postgres-operator.v2.3.0", "-o", "json", "--store", store]
-    )
+    code = main(["get", "events", "-n", "operators", "--for", "csv/postgres-operator.v2.3.0", "-o", "json", *store])
     listed = orjson.loads(capsys.readouterr().out)["items"]
     assert 0 == code
     assert {"postgres-operator.v2.3.0"} == {e["involvedObject"]["name"] for e in listed}
@@ -265,15 +264,15 @@ def test_get_events_for_an_object_sorted_by_time(
         listed[-1]["message"],
     )
 
-    assert 0 == main(["describe", "csv", "postgres-operator.v2.3.0", "-n", "operators", "--store", store])
+    assert 0 == main(["describe", "csv", "postgres-operator.v2.3.0", "-n", "operators", *store])
     text = capsys.readouterr().out
     events = text[text.index("Events:") :]
     assert "RequirementsUnknown" in events
     assert "install strategy completed with no errors" in events
 
-    assert 2 == main(["get", "csv", "-n", "operators", "--for", "csv/x", "--store", store])
+    assert 2 == main(["get", "csv", "-n", "operators", "--for", "csv/x", *store])
     assert "--for KIND/NAME selects events" in capsys.readouterr().err
-    assert 2 == main(["get", "events", "-n", "operators", "--for", "postgres", "--store", store])
+    assert 2 == main(["get", "events", "-n", "operators", "--for", "postgres", *store])
     assert "expected KIND/NAME" in capsys.readouterr().err
 
 
