@@ -54,9 +54,9 @@ SIMULATED_PREFIX = "simulated-"
 
 def kube_store(kubeconfig: Path) -> Store:
     """The kube store on the cluster a kubeconfig names."""
-    from olmkit.kube import KubeStore
+    from olmkit.kube import connect
 
-    return KubeStore.from_kubeconfig(str(kubeconfig))
+    return connect(kubeconfig)
 
 
 class ServedCluster(Cluster):

@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import orjson
@@ -37,7 +36,6 @@ class Served:
     kubeconfig: Path
     token: str
     pool: urllib3.PoolManager
-    log: Any
 
     def request(self, method: str, path: str) -> urllib3.BaseHTTPResponse:
         """A request to the server, with its bearer token."""
@@ -67,7 +65,6 @@ class Served:
                 self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
-        self.log.close()
         self.pool.clear()
 
 
@@ -76,18 +73,18 @@ def launch(directory: Path, pki: Path, extra: Sequence[str] = ()) -> subprocess.
     directory.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OLMKIT_CACHE_DIR": str(directory / "cache"), "PYTHONUNBUFFERED": "1"}
     env.pop("OLMKIT_STORE", None)
-    return subprocess.Popen(
-        [*OLMKIT, "serve", "--no-controllers", "--store", str(directory / "cluster.db"),
-         "--address", "127.0.0.1:0", "--pki-dir", str(pki), "--kubeconfig-out", str(directory / "kubeconfig"),
-         "--bookmark-interval", "1", *extra],
-        stdout=subprocess.PIPE, stderr=(directory / "serve.log").open("w"), text=True, env=env, cwd=directory,
-    )  # fmt: skip
+    with (directory / "serve.log").open("w") as log:  # the server writes to its own copy of the handle
+        return subprocess.Popen(
+            [*OLMKIT, "serve", "--no-controllers", "--store", str(directory / "cluster.db"),
+             "--address", "127.0.0.1:0", "--pki-dir", str(pki), "--kubeconfig-out", str(directory / "kubeconfig"),
+             "--bookmark-interval", "1", *extra],
+            stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=directory,
+        )  # fmt: skip
 
 
 def ready(directory: Path, pki: Path, process: subprocess.Popen[str]) -> Served:
     """Wait until a launched server listens (60 s at most) and return it."""
     assert process.stdout is not None
-    log = process.stderr
     deadline = time.monotonic() + 60
     line = ""
     while time.monotonic() < deadline:
@@ -111,7 +108,7 @@ def ready(directory: Path, pki: Path, process: subprocess.Popen[str]) -> Served:
     threading.Thread(target=drain, daemon=True).start()
     token = (pki / "token").read_text().strip()
     pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=str(pki / "ca.crt"), retries=False)
-    return Served(directory, process, url, directory / "kubeconfig", token, pool, log)
+    return Served(directory, process, url, directory / "kubeconfig", token, pool)
 
 
 class ServerPool:
@@ -145,7 +142,6 @@ class ServerPool:
             _, process = self._next
             process.kill()
             process.wait()
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    stream.close()
+            if process.stdout is not None:
+                process.stdout.close()
             self._next = None

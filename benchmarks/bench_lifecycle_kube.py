@@ -1,0 +1,158 @@
+"""The lifecycle through the kube store backend against ``olmkit serve``, beside the embedded store.
+
+The install workload of ``bench_lifecycle.py`` (every namespace has an own-namespace
+OperatorGroup and subscribes to postgres-operator, which pulls in cert-manager-lite, and
+storage-operator: three operators per namespace), in interleaved rounds:
+
+* ``embedded``: every controller on a fresh SQLite store, a fake clock (only the work is
+  timed), as ``bench_lifecycle.py`` measures it;
+* ``kube``: OLM's controllers in this process on a :class:`olmkit.kube.KubeStore`, against a
+  fresh ``olmkit serve --no-controllers`` process (SQLite store; its simulated API server and
+  kubelet establish CRDs and make Deployments available), on the wall clock, as
+  ``olmkit reconcile --until-stable --kubeconfig`` runs. Timed from a cold start of the
+  controllers (informers list and watch) until nothing is pending and every CSV Succeeded.
+
+The seeding (CatalogSource, OperatorGroups, Subscriptions) is not timed. The API requests of
+the kube run are counted on the server (its ``apiserver_request_total``, the increase over the
+run; a watch counts when it ends, those still open are read from
+``apiserver_longrunning_requests``) and split by verb, per installed operator. Both sides run on
+the same machine: the server's work is included in the kube wall time. Run with::
+
+    .venv/bin/python benchmarks/bench_lifecycle_kube.py --namespaces 50 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.lifecycle.served: the tests' launcher
+
+from bench_lifecycle import V1A1, _seed
+
+from olmkit.lifecycle import FakeClock, build_manager
+from olmkit.lifecycle.runtime import RealClock
+from olmkit.manager import get_plugin_manager
+from olmkit.store import SqliteStore, Store
+from tests.lifecycle.served import Served, launch, ready
+
+PACKAGES = ("postgres-operator", "storage-operator")
+#: how the verbs of ``apiserver_request_total`` read in the table (the API server's verb names)
+VERBS = ("LIST", "WATCH", "GET", "POST", "PUT", "PATCH", "APPLY", "DELETE")
+
+
+def _succeeded(store: Store) -> int:
+    csvs = store.list(V1A1, "ClusterServiceVersion")
+    return sum(1 for c in csvs if (c.get("status") or {}).get("phase") == "Succeeded")
+
+
+def embedded_round(namespaces: int, workdir: Path) -> dict[str, Any]:
+    """Install on a fresh SQLite store, every controller in this process, a fake clock."""
+    with SqliteStore(str(Path(tempfile.mkdtemp(dir=workdir)) / "c.db")) as store:
+        _seed(store, namespaces, "catalog", PACKAGES)  # type: ignore[arg-type]
+        start = time.perf_counter()
+        manager = build_manager(store, get_plugin_manager(entrypoints=False), clock=FakeClock())
+        outcome = manager.run_until_stable(timeout=3600)
+        seconds = time.perf_counter() - start
+        assert outcome.stable, outcome.pending
+        assert 3 * namespaces == _succeeded(store)
+        return {"seconds": seconds, "reconciles": outcome.reconciles}
+
+
+def requests_by_verb(served: Served) -> Counter[str]:
+    """The server's answered requests by verb, plus the watches open now (counted as WATCH)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    counts: Counter[str] = Counter()
+    for family in text_string_to_metric_families(served.metrics()):
+        for sample in family.samples:
+            answered = sample.name == "apiserver_request_total" and sample.labels.get("subresource") != "/metrics"
+            if answered or sample.name == "apiserver_longrunning_requests":
+                counts[sample.labels["verb"]] += int(sample.value)
+    return counts
+
+
+def kube_round(namespaces: int, workdir: Path) -> dict[str, Any]:
+    """Install through a KubeStore against a fresh ``olmkit serve --no-controllers``, on the wall clock."""
+    from olmkit.kube import connect
+
+    directory = Path(tempfile.mkdtemp(dir=workdir))
+    served = ready(directory, directory / "pki", launch(directory, directory / "pki"))
+    try:
+        with connect(served.kubeconfig) as seeding:
+            _seed(seeding, namespaces, "catalog", PACKAGES)  # type: ignore[arg-type]
+        before = requests_by_verb(served)
+        store = connect(served.kubeconfig)
+        try:
+            start = time.perf_counter()
+            manager = build_manager(store, get_plugin_manager(entrypoints=False), clock=RealClock())
+            outcome = manager.run_until_stable(timeout=600)
+            seconds = time.perf_counter() - start
+            assert outcome.stable, outcome.pending
+            during = requests_by_verb(served) - before
+            client_requests = store.request_count
+            assert 3 * namespaces == _succeeded(store)
+        finally:
+            store.close()
+        return {
+            "seconds": seconds,
+            "reconciles": outcome.reconciles,
+            "requests": during,
+            "client_requests": client_requests,
+        }
+    finally:
+        served.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--namespaces", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    runs: dict[str, list[dict[str, Any]]] = {"embedded": [], "kube": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("OLMKIT_CACHE_DIR", str(Path(tmp) / "cache"))
+        embedded_round(1, Path(tmp))  # warm the catalog cache and the imports of both
+        kube_round(1, Path(tmp))
+        for _ in range(args.rounds):
+            runs["embedded"].append(embedded_round(args.namespaces, Path(tmp)))
+            runs["kube"].append(kube_round(args.namespaces, Path(tmp)))
+    operators = 3 * args.namespaces
+    median = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
+    print(f"install, {args.namespaces} namespaces x 3 operators, {args.rounds} interleaved rounds\n")
+    print("| store | wall median s | min-max s | per operator ms | reconciles |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, rs in runs.items():
+        seconds = [r["seconds"] for r in rs]
+        print(
+            f"| {name} | {median[name]:.2f} | {min(seconds):.2f}-{max(seconds):.2f} | "
+            f"{median[name] / operators * 1000:.1f} | {rs[-1]['reconciles']} |"
+        )
+    ratio = median["kube"] / median["embedded"]
+    rounds = zip(runs["embedded"], runs["kube"], strict=True)
+    per_round = ", ".join(f"{k['seconds'] / e['seconds']:.2f}" for e, k in rounds)
+    verdict = "met" if ratio <= 3 else "NOT met"
+    print(f"\nkube / embedded: {ratio:.2f}x (per round: {per_round}); target <= 3x: {verdict}")
+    last = runs["kube"][-1]
+    counts: Counter[str] = last["requests"]
+    total = sum(counts.values())
+    print(f"\nAPI requests of the last kube round, counted on the server: {total}")
+    print(f"({total / operators:.1f} per operator; the client counted {last['client_requests']})\n")
+    print("| verb | requests | per operator |")
+    print("| --- | ---: | ---: |")
+    for verb in [*VERBS, *sorted(set(counts) - set(VERBS))]:
+        if counts.get(verb):
+            print(f"| {verb} | {counts[verb]} | {counts[verb] / operators:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
