@@ -6,7 +6,7 @@ import pytest
 
 from olmkit.apiserver.apply import fields_v1, record_update, server_side_apply
 from olmkit.apiserver.protobuf import ProtobufError, decode
-from olmkit.apiserver.resources import Catalog
+from olmkit.apiserver.resources import Catalog, builtin_resources
 from olmkit.apiserver.status import ApiError
 from olmkit.apiserver.table import json_path, table
 from olmkit.cli.serve import parse_address
@@ -159,3 +159,19 @@ def test_parse_address() -> None:
     for bad in ("6443", "host:", "host:99999", ":80"):
         with pytest.raises(UsageError):
             parse_address(bad)
+
+
+def test_olm_kinds_have_the_status_subresource_and_rbac_kinds_do_not() -> None:
+    """Discovery lists ``clusterserviceversions/status`` (as OLM's CRD has it); RBAC kinds and ConfigMaps have none.
+
+    A client writes status through the subresource when discovery lists it, and otherwise
+    through the object itself: without it a CSV's status writes were dropped.
+    """
+    status = {(r.group, r.kind): r.status for r in builtin_resources()}
+
+    olm = ["ClusterServiceVersion", "Subscription", "InstallPlan", "CatalogSource", "OperatorGroup"]
+    assert all(status[("operators.coreos.com", kind)] for kind in olm)
+    assert status[("apps", "Deployment")]
+    rbac = ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
+    assert not any(status[("rbac.authorization.k8s.io", kind)] for kind in rbac)
+    assert not status[("", "ConfigMap")]
