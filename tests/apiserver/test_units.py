@@ -175,3 +175,13 @@ def test_olm_kinds_have_the_status_subresource_and_rbac_kinds_do_not() -> None:
     rbac = ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
     assert not any(status[("rbac.authorization.k8s.io", kind)] for kind in rbac)
     assert not status[("", "ConfigMap")]
+
+
+def test_every_kind_the_lifecycle_uses_is_accepted_by_apply_and_the_api() -> None:
+    """Each kind of the lifecycle's table is served for writes (OLMConfig was refused as unknown)."""
+    from olmkit.lifecycle.kinds import KINDS
+    from olmkit.lifecycle.schemas import SERVED
+
+    missing = [k.kind for k in KINDS.values() if (k.api_version.rpartition("/")[0], k.kind) not in SERVED]
+
+    assert [] == missing
