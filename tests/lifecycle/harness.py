@@ -22,7 +22,6 @@ import attrs
 import orjson
 
 from olmkit.lifecycle import RunOutcome
-from olmkit.lifecycle.runtime import ControllerManager
 from olmkit.store import Store
 from olmkit.testing import EmbeddedCluster as Cluster
 from tests.lifecycle.served import Served
@@ -81,21 +80,27 @@ class ServedCluster(Cluster):
 
     def __init__(self, served: Served, pm: Any, **options: Any) -> None:
         options.pop("kubelet", None)  # the served side's kubelet, chosen when it was started
-        super().__init__(None, pm, store=kube_store(served.kubeconfig), kubelet=False, **options)
+        super().__init__(None, pm, store=kube_store(served.kubeconfig), **options)
         self.served = served
-        kept = [c for name, c in self.manager.controllers.items() if not name.startswith(SIMULATED_PREFIX)]
-        self.manager = ControllerManager(
-            self.store, kept, clock=self.clock, reporter=self.reporter, context=self.manager.context
-        )
+        simulated = [name for name in self.manager.controllers if name.startswith(SIMULATED_PREFIX)]
+        assert not simulated, f"the simulated cluster runs on the served side only, not here: {simulated}"
         self._quiet_at: str | None = None
 
     def _settle(self) -> bool:
-        """Wait for the served side to finish reacting; True when the controllers got new events meanwhile."""
+        """Wait for the served side to finish reacting; True when the controllers got new events meanwhile.
+
+        Nothing is awaited when the server's resourceVersion is where it was last seen quiet.
+        Otherwise an event for the controllers ends the wait at once; without one, the server
+        must keep its resourceVersion through a :data:`QUIET` pause.
+        """
         latest = self.served.resource_version()
         while latest != self._quiet_at:
-            time.sleep(self.QUIET)
-            if self.manager.poll():
-                return True
+            deadline = time.monotonic() + self.QUIET
+            while (left := deadline - time.monotonic()) > 0:
+                seen = self.store.latest_resource_version()
+                if self.manager.poll():
+                    return True
+                self.store.wait_for_change(seen, left)
             now = self.served.resource_version()
             if now == latest:
                 self._quiet_at = latest
@@ -119,7 +124,7 @@ class ServedCluster(Cluster):
 
     def close(self) -> None:
         super().close()
-        self.served.stop()
+        self.served.stop(wait=False)  # its pool waits for it at the end of the session
 
 
 def store_args(cluster: Cluster) -> list[str]:

@@ -55,9 +55,12 @@ class Served:
         assert 200 == response.status, response.data
         return response.data.decode()
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stop the server (SIGTERM); ``wait=False`` does not wait for it to finish (call again to wait)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+            if not wait:
+                return
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -124,6 +127,7 @@ class ServerPool:
         self.extra = tuple(extra)
         self._count = 0
         self._next: tuple[Path, subprocess.Popen[str]] | None = None
+        self.taken: list[Served] = []
 
     def _launch(self) -> tuple[Path, subprocess.Popen[str]]:
         directory = self.root / f"server{self._count}"
@@ -134,10 +138,14 @@ class ServerPool:
         directory, process = self._next or self._launch()
         self._next = None
         served = ready(directory, self.pki, process)
+        self.taken.append(served)
         self._next = self._launch()  # starts while the caller works
         return served
 
     def close(self) -> None:
+        """Stop every server taken (waiting for them) and the one started ahead."""
+        for served in self.taken:
+            served.stop()
         if self._next is not None:
             _, process = self._next
             process.kill()
