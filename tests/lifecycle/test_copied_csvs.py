@@ -51,6 +51,7 @@ def widget(make: Callable[..., Cluster]) -> Callable[..., Cluster]:
     return build
 
 
+@pytest.mark.kube
 def test_a_global_operator_is_copied_into_every_other_namespace(widget: Callable[..., Cluster]) -> None:
     """Copies: source spec, group annotations without olm.targetNamespaces, olm.copiedFrom, status with Copied."""
     cluster = widget("team-a", "team-b")
@@ -108,6 +109,7 @@ def test_copies_mirror_the_source_status(widget: Callable[..., Cluster]) -> None
     assert "Copied" == copy["status"]["reason"]
 
 
+@pytest.mark.kube
 def test_copies_go_with_the_source(widget: Callable[..., Cluster]) -> None:
     """Uninstalling the operator deletes every copy."""
     cluster = widget("team-a", "team-b")
@@ -119,6 +121,7 @@ def test_copies_go_with_the_source(widget: Callable[..., Cluster]) -> None:
     assert [] == copies(cluster)
 
 
+@pytest.mark.kube
 def test_a_deleted_copy_comes_back(widget: Callable[..., Cluster]) -> None:
     """Copies are kept, not just made: deleting one by hand recreates it."""
     cluster = widget("team-a")
@@ -142,6 +145,7 @@ def test_a_csv_that_is_not_an_active_member_has_no_copies(widget: Callable[..., 
     assert ["team-a"] == copies(cluster)
 
 
+@pytest.mark.kube
 def test_disable_copied_csvs_removes_the_copies_of_global_operators_and_enabling_brings_them_back(
     widget: Callable[..., Cluster],
 ) -> None:
@@ -225,6 +229,7 @@ def test_an_upgrade_replaces_the_copies(make: Callable[..., Cluster], tmp_path: 
     assert "widget.v1.1.0" == role["metadata"]["labels"]["olm.owner"]
 
 
+@pytest.mark.kube
 def test_each_copy_is_written_twice_on_its_way_to_succeeded(make: Callable[..., Cluster]) -> None:
     """Copies wait until the source rests: created once and given its Succeeded status once, not rewritten
     at every phase the source passes (the cost that dominates a global group over many namespaces)."""
@@ -232,10 +237,10 @@ def test_each_copy_is_written_twice_on_its_way_to_succeeded(make: Callable[..., 
     for name in ("operators", *(f"team-{n}" for n in range(5))):
         namespace(cluster, name)
     group(cluster)
-    start = cluster.store.latest_resource_version()
-    install(cluster, "widget")
-
-    with cluster.store.watch(V1A1, "ClusterServiceVersion", resource_version=start, timeout=0) as watch:
+    assert [] == cluster.names("csv", None)
+    # opened before the install (no CSV yet, so no initial ADDED), read after it
+    with cluster.store.watch(V1A1, "ClusterServiceVersion", timeout=0) as watch:
+        install(cluster, "widget")
         writes = [
             (e.type, e.object["metadata"]["namespace"])
             for e in watch

@@ -132,6 +132,7 @@ def test_events_of_cluster_scoped_objects_go_to_default() -> None:
 # --------------------------------------------------------------------------- the controllers
 
 
+@pytest.mark.kube
 def test_install_and_upgrade_record_upstream_events(make_cluster: Callable[..., Cluster]) -> None:
     """CSV phase changes (reason = the CSV's reason), InstallPlan completion and Subscription upgrades."""
     cluster = make_cluster()
@@ -180,6 +181,7 @@ def test_resolution_failure_is_recorded_on_the_namespace_and_counted(make_cluste
     assert [("Subscription", "postgres-operator", "Warning", "ResolutionFailed", counts[-1])] == sub_events
 
 
+@pytest.mark.kube
 def test_manual_approval_is_recorded_on_the_install_plan(cluster: Cluster) -> None:
     """A Manual plan records RequiresApproval (saying how to approve), then Approved and InstallSucceeded."""
     cluster.subscribe("postgres-operator", channel="stable", approval="Manual")
@@ -241,6 +243,7 @@ def test_failed_install_plan_records_a_warning(make_cluster: Callable[..., Clust
 
 
 @pytest.mark.backends("sqlite", "kube")  # the command line reaches a store by path or kubeconfig, not in-process
+@pytest.mark.kube
 def test_get_events_for_an_object_sorted_by_time(
     make_cluster: Callable[..., Cluster], capsys: pytest.CaptureFixture[str]
 ) -> None:

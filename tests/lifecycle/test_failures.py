@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.lifecycle.harness import V1A1, B, Cluster, bundle_blob, crd, csv_manifest, write_catalog
 
@@ -21,6 +22,7 @@ def _cluster(make_cluster: Callable[..., Cluster], catalog: Path, **options: obj
     return cluster
 
 
+@pytest.mark.kube
 def test_bundle_without_content_fails_with_bundle_unpack_failed(
     tmp_path: Path, make_cluster: Callable[..., Cluster]
 ) -> None:
@@ -77,6 +79,7 @@ def test_a_subscription_whose_bundle_is_fine_names_the_bundle_it_waits_for(
     assert "bundle widget.v1.0.0 (image " in message
 
 
+@pytest.mark.kube
 def test_deployment_that_never_becomes_available_fails_the_install_after_the_timeout(
     tmp_path: Path, make_cluster: Callable[..., Cluster]
 ) -> None:
@@ -117,6 +120,7 @@ def test_a_never_ready_pod_template_fails_even_with_the_kubelet(
     assert 0 == cluster.get("deploy", "widget")["status"]["availableReplicas"]
 
 
+@pytest.mark.kube
 def test_unreachable_catalog_source_is_reported_everywhere(
     tmp_path: Path, make_cluster: Callable[..., Cluster]
 ) -> None:
@@ -145,6 +149,7 @@ def test_unreachable_catalog_source_is_reported_everywhere(
     assert cluster.condition(sub, "ResolutionFailed") is None
 
 
+@pytest.mark.kube
 def test_configmap_catalog_source(make_cluster: Callable[..., Cluster]) -> None:
     """A configmap CatalogSource serves the FBC in a ConfigMap; editing the ConfigMap re-reads it."""
     cluster = make_cluster()
@@ -233,6 +238,7 @@ def test_csv_without_operator_group_fails_until_one_exists(make_cluster: Callabl
     assert "Succeeded" == cluster.phase(b.name)
 
 
+@pytest.mark.kube
 def test_csv_waits_for_its_required_crd(make_cluster: Callable[..., Cluster]) -> None:
     """A CSV whose required CRD is missing stays Pending/RequirementsNotMet and installs once it appears."""
     cluster = make_cluster()

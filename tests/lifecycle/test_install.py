@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from tests.lifecycle.harness import Cluster
 
 
+@pytest.mark.kube
 def test_install_with_dependency(cluster: Cluster) -> None:
     """A subscription installs the channel head and, for the API it requires, a dependency (generated Subscription)."""
     cluster.subscribe("postgres-operator", channel="stable")
@@ -36,6 +38,7 @@ def test_install_with_dependency(cluster: Cluster) -> None:
     assert "cert-manager-lite.v1.2.0" == dep["status"]["installedCSV"]
 
 
+@pytest.mark.kube
 def test_installed_csv_carries_bundle_properties_and_owns_its_workload(cluster: Cluster) -> None:
     """The CSV gets the properties annotation; its Deployment, RBAC and service account are created and owned by it."""
     cluster.subscribe("cert-manager-lite", channel="stable")
@@ -59,6 +62,7 @@ def test_installed_csv_carries_bundle_properties_and_owns_its_workload(cluster: 
     assert ["cert-manager-lite"] == condition["spec"]["deployments"]
 
 
+@pytest.mark.kube
 def test_manual_approval_waits_for_approve(cluster: Cluster) -> None:
     """With installPlanApproval Manual nothing is created until the plan is approved."""
     cluster.subscribe("cert-manager-lite", channel="stable", approval="Manual")
@@ -82,6 +86,7 @@ def test_manual_approval_waits_for_approve(cluster: Cluster) -> None:
     assert "AtLatestKnown" == sub["status"]["state"]
 
 
+@pytest.mark.kube
 def test_unsatisfiable_subscription_gets_resolution_failed_with_explanation(cluster: Cluster) -> None:
     """A subscription nothing can satisfy gets ResolutionFailed/ConstraintsNotSatisfiable naming the reason."""
     cluster.subscribe("legacy-monitor", channel="stable", starting_csv="legacy-monitor.v0.1.0")  # deprecated
@@ -113,6 +118,7 @@ def test_missing_operator_group_prevents_resolution(make_cluster) -> None:  # ty
     assert "OperatorGroup" in failed["message"]
 
 
+@pytest.mark.kube
 def test_one_operator_in_two_namespaces_keeps_each_namespace_s_cluster_rbac(cluster: Cluster) -> None:
     """The same CSV in two namespaces gets cluster RBAC per namespace: neither overwrites nor deletes the other.
 

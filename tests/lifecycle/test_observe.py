@@ -70,6 +70,7 @@ def serve(cluster: Cluster) -> Iterator[Callable[[], ObservabilityServer]]:
         server.stop()
 
 
+@pytest.mark.kube
 def test_metrics_are_true_at_scrape_time(cluster: Cluster, serve: Callable[[], ObservabilityServer]) -> None:
     """Gauges follow the store; csv_upgrade_count counts the upgrades; the replaced CSV's series is gone."""
     cluster.catalog_source("examples", EXAMPLES / "catalog-v1")
@@ -140,6 +141,7 @@ def test_metrics_are_true_at_scrape_time(cluster: Cluster, serve: Callable[[], O
     assert snapshots[0] < snapshots[1] < snapshots[2]  # read at start, read again when the path changed
 
 
+@pytest.mark.kube
 def test_abnormal_csv_is_reported_with_phase_and_reason(
     make_cluster: Callable[..., Cluster], serve: Callable[[], ObservabilityServer]
 ) -> None:

@@ -171,6 +171,7 @@ def test_a_csv_in_conflict_gets_no_per_api_roles(make: Callable[..., Cluster]) -
 # --------------------------------------------------------------------------- permissions
 
 
+@pytest.mark.kube
 def test_a_global_group_lifts_the_permissions_to_cluster_roles(widget: Callable[..., Cluster]) -> None:
     """Targets "" (all namespaces): each Role and RoleBinding of the CSV becomes a ClusterRole and ClusterRoleBinding
     of the same name, with the owner labels; the Role also lets the operator read Namespaces."""
@@ -245,6 +246,7 @@ def test_uninstalling_removes_the_copied_roles(widget: Callable[..., Cluster]) -
     assert [] == names(cluster, "rolebinding", "team-a")
 
 
+@pytest.mark.kube
 def test_generated_cluster_roles_deleted_by_hand_come_back(widget: Callable[..., Cluster]) -> None:
     """A per-API ClusterRole or a lifted one deleted by someone is generated again."""
     cluster = widget()

@@ -18,6 +18,7 @@ GADGET = ("example.io", "v1", "Gadget")
 # --------------------------------------------------------------------------- target namespaces
 
 
+@pytest.mark.kube
 def test_a_global_group_selects_all_namespaces_and_annotates_its_members(make: Callable[..., Cluster]) -> None:
     """No targets, no selector: status.namespaces [""], members annotated, "" projected into the pod template."""
     cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
@@ -48,6 +49,7 @@ def test_target_namespaces_are_sorted_into_the_status_and_the_annotation(make: C
     assert "operators,team-a,team-b" == template["olm.targetNamespaces"]
 
 
+@pytest.mark.kube
 def test_a_selector_follows_namespace_labels(make: Callable[..., Cluster]) -> None:
     """spec.selector: matching Namespaces; labelling, unlabelling and deleting namespaces update the status."""
     cluster = make()
@@ -168,6 +170,7 @@ def test_an_unsupported_group_recovers_when_its_targets_change(make: Callable[..
     assert "operators" == template["olm.targetNamespaces"]
 
 
+@pytest.mark.kube
 def test_retargeting_a_running_operator_reinstalls_its_deployment(make: Callable[..., Cluster]) -> None:
     """A Succeeded member whose group changes targets goes through NeedsReinstall; the pod template follows."""
     cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
@@ -270,6 +273,7 @@ def test_apis_no_member_provides_any_more_are_pruned(make: Callable[..., Cluster
     assert "Widget.v1.example.io" == annotations(cluster.get("og", "og"))["olm.providedAPIs"]
 
 
+@pytest.mark.kube
 def test_intersecting_groups_providing_the_same_api_conflict_until_one_goes(make: Callable[..., Cluster]) -> None:
     """Two global groups, one API: the later CSV fails InterOperatorGroupOwnerConflict; deleting the first
     operator lets it install."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from olmkit.testing import HookRecorder
 from tests.lifecycle.harness import B, Cluster, crd, write_catalog
 
@@ -27,6 +29,7 @@ def _csv_phases(cluster: Cluster) -> dict[str, str]:
     return {name: cluster.phase(name) for name in cluster.names("csv")}
 
 
+@pytest.mark.kube
 def test_upgrade_walks_the_chain_one_version_at_a_time(tmp_path: Path, make_cluster: Callable[..., Cluster]) -> None:
     """Each hop is its own InstallPlan; every intermediate version reaches Succeeded before the next hop.
 
@@ -177,6 +180,7 @@ def test_shared_crd_upgrade_refused_when_existing_resources_fail_the_new_schema(
     assert "UpgradeFailed" == sub["status"]["state"]
 
 
+@pytest.mark.kube
 def test_optional_objects_follow_their_csv(cluster: Cluster) -> None:
     """Same-named bundle objects are updated in place, renamed ones replaced, and all go with the last CSV."""
     cluster.subscribe("postgres-operator", channel="stable", starting_csv="postgres-operator.v2.2.0", approval="Manual")
@@ -215,6 +219,7 @@ def test_optional_objects_follow_their_csv(cluster: Cluster) -> None:
     assert cluster.exists("crd", "postgresclusters.db.example.io", None)  # CRDs outlive their operators
 
 
+@pytest.mark.kube
 def test_a_served_crd_version_is_removed_only_after_it_stopped_being_served(
     tmp_path: Path, make_cluster: Callable[..., Cluster]
 ) -> None:
