@@ -83,7 +83,9 @@ def apply_crd(
     upgrade.raise_for_problems()
     merged = dict(upgrade.merged)
     status = merged.pop("status", None)
-    stored = store.update(merged)
+    unchanged = merged == {k: v for k, v in existing.items() if k != "status"}
+    # an update that changes nothing is no write, but it is still a request to an API server
+    stored = existing if unchanged else store.update(merged)
     if status is not None and status != stored.get("status"):
         store.update_status({**stored, "status": status})
     return "Present"

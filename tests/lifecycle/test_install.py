@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import orjson
 import pytest
 
-from tests.lifecycle.harness import Cluster
+from olmkit.store import MemoryStore
+from tests.lifecycle.harness import EXAMPLES, Cluster
 
 
 @pytest.mark.kube
@@ -151,3 +155,36 @@ def test_one_operator_in_two_namespaces_keeps_each_namespace_s_cluster_rbac(clus
     ]
     assert ["operators"] == [b["subjects"][0]["namespace"] for b in left]
     assert "Succeeded" == cluster.phase("postgres-operator.v2.3.0", "operators")
+
+
+def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> None:
+    """Installing the same operator in a second namespace finds its CRDs as they are: no update is sent.
+
+    (On an embedded store an update that changes nothing writes nothing; through an API
+    server it still costs a request per CRD per namespace.)
+    """
+
+    class Counting(MemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.crd_updates = 0
+
+        def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+            self.crd_updates += obj.get("kind") == "CustomResourceDefinition"
+            return super().update(obj)
+
+    store = Counting()
+    cluster = Cluster(None, olmkit_pm, store=store)
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    for ns in ("operators", "other"):
+        cluster.operator_group(ns, targets=[ns])
+    cluster.subscribe("cert-manager-lite", channel="stable")
+    assert cluster.reconcile().stable
+    before = store.crd_updates
+
+    cluster.subscribe("cert-manager-lite", channel="stable", namespace="other")
+    assert cluster.reconcile().stable
+
+    assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0", "other")
+    assert "Present" in {s["status"] for s in cluster.plans("other")[0]["status"]["plan"]}
+    assert before == store.crd_updates
