@@ -185,6 +185,8 @@ class ApiServer:
         self.metrics = RequestMetrics()
         self.hub: WatchHub | None = None
         self._catalog: Catalog | None = None
+        #: the stored CRDs the catalog was built from (every resource request refreshes it when stale)
+        self._stored_crds: list[dict[str, Any]] | None = None
         self._catalog_dirty = True
         self.address = ""
 
@@ -227,6 +229,7 @@ class ApiServer:
             self._catalog_dirty = False
             listed = await self.run(self.store.list, CRD_API_VERSION, CRD_KIND)
             self._catalog = Catalog.build(listed.items)
+            self._stored_crds = listed.items
         return self._catalog
 
     def _authenticated(self, request: web.Request) -> bool:
@@ -762,7 +765,9 @@ class ApiServer:
     def _admit(self, obj: dict[str, Any], target: Target) -> dict[str, Any]:
         """The object as ``olmkit apply`` would write it, or 422 with every problem."""
         try:
-            prepared = prepare_manifests(self.store, self.registry, [("<api>", obj)], namespace=target.namespace)
+            prepared = prepare_manifests(
+                self.store, self.registry, [("<api>", obj)], namespace=target.namespace, stored_crds=self._stored_crds
+            )
         except InputError as exc:
             name = str((obj.get("metadata") or {}).get("name") or "")
             raise ApiError.invalid(target.resource, name, [("", exc.message)]) from None

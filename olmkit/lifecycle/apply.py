@@ -183,10 +183,21 @@ class KnownKinds:
     crds: dict[tuple[str, str], Mapping[str, Any]]
 
     @classmethod
-    def of(cls, store: Store, pending: Iterable[Mapping[str, Any]] = ()) -> KnownKinds:
-        """The stored CRDs, then the CRDs among ``pending`` objects (they win: they are newer)."""
+    def of(
+        cls,
+        store: Store,
+        pending: Iterable[Mapping[str, Any]] = (),
+        stored: Iterable[Mapping[str, Any]] | None = None,
+    ) -> KnownKinds:
+        """The stored CRDs, then the CRDs among ``pending`` objects (they win: they are newer).
+
+        ``stored``: the stored CRDs when the caller has them at hand (the API server keeps
+        them), instead of listing them.
+        """
         crds: dict[tuple[str, str], Mapping[str, Any]] = {}
-        for crd in [*store.list(CRD.api_version, CRD.kind), *(o for o in pending if _is_crd(o))]:
+        if stored is None:
+            stored = store.list(CRD.api_version, CRD.kind)
+        for crd in [*stored, *(o for o in pending if _is_crd(o))]:
             spec = crd.get("spec")
             if isinstance(spec, Mapping) and isinstance(spec.get("names"), Mapping):
                 crds[(str(spec.get("group") or ""), str(spec["names"].get("kind") or ""))] = crd
@@ -373,6 +384,7 @@ def prepare_manifests(
     *,
     namespace: str | None = None,
     strict: bool = True,
+    stored_crds: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[PreparedObject]:
     """Validate every object and make it ready to write; nothing is written.
 
@@ -387,6 +399,7 @@ def prepare_manifests(
         manifests: ``(file, object)`` pairs, as :func:`load_manifest_files` returns them.
         namespace: the namespace asked for with ``-n``; an object naming another one is refused.
         strict: run :func:`object_problems` (``False``: shape and admission checks only).
+        stored_crds: the stored CRDs, when the caller keeps them current (else they are listed).
 
     .. versionchanged:: 0.2
         Strict validation (``strict``).
@@ -397,7 +410,7 @@ def prepare_manifests(
     """
     prepared: list[PreparedObject] = []
     refused: list[InputError] = []
-    kinds = KnownKinds.of(store, [raw for _, raw in manifests]) if strict else None
+    kinds = KnownKinds.of(store, [raw for _, raw in manifests], stored_crds) if strict else None
     for path, raw in manifests:
         obj = copy.deepcopy(dict(raw))
         problems = shape_problems(obj)

@@ -329,3 +329,40 @@ def test_generated_bodies_find_no_500(
     response = in_process.http.request(method, path, orjson.dumps(body), content_type=content_type, timeout=10)
 
     assert response.status < 500, (method, path, content_type, body, response.data[:300])
+
+
+def test_a_custom_resource_is_validated_against_its_crd_as_it_is_now(in_process: InProcessServer) -> None:
+    """Admission validates against the CRD written a moment ago, and against its new schema once it changes."""
+    http = in_process.http
+
+    def crd(size_type: str) -> dict[str, object]:
+        schema = {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {"size": {"type": size_type}}}},
+        }
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.io"},
+            "spec": {
+                "group": "example.io",
+                "scope": "Namespaced",
+                "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
+            },
+        }
+
+    def widget(name: str, size: object) -> dict[str, object]:
+        return {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": size}}
+
+    widgets = "/apis/example.io/v1/namespaces/ns/widgets"
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert 201 == http.json("POST", crds, crd("integer"))[0]
+    assert 201 == http.json("POST", widgets, widget("a", 3))[0]
+    assert (422, "Invalid") == _reason(in_process, "POST", widgets, widget("b", "large"))
+
+    _, current = http.json("GET", crds + "/widgets.example.io")
+    assert 200 == http.json("PUT", crds + "/widgets.example.io", {**crd("string"), "metadata": current["metadata"]})[0]
+
+    assert 201 == http.json("POST", widgets, widget("b", "large"))[0]
+    assert (422, "Invalid") == _reason(in_process, "POST", widgets, widget("c", 3))
