@@ -116,6 +116,14 @@ def rule_granted(rule: Mapping[str, Any], granted: Iterable[Mapping[str, Any]]) 
     return True
 
 
+def _exists(store: Any, kind: Any, name: str, namespace: str) -> bool:
+    try:
+        store.get(kind.api_version, kind.kind, name, namespace)
+    except NotFound:
+        return False
+    return True
+
+
 def _digest(data: Any) -> str:
     return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]
 
@@ -275,7 +283,8 @@ class DeploymentInstaller:
         for name, raw, labels in self._deployments(csv):
             spec = _project(csv, raw)
             account = (((spec.get("template") or {}).get("spec") or {}).get("serviceAccountName")) or ""
-            if account and account != DEFAULT_ACCOUNT:
+            if account and account != DEFAULT_ACCOUNT and not _exists(store, SERVICE_ACCOUNT, account, ns):
+                # usually the InstallPlan made it already; a read is cheaper than a refused create
                 with contextlib.suppress(AlreadyExists):
                     store.create(
                         {

@@ -188,3 +188,27 @@ def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> No
     assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0", "other")
     assert "Present" in {s["status"] for s in cluster.plans("other")[0]["status"]["plan"]}
     assert before == store.crd_updates
+
+
+def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(olmkit_pm: Any) -> None:
+    """The InstallPlan creates the CSV's service account; the strategy finds it and sends no create (refused)."""
+
+    class Counting(MemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.account_creates = 0
+
+        def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+            self.account_creates += obj.get("kind") == "ServiceAccount"
+            return super().create(obj)
+
+    store = Counting()
+    cluster = Cluster(None, olmkit_pm, store=store)
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.operator_group()
+    cluster.subscribe("cert-manager-lite", channel="stable")
+    assert cluster.reconcile().stable
+
+    assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
+    assert ["cert-manager-lite"] == cluster.names("sa")
+    assert 1 == store.account_creates
