@@ -42,7 +42,7 @@ from olmkit.lifecycle import FakeClock, build_manager
 from olmkit.lifecycle.runtime import RealClock
 from olmkit.manager import get_plugin_manager
 from olmkit.store import SqliteStore, Store
-from tests.lifecycle.served import Served, launch, ready
+from tests.lifecycle.served import ServeProcess, metrics, serve_no_controllers
 
 PACKAGES = ("postgres-operator", "storage-operator")
 #: how the verbs of ``apiserver_request_total`` read in the table (the API server's verb names)
@@ -67,7 +67,7 @@ def embedded_round(namespaces: int, workdir: Path) -> dict[str, Any]:
         return {"seconds": seconds, "reconciles": outcome.reconciles}
 
 
-def requests_made(served: Served) -> Counter[tuple[str, str]]:
+def requests_made(served: ServeProcess) -> Counter[tuple[str, str]]:
     """The server's answered requests by (verb, resource), plus the watches open now (as WATCH).
 
     A non-resource request (discovery) counts under its path; the scrapes of ``/metrics`` do not count.
@@ -75,7 +75,7 @@ def requests_made(served: Served) -> Counter[tuple[str, str]]:
     from prometheus_client.parser import text_string_to_metric_families
 
     counts: Counter[tuple[str, str]] = Counter()
-    for family in text_string_to_metric_families(served.metrics()):
+    for family in text_string_to_metric_families(metrics(served)):
         for sample in family.samples:
             labels = sample.labels
             answered = sample.name == "apiserver_request_total" and labels.get("subresource") != "/metrics"
@@ -90,7 +90,7 @@ def kube_round(namespaces: int, workdir: Path) -> dict[str, Any]:
     from olmkit.kube import connect
 
     directory = Path(tempfile.mkdtemp(dir=workdir))
-    served = ready(directory, directory / "pki", launch(directory, directory / "pki"))
+    served = serve_no_controllers(directory, directory / "pki")
     try:
         with connect(served.kubeconfig) as seeding:
             _seed(seeding, namespaces, "catalog", PACKAGES)  # type: ignore[arg-type]

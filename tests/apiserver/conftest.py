@@ -164,7 +164,8 @@ def start_serve(directory: Path, *extra: str, kubectl: bool = True) -> ServeProc
             pass
 
     threading.Thread(target=drain, daemon=True).start()
-    credentials = ensure_credentials(directory / "pki", "127.0.0.1")
+    pki = Path(extra[extra.index("--pki-dir") + 1]) if "--pki-dir" in extra else directory / "pki"
+    credentials = ensure_credentials(pki, "127.0.0.1")
     return ServeProcess(directory, process, url, directory / "kubeconfig", Http(url, credentials), kubectl_bin, log)
 
 

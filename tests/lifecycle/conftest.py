@@ -16,7 +16,7 @@ import pytest
 
 from olmkit.store import MemoryStore
 from tests.lifecycle.harness import EXAMPLES, B, Cluster, ServedCluster, write_catalog
-from tests.lifecycle.served import Served, ServerPool
+from tests.lifecycle.served import ServeProcess, ServerPool
 
 #: every backend, in the order the test ids show them
 BACKENDS = ("memory", "sqlite", "kube")
@@ -49,7 +49,7 @@ class ServedPools:
         self.root = root
         self.pools: dict[bool, ServerPool] = {}
 
-    def take(self, kubelet: bool) -> Served:
+    def take(self, kubelet: bool) -> ServeProcess:
         if kubelet not in self.pools:
             name = "kubelet" if kubelet else "no-kubelet"
             self.pools[kubelet] = ServerPool(self.root / name, () if kubelet else ("--no-simulated-kubelet",))

@@ -22,9 +22,10 @@ import attrs
 import orjson
 
 from olmkit.lifecycle import RunOutcome
+from olmkit.lifecycle.runtime import POLL_EVERY
 from olmkit.store import Store
 from olmkit.testing import EmbeddedCluster as Cluster
-from tests.lifecycle.served import Served
+from tests.lifecycle.served import ServeProcess, resource_version, stop_later
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: every install mode (``B(install_modes=ALL_MODES)`` supports them all)
@@ -78,7 +79,7 @@ class ServedCluster(Cluster):
     #: the longest one reconcile() may take in real time, whatever its fake-clock timeout
     WALL_LIMIT = 120.0
 
-    def __init__(self, served: Served, pm: Any, **options: Any) -> None:
+    def __init__(self, served: ServeProcess, pm: Any, **options: Any) -> None:
         options.pop("kubelet", None)  # the served side's kubelet, chosen when it was started
         super().__init__(None, pm, store=kube_store(served.kubeconfig), **options)
         self.served = served
@@ -93,7 +94,7 @@ class ServedCluster(Cluster):
         Otherwise an event for the controllers ends the wait at once; without one, the server
         must keep its resourceVersion through a :data:`QUIET` pause.
         """
-        latest = self.served.resource_version()
+        latest = resource_version(self.served)
         while latest != self._quiet_at:
             deadline = time.monotonic() + self.QUIET
             while (left := deadline - time.monotonic()) > 0:
@@ -101,7 +102,7 @@ class ServedCluster(Cluster):
                 if self.manager.poll():
                     return True
                 self.store.wait_for_change(seen, left)
-            now = self.served.resource_version()
+            now = resource_version(self.served)
             if now == latest:
                 self._quiet_at = latest
             latest = now
@@ -109,22 +110,32 @@ class ServedCluster(Cluster):
 
     def reconcile(self, timeout: float = 3600.0) -> RunOutcome:
         """Run the controllers until stable, letting the served side settle before every fake-clock jump."""
+        manager = self.manager
         deadline = self.clock.now() + timeout
         wall_deadline = time.monotonic() + min(timeout, self.WALL_LIMIT)
-        reconciles = 0
+        start = manager.reconciles
         while True:
-            outcome = self.manager.run_until_stable(wait=False)
-            reconciles += outcome.reconciles
+            self._drain()
             if self._settle():
                 continue
-            due = self.manager.queue.next_due(pending_only=True)
+            due = manager.queue.next_due(pending_only=True)
             if due is None or due > deadline or time.monotonic() >= wall_deadline:
-                return RunOutcome(stable=due is None and outcome.stable, reconciles=reconciles, pending=outcome.pending)
+                pending = tuple(str(key) for key in manager.queue.pending_keys())
+                return RunOutcome(stable=not pending, reconciles=manager.reconciles - start, pending=pending)
             self.clock.advance(due - self.clock.now())
+
+    def _drain(self) -> None:
+        """Reconcile every key that is ready now, polling the watches as the manager does."""
+        manager = self.manager
+        manager.poll()
+        while manager.queue.has_ready():
+            manager.process_one()
+            if not manager.queue.has_ready() or manager.reconciles % POLL_EVERY == 0:
+                manager.poll()
 
     def close(self) -> None:
         super().close()
-        self.served.stop(wait=False)  # its pool waits for it at the end of the session
+        stop_later(self.served)  # its pool waits for it at the end of the session
 
 
 def store_args(cluster: Cluster) -> list[str]:

@@ -9,113 +9,43 @@ Used by the lifecycle tests and by ``benchmarks/bench_lifecycle_kube.py``.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-import attrs
-import orjson
-import urllib3
+from tests.apiserver.conftest import ServeProcess, start_serve
 
-OLMKIT = [sys.executable, "-m", "olmkit"]
-READY = "serving the Kubernetes API on "
+__all__ = ["ServeProcess", "ServerPool", "metrics", "resource_version", "serve_no_controllers", "stop_later"]
 
 
-@attrs.define
-class Served:
-    """One running ``olmkit serve --no-controllers``: its URL, kubeconfig and an HTTPS client."""
-
-    directory: Path
-    process: subprocess.Popen[str]
-    url: str
-    kubeconfig: Path
-    token: str
-    pool: urllib3.PoolManager
-
-    def request(self, method: str, path: str) -> urllib3.BaseHTTPResponse:
-        """A request to the server, with its bearer token."""
-        return self.pool.request(
-            method, self.url + path, headers={"Authorization": f"Bearer {self.token}"}, timeout=30.0
-        )
-
-    def resource_version(self) -> str:
-        """The server's latest resourceVersion (a one-item list of Namespaces answers it)."""
-        response = self.request("GET", "/api/v1/namespaces?limit=1")
-        assert 200 == response.status, response.data
-        return str(orjson.loads(response.data)["metadata"]["resourceVersion"])
-
-    def metrics(self) -> str:
-        """The server's ``/metrics`` text."""
-        response = self.request("GET", "/metrics")
-        assert 200 == response.status, response.data
-        return response.data.decode()
-
-    def stop(self, wait: bool = True) -> None:
-        """Stop the server (SIGTERM); ``wait=False`` does not wait for it to finish (call again to wait)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            if not wait:
-                return
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self.pool.clear()
+def serve_no_controllers(directory: Path, pki: Path, extra: Sequence[str] = ()) -> ServeProcess:
+    """``olmkit serve --no-controllers`` on a fresh SQLite store in ``directory``, listening (port 0)."""
+    return start_serve(directory, "--no-controllers", "--pki-dir", str(pki), *extra, kubectl=False)
 
 
-def launch(directory: Path, pki: Path, extra: Sequence[str] = ()) -> subprocess.Popen[str]:
-    """Start ``olmkit serve --no-controllers`` on a fresh SQLite store in ``directory`` (port 0); do not wait."""
-    directory.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OLMKIT_CACHE_DIR": str(directory / "cache"), "PYTHONUNBUFFERED": "1"}
-    env.pop("OLMKIT_STORE", None)
-    with (directory / "serve.log").open("w") as log:  # the server writes to its own copy of the handle
-        return subprocess.Popen(
-            [*OLMKIT, "serve", "--no-controllers", "--store", str(directory / "cluster.db"),
-             "--address", "127.0.0.1:0", "--pki-dir", str(pki), "--kubeconfig-out", str(directory / "kubeconfig"),
-             "--bookmark-interval", "1", *extra],
-            stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=directory,
-        )  # fmt: skip
+def resource_version(served: ServeProcess) -> str:
+    """The server's latest resourceVersion (a one-item list of Namespaces answers it)."""
+    status, answer = served.http.json("GET", "/api/v1/namespaces?limit=1")
+    assert 200 == status, answer
+    return str(answer["metadata"]["resourceVersion"])
 
 
-def ready(directory: Path, pki: Path, process: subprocess.Popen[str]) -> Served:
-    """Wait until a launched server listens (60 s at most) and return it."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + 60
-    line = ""
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line or line.startswith(READY):
-            break
-    if not line.startswith(READY):
-        process.kill()
-        process.wait()
-        raise AssertionError(f"olmkit serve did not start: {line!r}\n{(directory / 'serve.log').read_text()}")
-    url = line[len(READY) :].split(" ", 1)[0]
-    stdout = process.stdout
+def metrics(served: ServeProcess) -> str:
+    """The server's ``/metrics`` text."""
+    response = served.http.request("GET", "/metrics")
+    assert 200 == response.status, response.data
+    return response.data.decode()
 
-    def drain() -> None:  # the server's progress lines must not fill the pipe
-        try:
-            for _ in stdout:
-                pass
-        except ValueError:  # closed by stop()
-            pass
 
-    threading.Thread(target=drain, daemon=True).start()
-    token = (pki / "token").read_text().strip()
-    pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=str(pki / "ca.crt"), retries=False)
-    return Served(directory, process, url, directory / "kubeconfig", token, pool)
+def stop_later(served: ServeProcess) -> None:
+    """Ask a server to stop (SIGTERM) without waiting for it (its open watches take about a second)."""
+    if served.process.poll() is None:
+        served.process.send_signal(signal.SIGTERM)
 
 
 class ServerPool:
-    """Fresh servers on demand, one started ahead: ``take()`` returns a listening server and launches the next.
+    """Fresh servers on demand, one started ahead: ``take()`` returns a listening server and starts the next.
 
     Every server of a pool shares one certificate directory (made by the first), so a start
     is only the process start.
@@ -125,31 +55,28 @@ class ServerPool:
         self.root = root
         self.pki = root / "pki"
         self.extra = tuple(extra)
+        self.taken: list[ServeProcess] = []
         self._count = 0
-        self._next: tuple[Path, subprocess.Popen[str]] | None = None
-        self.taken: list[Served] = []
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serve-pool")
+        self._next: Future[ServeProcess] | None = None
 
-    def _launch(self) -> tuple[Path, subprocess.Popen[str]]:
+    def _start(self) -> Future[ServeProcess]:
         directory = self.root / f"server{self._count}"
         self._count += 1
-        return directory, launch(directory, self.pki, self.extra)
+        return self._starter.submit(serve_no_controllers, directory, self.pki, self.extra)
 
-    def take(self) -> Served:
-        directory, process = self._next or self._launch()
+    def take(self) -> ServeProcess:
+        served = (self._next or self._start()).result(timeout=120)
         self._next = None
-        served = ready(directory, self.pki, process)
         self.taken.append(served)
-        self._next = self._launch()  # starts while the caller works
+        self._next = self._start()  # starts while the caller works
         return served
 
     def close(self) -> None:
         """Stop every server taken (waiting for them) and the one started ahead."""
+        if self._next is not None:
+            self.taken.append(self._next.result(timeout=120))
+            self._next = None
         for served in self.taken:
             served.stop()
-        if self._next is not None:
-            _, process = self._next
-            process.kill()
-            process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
-            self._next = None
+        self._starter.shutdown()
