@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -157,22 +158,28 @@ def test_one_operator_in_two_namespaces_keeps_each_namespace_s_cluster_rbac(clus
     assert "Succeeded" == cluster.phase("postgres-operator.v2.3.0", "operators")
 
 
+class Counting(MemoryStore):
+    """A memory store that counts the writes it is asked for, by (method, kind), refused ones too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: Counter[tuple[str, str]] = Counter()
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.asked["create", str(obj.get("kind"))] += 1
+        return super().create(obj)
+
+    def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.asked["update", str(obj.get("kind"))] += 1
+        return super().update(obj)
+
+
 def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> None:
     """Installing the same operator in a second namespace finds its CRDs as they are: no update is sent.
 
     (On an embedded store an update that changes nothing writes nothing; through an API
     server it still costs a request per CRD per namespace.)
     """
-
-    class Counting(MemoryStore):
-        def __init__(self) -> None:
-            super().__init__()
-            self.crd_updates = 0
-
-        def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-            self.crd_updates += obj.get("kind") == "CustomResourceDefinition"
-            return super().update(obj)
-
     store = Counting()
     cluster = Cluster(None, olmkit_pm, store=store)
     cluster.catalog_source("examples", EXAMPLES / "catalog")
@@ -180,28 +187,18 @@ def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> No
         cluster.operator_group(ns, targets=[ns])
     cluster.subscribe("cert-manager-lite", channel="stable")
     assert cluster.reconcile().stable
-    before = store.crd_updates
+    before = store.asked["update", "CustomResourceDefinition"]
 
     cluster.subscribe("cert-manager-lite", channel="stable", namespace="other")
     assert cluster.reconcile().stable
 
     assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0", "other")
     assert "Present" in {s["status"] for s in cluster.plans("other")[0]["status"]["plan"]}
-    assert before == store.crd_updates
+    assert before == store.asked["update", "CustomResourceDefinition"]
 
 
 def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(olmkit_pm: Any) -> None:
     """The InstallPlan creates the CSV's service account; the strategy finds it and sends no create (refused)."""
-
-    class Counting(MemoryStore):
-        def __init__(self) -> None:
-            super().__init__()
-            self.account_creates = 0
-
-        def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-            self.account_creates += obj.get("kind") == "ServiceAccount"
-            return super().create(obj)
-
     store = Counting()
     cluster = Cluster(None, olmkit_pm, store=store)
     cluster.catalog_source("examples", EXAMPLES / "catalog")
@@ -211,4 +208,4 @@ def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(
 
     assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
     assert ["cert-manager-lite"] == cluster.names("sa")
-    assert 1 == store.account_creates
+    assert 1 == store.asked["create", "ServiceAccount"]
