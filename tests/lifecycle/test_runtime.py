@@ -166,7 +166,7 @@ def test_an_idle_manager_on_the_wall_clock_wakes_on_a_store_change() -> None:
 
     assert ["cm-0", "cm-1"] == controller.seen
     assert Recording.waits > 0
-    assert max(lags) < 0.2, lags
+    assert max(lags) < 0.3, lags  # the sleeping loop lagged up to 0.5 s
 
 
 def test_manager_rejects_two_controllers_with_one_name() -> None:
