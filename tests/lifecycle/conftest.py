@@ -60,9 +60,13 @@ class ServedPools:
             pool.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def served_pools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedPools]:
-    """``olmkit serve --no-controllers`` processes for the kube backend, started one ahead."""
+    """``olmkit serve --no-controllers`` processes for the kube backend, started one ahead.
+
+    Per module, not per session: no server outlives the tests that use it (a test elsewhere
+    may wait for every child process of the test run, as bench-compare's ``settle`` does).
+    """
     pools = ServedPools(tmp_path_factory.mktemp("served"))
     yield pools
     pools.close()

@@ -135,7 +135,7 @@ class ServedCluster(Cluster):
 
     def close(self) -> None:
         super().close()
-        stop_later(self.served)  # its pool waits for it at the end of the session
+        stop_later(self.served)  # its pool waits for it at the end of the module
 
 
 def store_args(cluster: Cluster) -> list[str]:
