@@ -25,8 +25,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from olmkit.lifecycle.kinds import LEASE
-from olmkit.lifecycle.runtime import Clock, parse_rfc3339
+from olmkit.lifecycle.runtime import Clock
 from olmkit.store import AlreadyExists, Conflict, NotFound, Store
+from olmkit.timestamps import parse_time
 
 __all__ = ["Lease", "micro_time", "parse_micro_time", "process_identity"]
 
@@ -46,10 +47,10 @@ def micro_time(seconds: float) -> str:
 
 def parse_micro_time(text: str) -> float:
     """Seconds since the epoch of a ``MicroTime`` (or a plain RFC 3339 time); ValueError when malformed."""
-    try:
-        return datetime.strptime(text, _MICRO_FORMAT).replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return parse_rfc3339(text)
+    when = parse_time(text)
+    if when is None:
+        raise ValueError(f"not a Kubernetes time: {text!r}")
+    return when.timestamp()
 
 
 class Lease:
