@@ -7,6 +7,8 @@ The public contract the resolver codes against:
   ``lookup``, ``values``).
 * :func:`load_catalog`: a directory (or a single file) of FBC JSON/YAML streams, with an
   on-disk cache keyed by content digest.
+* :class:`BundleColumns` (``Catalog.columns()``): every bundle as columns, for the graph
+  compiler (:func:`build_columns` builds them from any catalog's bundles).
 * :mod:`olmkit.catalog.semver`: OLM's version and range rules.
 * :mod:`olmkit.catalog.sources`: the catalog-source contract (``file``, ``configmap`` ...).
 * :func:`cache_dir` (``$OLMKIT_CACHE_DIR``, :data:`CACHE_ENV`) and :func:`write_atomic`: for
@@ -23,6 +25,7 @@ deprecations blob by what they deprecate (the package, channels, bundles).
 from __future__ import annotations
 
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._columns import BundleColumns, build_columns
 from olmkit.catalog._files import write_atomic
 from olmkit.catalog._load import (
     CACHE_ENV,
@@ -40,11 +43,13 @@ from olmkit.catalog.problems import Problem
 __all__ = [
     "CACHE_ENV",
     "LOCK_NAME",
+    "BundleColumns",
     "Catalog",
     "Deprecation",
     "LoadResult",
     "Problem",
     "build_catalog",
+    "build_columns",
     "cache_dir",
     "catalog_files",
     "defer_writes",

@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from olmkit.catalog._columns import BundleColumns, build_columns
 from olmkit.errors import CatalogError
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, WireError
@@ -89,6 +90,7 @@ class Catalog:
 
     __slots__ = (
         "_chains",
+        "_columns",
         "_index",
         "_parse",
         "_parsed",
@@ -114,6 +116,7 @@ class Catalog:
     _parse: Mapping[str, Any]
     _chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError]
     _refs: Mapping[str, Mapping[Hashable, Any]] | None
+    _columns: BundleColumns | None
 
     def __init__(
         self,
@@ -141,6 +144,7 @@ class Catalog:
         self._parse = parse or {}
         self._chains = {}
         self._refs = None
+        self._columns = _MISSING
 
     @classmethod
     def _wrap(
@@ -177,6 +181,7 @@ class Catalog:
         self._parse = parse
         self._chains = {}
         self._refs = refs
+        self._columns = _MISSING
         return self
 
     def _resolve(self, type_name: str, key: Hashable) -> tuple[Bundle, ...]:
@@ -269,6 +274,16 @@ class Catalog:
                 except ValueError:
                     continue
         return tuple(out)
+
+    def columns(self) -> BundleColumns | None:
+        """Every bundle as columns (see :class:`BundleColumns`), or ``None`` when a value is not plain JSON.
+
+        Built once, from :attr:`bundles` unless the loader filled them while reading.
+        """
+        found = self._columns
+        if found is _MISSING:
+            found = self._columns = build_columns(self.bundles)
+        return found
 
     # -- the upgrade graph ------------------------------------------------------------
 
