@@ -99,10 +99,13 @@ def write_cache(path: Path, catalog: Catalog, problems: tuple[Problem, ...]) -> 
     try:
         bundles = {pkg: add(_bundle_part(per, files)) for pkg, per in catalog.bundles.items()}
         channels = {pkg: add(_channel_part(per, files)) for pkg, per in catalog.channels.items()}
-        index = {
-            type_name: add({k: [(b.package, b.name) for b in found] for k, found in keys.items()})
-            for type_name, keys in catalog._index.items()
-        }
+        if catalog._refs is None:
+            index = {
+                type_name: add({k: [(b.package, b.name) for b in found] for k, found in keys.items()})
+                for type_name, keys in catalog._index.items()
+            }
+        else:  # filed by (package, bundle name): the whole index, not only what was looked up
+            index = {type_name: add({k: list(v) for k, v in keys.items()}) for type_name, keys in catalog._refs.items()}
         packages = [
             (p.name, p.default_channel, p.description, p.icon, p.extra, *files.where(p.origin))
             for p in catalog.packages.values()

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from olmkit.catalog._columns import BundleColumns, build_columns
+from olmkit.catalog._fast import LazyBundles
 from olmkit.errors import CatalogError
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, WireError
@@ -161,12 +162,14 @@ class Catalog:
         parsed: dict[int, Any],
         parse: Mapping[str, Any],
         digest: str,
+        columns: BundleColumns | None = None,
     ) -> Catalog:
         """A catalog over mappings the caller hands over (no copies; the loader's fast path).
 
         ``channels`` and ``bundles`` may be lazy mappings (the cache materialises a
         package on first access); ``refs`` is then the index with ``(package, bundle
-        name)`` pairs in place of bundles, resolved on first lookup.
+        name)`` pairs in place of bundles, resolved on first lookup. ``columns``: the
+        bundles as columns, when the loader filled them.
         """
         self = cls.__new__(cls)
         self.name = name
@@ -181,7 +184,7 @@ class Catalog:
         self._parse = parse
         self._chains = {}
         self._refs = refs
-        self._columns = _MISSING
+        self._columns = _MISSING if columns is None else columns
         return self
 
     def _resolve(self, type_name: str, key: Hashable) -> tuple[Bundle, ...]:
@@ -258,11 +261,16 @@ class Catalog:
         (``parse`` maps a type to its parser, as the caller's registry does). The loader
         parses each bundle's identity property for its version: a caller that parses
         every property of the catalog (the resolver's graph compiler) starts from these.
+        A catalog whose bundles are built on first access (read into columns) builds them
+        all first: call it only to read every bundle.
         """
         mine = self._parse
-        if not self._parsed or any(mine.get(name) is not fn for name, fn in parse.items()):
+        if any(mine.get(name) is not fn for name, fn in parse.items()):
             return {}
-        return dict(self._parsed)
+        if isinstance(self.bundles, LazyBundles):
+            # read into columns: the values parsed while reading are filed as the bundles are built
+            self.bundles.build_all()
+        return dict(self._parsed) if self._parsed else {}
 
     def values(self, bundle: Bundle, type_name: str) -> tuple[Any, ...]:
         """Parsed values of every property of ``type_name`` a bundle carries (malformed ones left out)."""

@@ -31,6 +31,7 @@ from olmkit import __version__
 from olmkit.catalog import _files, _fork
 from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._fast import Bail, ColumnBuilder
 from olmkit.catalog._writes import wait_for_writers, write_later
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
@@ -68,6 +69,9 @@ _DIGEST_FORMAT: Final = 3
 #: Catalogs with at least this many bundles are frozen out of the garbage collector after
 #: loading and have their cache written by a forked child.
 BACKGROUND_MIN_BUNDLES: Final = 5000
+#: Read JSON catalogs into columns, bundles built on demand (``_fast``); tests turn it off
+#: to compare with the object loader.
+FAST = True
 
 
 @attrs.frozen
@@ -261,6 +265,25 @@ class _Builder:
             digest=digest,
         )
 
+    def catalog_over(self, columns: ColumnBuilder, name: str, digest: str) -> Catalog:
+        """The catalog of what ``columns`` read (its bundles) and this builder (everything else)."""
+        parsed: dict[int, Any] = {}
+        filled, bundles, refs = columns.catalog_parts(parsed)
+        return Catalog._wrap(
+            name,
+            self.packages,
+            {k: MappingProxyType(v) for k, v in self.channels.items()},
+            bundles,
+            tuple(self.others),
+            self.deprecations,
+            index=None,
+            refs=refs,
+            parsed=parsed,
+            parse={n: pt.parse for n, pt in self.registry.property_types.items()},
+            digest=digest,
+            columns=filled,
+        )
+
 
 def build_catalog(
     blobs: Iterator[tuple[str, int, Any]], registry: Registry, *, name: str, digest: str = ""
@@ -336,20 +359,34 @@ def _load(
             files, _ = digests.files(root, fresh=True)
             if not files:
                 raise InputError("no catalog files found (empty directory, or everything is ignored)", path=str(root))
-        builder = _Builder(registry)
-        seen = []
-        for p, rel in files:
-            data, signature = _files.read_signed(p)  # signed as opened: a later change shows
-            if cache:  # the digest is the cache's key; without the cache there is none, as before
-                file_digest = _files.file_digest(data)
-                seen.append((rel, file_digest))
-                digests.record(rel, signature, file_digest)
-            builder.add_file(p, data)
-            del data
+        fast = FAST
+        while True:
+            builder = _Builder(registry)
+            columns = ColumnBuilder(registry, builder) if fast else None
+            add_file = builder.add_file if columns is None else columns.add_file
+            seen = []
+            try:
+                for p, rel in files:
+                    data, signature = _files.read_signed(p)  # signed as opened: a later change shows
+                    if cache:  # the digest is the cache's key; without the cache there is none, as before
+                        file_digest = _files.file_digest(data)
+                        seen.append((rel, file_digest))
+                        digests.record(rel, signature, file_digest)
+                    add_file(p, data)
+                    del data
+            except Bail:
+                fast = False  # something unusual: the whole catalog the usual way, for exact problems
+                continue
+            break
         digest = _files.catalog_digest(salt, seen) if cache else ""
-        catalog = builder.catalog(display, digest)
+        if columns is None:
+            catalog = builder.catalog(display, digest)
+            count = sum(map(len, builder.bundles.values()))
+        else:
+            count = columns.count()
+            catalog = builder.catalog_over(columns, display, digest)
         result = LoadResult(catalog, tuple(builder.problems))
-        big = sum(map(len, builder.bundles.values())) >= BACKGROUND_MIN_BUNDLES
+        big = count >= BACKGROUND_MIN_BUNDLES
         if big:
             # keep the collector off the snapshot for good: it is immutable and cycle-free,
             # and it would otherwise be walked by the next collections (and at exit). Only

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import datetime
+import json
 import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from resolver.test_graph import cases
 
 from olmkit.catalog import BundleColumns, Catalog, build_columns, load_catalog
 from olmkit.model import Bundle, Property
 from olmkit.serde import dump_json_stream
+from tests.shared import COMMUNITY, SHARED
 
-from .test_catalog import bundle, chan, pkg
+from .test_catalog import EXAMPLES, bundle, chan, pkg
 
 GVK = {"type": "olm.gvk", "value": {"group": "g.io", "version": "v1", "kind": "K"}}
 NEEDS = {"type": "olm.gvk.required", "value": {"kind": "K", "group": "g.io", "version": "v1"}}
@@ -114,3 +124,218 @@ def test_build_columns_of_no_bundles_is_empty():
     assert columns is not None
     assert 0 == len(columns)
     assert [0] == list(columns.prop_start)
+
+
+# --------------------------------------------------------------------------- the fast loader
+
+
+def snapshot(cat: Catalog, problems: tuple[object, ...]) -> dict[str, object]:
+    """Everything a catalog shows its readers, origins and parsed values included."""
+
+    def where(obj: object) -> str:
+        return str(getattr(obj, "origin", None))
+
+    bundles = {
+        p: [(b, where(b), b.extra, [_parsed(cat, prop) for prop in b.properties]) for b in per.values()]
+        for p, per in cat.bundles.items()
+    }
+    index = {}
+    for type_name in sorted(cat._refs or cat._index):
+        keys = cat.index_keys(type_name)
+        index[type_name] = [
+            (k, [(b.package, b.name) for b in v], list(cat.lookup_names(type_name, k))) for k, v in keys.items()
+        ]
+    return {
+        "packages": [(p, where(p), p.extra) for p in cat.packages.values()],
+        "channels": {p: [(c, where(c), c.extra) for c in per.values()] for p, per in cat.channels.items()},
+        "bundles": bundles,
+        "others": [(o, where(o)) for o in cat.others],
+        "deprecations": [(d, where(d)) for d in cat.deprecations.values()],
+        "problems": list(problems),
+        "index": index,
+        "columns": build_columns(cat.bundles),
+    }
+
+
+def _parsed(cat: Catalog, prop: Property) -> object:
+    try:
+        return cat.parsed(prop)
+    except ValueError as exc:
+        return f"error: {exc}"
+
+
+def assert_fast_load_is_the_object_load(path, registry, monkeypatch) -> Catalog:
+    """The fast loader's catalog shows what the object loader's shows; its columns are the general builder's."""
+    from olmkit.catalog import _load, load_catalog_result
+
+    monkeypatch.setattr(_load, "FAST", False)
+    slow = load_catalog_result(path, registry, cache=False)
+    monkeypatch.setattr(_load, "FAST", True)
+    fast = load_catalog_result(path, registry, cache=False)
+    fresh_columns = fast.catalog.columns()
+
+    assert snapshot(slow.catalog, slow.problems) == snapshot(fast.catalog, fast.problems)
+    assert build_columns(slow.catalog.bundles) == fresh_columns
+    return fast.catalog
+
+
+def fast_taken(cat: Catalog) -> bool:
+    """Whether the catalog was read by the fast path (bundles built on demand)."""
+    from olmkit.catalog._fast import LazyBundles
+
+    return isinstance(cat.bundles, LazyBundles)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gen_catalog.py's catalog at 100 packages (about 2,000 bundles)."""
+    out = tmp_path_factory.mktemp("gen")
+    args = ["--packages", "100", "--bundles", "20", "--subscriptions", "5", "--seed", "1", str(out)]
+    subprocess.run([sys.executable, str(SHARED / "bench" / "gen_catalog.py"), *args], check=True, capture_output=True)
+    return out / "catalog"
+
+
+def test_fast_load_of_the_generated_catalog(generated, olmkit_pm, monkeypatch):
+    """The benchmark's catalog takes the fast path and shows what the object loader's shows."""
+    cat = assert_fast_load_is_the_object_load(generated, olmkit_pm.registry, monkeypatch)
+
+    assert fast_taken(cat)
+    assert 1900 < len(cat.columns() or ())
+
+
+@pytest.mark.skipif(not COMMUNITY.is_dir(), reason="the community catalog is not beside the repository")
+def test_fast_load_of_the_community_catalog(olmkit_pm, monkeypatch):
+    """The real community catalog (6,467 bundles) takes the fast path, with the object loader's result."""
+    cat = assert_fast_load_is_the_object_load(COMMUNITY, olmkit_pm.registry, monkeypatch)
+
+    assert fast_taken(cat)
+
+
+def test_fast_load_of_a_yaml_catalog_is_the_object_load(olmkit_pm, monkeypatch):
+    """A catalog with a YAML file is read by the object loader (its columns built from its bundles)."""
+    cat = assert_fast_load_is_the_object_load(EXAMPLES, olmkit_pm.registry, monkeypatch)
+
+    assert not fast_taken(cat)
+
+
+ODD = {"type": "x.io/odd", "value": [1, 2.5, None, True, "é"]}
+BLOBS: dict[str, tuple[bool, dict[str, list[Any]]]] = {
+    "interleaved packages and extra fields": (
+        True,
+        {
+            "a.json": [pkg("a"), chan("a", [{"name": "a.v1.0.0"}]), bundle("a", "1.0.0", [GVK]), pkg("b")],
+            "b.json": [
+                chan("b", [{"name": "b.v1.0.0"}]),
+                {**bundle("b", "1.0.0", [NEEDS, ODD]), "relatedImages": [{"image": "x"}]},
+                bundle("a", "2.0.0", [GVK, {"value": GVK["value"], "type": "olm.gvk", "note": 1}]),
+                {**bundle("b", "2.0.0", [NEEDS]), "image": ""},
+                {**bundle("b", "3.0.0"), "properties": None},
+            ],
+        },
+    ),
+    "identities that do not parse, two identities, none": (
+        True,
+        {
+            "c.json": [
+                pkg("a"),
+                chan("a", [{"name": "a.v1.0.0"}, {"name": "a.v2.0.0"}]),
+                bundle("a", "1.0.0", [{"type": "olm.package", "value": "x"}]),
+                {**bundle("a", "2.0.0"), "properties": [{"type": "olm.package", "value": {"packageName": "a"}}]},
+                {**bundle("a", "3.0.0"), "properties": [GVK]},
+                bundle("a", "4.0.0", [{"type": "olm.package", "value": {"packageName": "b", "version": "9.0.0"}}]),
+                bundle("a", "5.0.0", [{"type": "olm.gvk", "value": {"group": 1}}]),
+            ]
+        },
+    ),
+    "a duplicate bundle": (
+        False,
+        {"d.json": [pkg("a"), chan("a", [{"name": "a.v1.0.0"}]), bundle("a", "1.0.0"), bundle("a", "1.0.0", [GVK])]},
+    ),
+    "a property without a value": (
+        False,
+        {"e.json": [pkg("a"), bundle("a", "1.0.0", [{"type": "olm.gvk"}])]},
+    ),
+    "properties not a list": (False, {"f.json": [pkg("a"), {**bundle("a", "1.0.0"), "properties": {"a": 1}}]}),
+    "a bundle without a name": (False, {"g.json": [pkg("a"), {**bundle("a", "1.0.0"), "name": ""}]}),
+    "bad blobs of other schemas": (
+        True,
+        {
+            "h.json": [
+                pkg("a"),
+                pkg("a"),
+                chan("a", [{"name": 3}]),
+                {"schema": "olm.nope"},
+                {"name": "x"},
+                {"schema": "x.io/mine", "v": 1},
+                bundle("a", "1.0.0"),
+            ]
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BLOBS))
+def test_fast_load_finds_what_the_object_load_finds(name, olmkit_pm, tmp_path, monkeypatch):
+    """Odd but valid bundles stay on the fast path; anything it does not take is read the usual way,
+    with the same problems, files and lines."""
+    fast, files = BLOBS[name]
+    for rel, blobs in files.items():
+        (tmp_path / rel).write_bytes(dump_json_stream(blobs))
+
+    cat = assert_fast_load_is_the_object_load(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    assert fast == fast_taken(cat)
+
+
+def test_a_value_spanning_lines_takes_the_object_load(olmkit_pm, tmp_path, monkeypatch):
+    """A pretty-printed file is not one blob per line: the object loader reads it (lines as before)."""
+    blobs = [pkg("a"), chan("a", [{"name": "a.v1.0.0"}]), bundle("a", "1.0.0", [GVK])]
+    (tmp_path / "a.json").write_text("\n".join(json.dumps(b, indent=1) for b in blobs))
+
+    cat = assert_fast_load_is_the_object_load(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    assert not fast_taken(cat)
+    assert "a.json:" in str(cat.bundles["a"]["a.v1.0.0"].origin)
+
+
+def test_the_cache_of_a_fast_load_reads_back_as_the_catalog(generated, olmkit_pm, monkeypatch):
+    """The cache written from a fast load (bundles materialised by the writer) gives the same catalog."""
+    from olmkit.catalog import finish_writes, load_catalog_result
+
+    fresh = load_catalog_result(generated, olmkit_pm.registry)
+    assert fast_taken(fresh.catalog)
+    expected = snapshot(fresh.catalog, fresh.problems)
+    finish_writes()
+
+    cached = load_catalog_result(generated, olmkit_pm.registry)
+
+    assert cached.cached
+    assert expected == snapshot(cached.catalog, cached.problems)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_fast_load_of_random_catalogs(olmkit_pm, case):
+    """The resolver tests' random catalogs: the fast loader's catalogs are the object loader's."""
+    from resolver.casefile import case_manifests
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        case_manifests(case, Path(tmp))
+        for directory in sorted(p for p in Path(tmp).iterdir() if p.is_dir()):
+            cat = assert_fast_load_is_the_object_load(directory, olmkit_pm.registry, mp)
+
+            assert fast_taken(cat)
+
+
+def test_a_large_fast_load_leaves_its_cache_to_a_child(generated, olmkit_pm, monkeypatch):
+    """Counted from the columns: a catalog of BACKGROUND_MIN_BUNDLES bundles or more is large."""
+    from olmkit.catalog import _load
+
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 1900)
+    result, pending = _load._load(generated, olmkit_pm.registry, name=None, cache=True)
+
+    assert fast_taken(result.catalog)
+    assert pending is not None
+    assert pending.big
+    monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 2100)
+    assert not _load._load(generated, olmkit_pm.registry, name=None, cache=True)[1].big

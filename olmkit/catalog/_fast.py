@@ -1,0 +1,381 @@
+"""The loader's fast path: bundle blobs straight into columns, bundles built on demand.
+
+A catalog of JSON files, one blob per line (what ``opm`` and most tools write), whose
+bundle blobs are well formed, is read without one :class:`~olmkit.model.Bundle`,
+:class:`~olmkit.model.Property` or :class:`~olmkit.model.Origin` per bundle: each bundle
+becomes a row of :class:`~olmkit.catalog._columns.BundleColumns` (its properties as
+numbers of distinct properties, each parsed at most once), plus its file and line. The
+snapshot's ``bundles`` builds a package's bundles on first access, equal to what the
+object loader builds (same origins, extra fields and versions), and its index is filed
+from the columns.
+
+Everything else (packages, channels, deprecations, other schemas) goes through the object
+loader blob by blob, as before: they are few. Anything the fast path does not take as it
+is (a YAML file, a blob spanning lines, a malformed bundle blob or property, a duplicate
+bundle) raises :class:`Bail`, and the loader reads the whole catalog again the usual way,
+so that every problem is found and worded exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Hashable, Iterator, Mapping
+from itertools import accumulate
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import orjson
+
+from olmkit.catalog._columns import BundleColumns
+from olmkit.model import Bundle, Property
+from olmkit.model import _bundle as new_bundle
+from olmkit.model import _origin as new_origin
+from olmkit.model import _property as new_property
+from olmkit.registry import Registry
+from olmkit.serde import SCHEMA_BUNDLE
+
+if TYPE_CHECKING:
+    from olmkit.catalog._load import _Builder
+
+__all__ = ["Bail", "ColumnBuilder", "LazyBundles"]
+
+_BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
+_FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
+_PARSE_ERRORS: Final = (ValueError, TypeError, AttributeError, KeyError)
+
+
+class Bail(Exception):
+    """The fast path met something it does not take as it is: load the catalog the usual way."""
+
+
+class ColumnBuilder:
+    """Fills the columns from decoded files; other blobs go to ``rest`` (the object loader).
+
+    Args:
+        registry: the property types (identity types give versions, indexed types the index).
+        rest: the object loader that takes every blob but bundles, and keeps the problems.
+    """
+
+    def __init__(self, registry: Registry, rest: _Builder) -> None:
+        types = registry.property_types
+        self.identity = {n: pt.parse for n, pt in types.items() if pt.identity}
+        self.indexers = {n: pt for n, pt in types.items() if pt.index_keys is not None}
+        self.rest = rest
+        self.files: list[str] = []
+        #: per bundle, in the order read: (package number, name, version, image, file, line, properties)
+        self.rows: list[tuple[int, str, str | None, str | None, int, int, int]] = []
+        self.refs = array("i")  # every bundle's distinct properties, one after the other
+        self.extra: dict[int, Mapping[str, Any]] = {}
+        self.packages: dict[str, int] = {}
+        self.names: list[set[str]] = []  # per package: its bundles' names
+        # distinct properties
+        self.by_blob: dict[bytes, int] = {}  # a property blob's JSON text -> distinct property
+        self.by_key: dict[tuple[str, bytes], int] = {}
+        self.dist_type: list[str] = []
+        self.dist_json: list[bytes] = []
+        self.parsed: dict[int, Any] = {}  # distinct property -> its parsed value (those parsed)
+        #: distinct property -> (the version it gives or _FAILED, the index lists of its bundles),
+        #: for identity and indexed properties only
+        self.special: dict[int, tuple[Any, tuple[list[int], ...]]] = {}
+        self.index: dict[str, dict[Hashable, list[int]]] = {n: {} for n in self.indexers}
+
+    def add_file(self, path: str, data: bytes) -> None:
+        """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
+
+        Raises:
+            Bail: not such a file, or a bundle blob the fast path does not take as it is (one
+                not plainly well formed, or naming a bundle already read).
+        """
+        suffix = os.path.splitext(path)[1].lower()
+        if not (suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))):
+            raise Bail
+        try:
+            # as serde.decode_json_texts: success means value i is line i + 1
+            values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
+        except orjson.JSONDecodeError:
+            raise Bail from None
+        file = len(self.files)
+        self.files.append(path)
+        add = self.rest.add
+        packages, names, rows, extra = self.packages, self.names, self.rows, self.extra
+        known = self.by_blob.get
+        special = self.special.get
+        extend = self.refs.extend
+        distinct = self._distinct
+        dumps = orjson.dumps
+        for line, raw in enumerate(values, 1):
+            if type(raw) is not dict or raw.get("schema") != SCHEMA_BUNDLE:
+                add(raw, path, line)
+                continue
+            name = raw.get("name")
+            package = raw.get("package")
+            image = raw.get("image") or None
+            if (
+                type(name) is not str
+                or not name
+                or type(package) is not str
+                or not package
+                or (image is not None and type(image) is not str)
+            ):
+                raise Bail
+            pn = packages.get(package)
+            if pn is None:
+                pn = packages[package] = len(names)
+                names.append(set())
+            seen = names[pn]
+            if name in seen:
+                raise Bail  # a duplicate: the object loader words the problem
+            seen.add(name)
+            props = raw.get("properties") or ()
+            if type(props) is not list and props != ():
+                raise Bail
+            found = list(map(known, map(dumps, props)))
+            while None in found:  # a property not seen before (every bundle's identity)
+                i = found.index(None)
+                found[i] = distinct(props[i])
+            ds = cast("list[int]", found)
+            extend(ds)
+            number = len(rows)
+            version = None
+            versioned = False
+            for v, lists in filter(None, map(special, ds)):
+                if not versioned and v is not _FAILED:
+                    version, versioned = v, True
+                for lst in lists:
+                    if not lst or lst[-1] != number:
+                        lst.append(number)
+            rows.append((pn, name, version, image, file, line, len(ds)))
+            if not _BUNDLE_KEYS.issuperset(raw):
+                extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
+
+    def _distinct(self, p: Any) -> int:
+        """The distinct property of a property blob (numbered, parsed and filed if new).
+
+        Raises:
+            Bail: the blob is not an object with a type and a value.
+        """
+        key = orjson.dumps(p)
+        d = self.by_blob.get(key)
+        if d is not None:
+            return d
+        if type(p) is not dict:
+            raise Bail
+        ptype = p.get("type")
+        if type(ptype) is not str or not ptype or "value" not in p:
+            raise Bail
+        value = p["value"]
+        # compact copies: orjson's results keep a larger buffer, too much to keep
+        text = bytes(memoryview(orjson.dumps(value)))
+        d = self.by_key.get((ptype, text))
+        if d is not None:  # the same property written another way (key order, extra keys)
+            self.by_blob[bytes(memoryview(key))] = d
+            return d
+        d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = len(self.dist_type)
+        self.dist_type.append(ptype)
+        self.dist_json.append(text)
+        version: Any = _FAILED
+        parse = self.identity.get(ptype)
+        if parse is not None:
+            try:
+                parsed = self.parsed[d] = parse(value)
+            except _PARSE_ERRORS:
+                pass
+            else:
+                version = getattr(parsed, "version", None)
+        lists: tuple[list[int], ...] = ()
+        pt = self.indexers.get(ptype)
+        if pt is not None:
+            try:
+                parsed = self.parsed.get(d)
+                if parsed is None:
+                    parsed = self.parsed[d] = pt.parse(value)
+                keys = pt.index_keys(parsed)  # type: ignore[misc]
+                idx = self.index[ptype]
+                lists = tuple(idx.setdefault(k, []) for k in keys)
+            except _PARSE_ERRORS:
+                lists = ()
+        if parse is not None or lists:
+            self.special[d] = (version, lists)
+        return d
+
+    def count(self) -> int:
+        """The number of bundles read."""
+        return len(self.rows)
+
+    def columns(self) -> tuple[BundleColumns, array[int], array[int], dict[int, int] | None]:
+        """The columns (bundles package by package), each row's file and line, and (when
+        packages were interleaved across files) the row of each bundle read, else ``None``."""
+        rows = self.rows
+        packages = list(self.packages)
+        if not rows:
+            empty = BundleColumns(packages, array("i"), [], [], [], array("i", [0]), array("i"), [], [])
+            return empty, array("i"), array("i"), None
+        b_pkg, names, versions, images, files, lines, counts = zip(*rows, strict=True)
+        starts = array("i", [0])
+        dist_type, dist_json = self.dist_type, self.dist_json
+        row_of: dict[int, int] | None = None
+        if all(map(int.__le__, b_pkg, b_pkg[1:])):
+            refs = self.refs
+            starts.extend(accumulate(counts))
+        else:  # packages interleaved across files: group them
+            groups: list[list[int]] = [[] for _ in packages]
+            for i, pn in enumerate(b_pkg):
+                groups[pn].append(i)
+            order = [i for g in groups for i in g]
+            row_of = {i: r for r, i in enumerate(order)}
+            offsets = array("i", [0])
+            offsets.extend(accumulate(counts))
+            refs = array("i")
+            for i in order:
+                refs.extend(self.refs[offsets[i] : offsets[i + 1]])
+                starts.append(len(refs))
+            b_pkg, names, versions, images, files, lines = (
+                tuple(column[i] for i in order) for column in (b_pkg, names, versions, images, files, lines)
+            )
+            # distinct properties numbered in the order the columns first name them
+            renumber: dict[int, int] = dict.fromkeys(refs, 0)
+            for new, d in enumerate(renumber):
+                renumber[d] = new
+            refs = array("i", map(renumber.__getitem__, refs))
+            dist_type, dist_json = list(dist_type), list(dist_json)
+            for d, new in renumber.items():
+                dist_type[new] = self.dist_type[d]
+                dist_json[new] = self.dist_json[d]
+            self.parsed = {renumber[d]: v for d, v in self.parsed.items()}
+        columns = BundleColumns(
+            packages, array("i", b_pkg), list(names), list(versions), list(images), starts, refs, dist_type, dist_json
+        )
+        return columns, array("i", files), array("i", lines), row_of
+
+    def catalog_parts(self, parsed: dict[int, Any]) -> tuple[BundleColumns, LazyBundles, dict[str, IndexKeys]]:
+        """The columns, the lazy bundles over them (filing parsed values in ``parsed``) and the index."""
+        columns, files, lines, row_of = self.columns()
+        extra = self.extra
+        index = {n: {k: v for k, v in idx.items() if v} for n, idx in self.index.items()}
+        if row_of is not None:  # from the order read to the columns' order
+            extra = {row_of[i]: v for i, v in extra.items()}
+            index = {n: {k: [row_of[i] for i in v] for k, v in idx.items()} for n, idx in index.items()}
+        self.rows = []
+        self.by_blob = {}
+        self.by_key = {}
+        bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed)
+        return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
+
+
+class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
+    """``package -> name -> bundle`` over the columns: each package's bundles built on first access.
+
+    Args:
+        columns: the bundles.
+        paths: the files read; ``files`` and ``lines``: each row's file (index) and line.
+        extra: bundle row -> its extra fields (only bundles that have some).
+        parsed: distinct property -> its parsed value, filed in ``catalog_parsed`` by
+            ``id`` of the property built for it (the catalog's :meth:`~Catalog.parsed`).
+    """
+
+    def __init__(
+        self,
+        columns: BundleColumns,
+        paths: list[str],
+        files: array[int],
+        lines: array[int],
+        extra: Mapping[int, Mapping[str, Any]],
+        parsed: Mapping[int, Any],
+        catalog_parsed: dict[int, Any],
+    ) -> None:
+        self._columns = columns
+        self._paths = paths
+        self._files = files
+        self._lines = lines
+        self._extra = extra
+        self._parsed = parsed
+        self._catalog_parsed = catalog_parsed
+        self._props: list[Property | None] = [None] * len(columns.dist_type)
+        self._number = {p: n for n, p in enumerate(columns.packages)}
+        self._done: dict[str, Mapping[str, Bundle]] = {}
+
+    def __getitem__(self, package: str) -> Mapping[str, Bundle]:
+        found = self._done.get(package)
+        if found is None:
+            found = self._done[package] = MappingProxyType(self._build(package))
+        return found
+
+    def _build(self, package: str) -> dict[str, Bundle]:
+        c = self._columns
+        pn = self._number[package]
+        first = bisect_left(c.bundle_package, pn)
+        end = bisect_right(c.bundle_package, pn, first)
+        starts, refs = c.prop_start, c.prop_ref
+        props = self._props
+        # the package's properties not built yet, their values decoded at once
+        missing = [d for d in dict.fromkeys(refs[starts[first] : starts[end]]) if props[d] is None]
+        if missing:
+            dist_type, parsed, catalog_parsed = c.dist_type, self._parsed, self._catalog_parsed
+            values = orjson.loads(b"".join((b"[", b",".join([c.dist_json[d] for d in missing]), b"]")))
+            for d, value in zip(missing, values, strict=True):
+                prop = props[d] = new_property(dist_type[d], value)
+                known = parsed.get(d, _FAILED)
+                if known is not _FAILED:
+                    catalog_parsed[id(prop)] = known
+        pick = props.__getitem__
+        names, versions, images = c.bundle_name, c.bundle_version, c.bundle_image
+        paths, files, lines, extra = self._paths, self._files, self._lines, self._extra
+        return {
+            names[i]: new_bundle(
+                names[i],
+                package,
+                versions[i],
+                images[i],
+                tuple(map(pick, refs[starts[i] : starts[i + 1]])),  # type: ignore[arg-type]
+                new_origin(paths[files[i]], lines[i]),
+                extra.get(i),
+            )
+            for i in range(first, end)
+        }
+
+    def build_all(self) -> None:
+        """Build every package's bundles (for a caller that reads them all)."""
+        for package in self._number:
+            self[package]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._number)
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._number
+
+
+class IndexKeys(Mapping[Hashable, list[tuple[str, str]]]):
+    """One property type's index: ``key -> [(package, bundle name)]``, each key's list made on first use.
+
+    Args:
+        lists: key -> the rows of the bundles filed under it, in the order read.
+        columns: the bundles.
+    """
+
+    def __init__(self, lists: dict[Hashable, list[int]], columns: BundleColumns) -> None:
+        self.lists = lists
+        self._columns = columns
+        self._done: dict[Hashable, list[tuple[str, str]]] = {}
+
+    def __getitem__(self, key: Hashable) -> list[tuple[str, str]]:
+        found = self._done.get(key)
+        if found is None:
+            c = self._columns
+            packages, b_pkg, names = c.packages, c.bundle_package, c.bundle_name
+            found = self._done[key] = [(packages[b_pkg[i]], names[i]) for i in self.lists[key]]
+        return found
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self.lists)
+
+    def __len__(self) -> int:
+        return len(self.lists)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.lists
