@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from olmkit.catalog._columns import BundleColumns, build_columns
-from olmkit.catalog._fast import LazyBundles
+from olmkit.catalog._fast import IndexKeys, LazyBundles
 from olmkit.errors import CatalogError
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, WireError
@@ -283,15 +283,37 @@ class Catalog:
                     continue
         return tuple(out)
 
-    def columns(self) -> BundleColumns | None:
+    def columns(self, *, build: bool = True) -> BundleColumns | None:
         """Every bundle as columns (see :class:`BundleColumns`), or ``None`` when a value is not plain JSON.
 
         Built once, from :attr:`bundles` unless the loader filled them while reading.
+
+        Args:
+            build: ``False`` gives the columns only when the catalog holds them already
+                (filled by the loader, or built before), else ``None``: building them from
+                the bundles costs more than a caller reading them may save.
         """
         found = self._columns
         if found is _MISSING:
+            if not build:
+                return None
             found = self._columns = build_columns(self.bundles)
         return found
+
+    def lookup_rows(self, type_name: str, key: Hashable) -> Sequence[int] | None:
+        """The rows in :meth:`columns` of the bundles :meth:`lookup_names` gives, in its order.
+
+        ``None`` when the catalog's index is not filed by rows (it was not read into
+        columns): use :meth:`lookup_names` then.
+        """
+        refs = self._refs
+        if refs is None or not isinstance(self.bundles, LazyBundles):
+            return None
+        keys = refs.get(type_name)
+        if keys is None:
+            return ()
+        assert isinstance(keys, IndexKeys)
+        return keys.lists.get(key, ())
 
     # -- the upgrade graph ------------------------------------------------------------
 

@@ -339,3 +339,28 @@ def test_a_large_fast_load_leaves_its_cache_to_a_child(generated, olmkit_pm, mon
     assert pending.big
     monkeypatch.setattr(_load, "BACKGROUND_MIN_BUNDLES", 2100)
     assert not _load._load(generated, olmkit_pm.registry, name=None, cache=True)[1].big
+
+
+def test_held_columns_and_rows_of_the_index(generated, olmkit_pm, monkeypatch):
+    """columns(build=False) gives what the loader filled, or None; lookup_rows names lookup's bundles by row."""
+    from olmkit.catalog import _load, load_catalog
+
+    fast = load_catalog(generated, olmkit_pm.registry, cache=False)
+    monkeypatch.setattr(_load, "FAST", False)
+    slow = load_catalog(generated, olmkit_pm.registry, cache=False)
+    columns = fast.columns(build=False)
+
+    assert columns is not None
+    assert None is slow.columns(build=False)
+    assert None is slow.lookup_rows("olm.package", "pkg-00001")
+    checked = 0
+    for type_name in ("olm.package", "olm.gvk"):
+        for key in slow.index_keys(type_name):
+            rows = fast.lookup_rows(type_name, key)
+            assert rows is not None
+            named = [(columns.packages[columns.bundle_package[r]], columns.bundle_name[r]) for r in rows]
+            assert [(b.package, b.name) for b in slow.lookup(type_name, key)] == named
+            checked += 1
+    assert checked > 100
+    assert () == fast.lookup_rows("olm.gvk", ("no", "such", "api"))
+    assert slow.columns() is slow.columns(build=False)  # built once, then held
