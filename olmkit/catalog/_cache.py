@@ -26,7 +26,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
+import orjson
+
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._fast import LazyBundles
 from olmkit.catalog._files import write_atomic
 from olmkit.catalog.problems import Problem
 from olmkit.errors import CatalogError
@@ -44,6 +47,10 @@ _MAGIC: Final = b"olmkit\x00" + bytes((_FORMAT,))  # what a cache file of this f
 _HEAD: Final = len(_MAGIC) + 8  # the magic and the header length
 
 
+#: a package's bundles in the cache: its distinct properties (type, value), and a row per bundle
+_Part = tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]
+
+
 class _Files:
     """Numbers the files origins name (``-1`` for no origin or no line)."""
 
@@ -59,7 +66,7 @@ class _Files:
         return (number, -1 if origin.line is None else origin.line)
 
 
-def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> _Part:
     # the package's distinct properties (interned by the loader: equal ones are one object)
     distinct = {id(p): p for b in bundles.values() for p in b.properties}
     number = {pid: n for n, pid in enumerate(distinct)}.__getitem__
@@ -69,6 +76,31 @@ def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> tuple[list[tup
         for b in bundles.values()
     ]
     return [(p.type, p.value) for p in distinct.values()], rows
+
+
+def _column_part(
+    bundles: LazyBundles, package: str, files: _Files
+) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+    """:func:`_bundle_part` of a package read into columns, without building its bundles."""
+    c = bundles.columns
+    rows = bundles.span(package)
+    starts, refs = c.prop_start, c.prop_ref
+    distinct = list(dict.fromkeys(refs[starts[rows.start] : starts[rows.stop]])) if rows else []
+    number = {d: n for n, d in enumerate(distinct)}.__getitem__
+    values = orjson.loads(b"".join((b"[", b",".join([c.dist_json[d] for d in distinct]), b"]")))
+    table = [(c.dist_type[d], value) for d, value in zip(distinct, values, strict=True)]
+    names, versions, images = c.bundle_name, c.bundle_version, c.bundle_image
+    extra = bundles.extra
+    numbers = files.numbers
+    out = []
+    for i in rows:
+        path, line = bundles.where(i)
+        file = numbers.get(path)
+        if file is None:
+            file = numbers[path] = len(numbers)
+        numbered = tuple(map(number, refs[starts[i] : starts[i + 1]]))
+        out.append((names[i], versions[i], images[i], numbered, file, line, extra.get(i)))
+    return table, out
 
 
 def _channel_part(channels: Mapping[str, Channel], files: _Files) -> list[tuple[Any, ...]]:
@@ -97,7 +129,11 @@ def write_cache(path: Path, catalog: Catalog, problems: tuple[Problem, ...]) -> 
         return (offset - len(data), len(data))
 
     try:
-        bundles = {pkg: add(_bundle_part(per, files)) for pkg, per in catalog.bundles.items()}
+        lazy = catalog.bundles
+        if isinstance(lazy, LazyBundles):  # read into columns: written from them, no bundle built
+            bundles = {pkg: add(_column_part(lazy, pkg, files)) for pkg in lazy}
+        else:
+            bundles = {pkg: add(_bundle_part(per, files)) for pkg, per in catalog.bundles.items()}
         channels = {pkg: add(_channel_part(per, files)) for pkg, per in catalog.channels.items()}
         if catalog._refs is None:
             index = {

@@ -206,6 +206,15 @@ class Catalog:
         """The bundle ``name`` of ``package``, or ``None``."""
         return self.bundles.get(package, _EMPTY).get(name)
 
+    def versions(self, package: str) -> Mapping[str, str | None]:
+        """Each bundle's version by name, for one package (no bundle built when read into columns)."""
+        bundles = self.bundles
+        if isinstance(bundles, LazyBundles):
+            c = bundles.columns
+            names, versions = c.bundle_name, c.bundle_version
+            return {names[i]: versions[i] for i in bundles.span(package)}
+        return {name: b.version for name, b in bundles.get(package, _EMPTY).items()}
+
     def iter_bundles(self) -> list[Bundle]:
         """Every bundle, package by package in catalog order."""
         return [b for bundles in self.bundles.values() for b in bundles.values()]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import orjson
 
 from olmkit.catalog._columns import BundleColumns
-from olmkit.model import Bundle, Property
+from olmkit.model import Bundle, Origin, Property
 from olmkit.model import _bundle as new_bundle
 from olmkit.model import _origin as new_origin
 from olmkit.model import _property as new_property
@@ -39,10 +39,12 @@ from olmkit.serde import SCHEMA_BUNDLE
 if TYPE_CHECKING:
     from olmkit.catalog._load import _Builder
 
-__all__ = ["Bail", "ColumnBuilder", "LazyBundles"]
+__all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
 
 _BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
 _FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
+#: what :meth:`LazyBundles.parsed` gives for a property the loader did not parse
+NOT_PARSED: Final = _FAILED
 _PARSE_ERRORS: Final = (ValueError, TypeError, AttributeError, KeyError)
 
 
@@ -131,10 +133,11 @@ class ColumnBuilder:
             props = raw.get("properties") or ()
             if type(props) is not list and props != ():
                 raise Bail
-            found = list(map(known, map(dumps, props)))
+            keys = list(map(dumps, props))
+            found = list(map(known, keys))
             while None in found:  # a property not seen before (every bundle's identity)
                 i = found.index(None)
-                found[i] = distinct(props[i])
+                found[i] = distinct(props[i], keys[i])
             ds = cast("list[int]", found)
             extend(ds)
             number = len(rows)
@@ -150,13 +153,14 @@ class ColumnBuilder:
             if not _BUNDLE_KEYS.issuperset(raw):
                 extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
 
-    def _distinct(self, p: Any) -> int:
-        """The distinct property of a property blob (numbered, parsed and filed if new).
+    def _distinct(self, p: Any, key: bytes) -> int:
+        """The distinct property of a property blob (its JSON text ``key``), numbered, parsed and filed if new.
 
         Raises:
-            Bail: the blob is not an object with a type and a value.
+            Bail: the blob is not an object with a type and a value, or another blob wrote
+                the same property another way (key order, extra keys): the object loader
+                keeps those apart (validation reports them apart).
         """
-        key = orjson.dumps(p)
         d = self.by_blob.get(key)
         if d is not None:
             return d
@@ -169,14 +173,17 @@ class ColumnBuilder:
         # compact copies: orjson's results keep a larger buffer, too much to keep
         text = bytes(memoryview(orjson.dumps(value)))
         d = self.by_key.get((ptype, text))
-        if d is not None:  # the same property written another way (key order, extra keys)
+        parse = self.identity.get(ptype)
+        if d is not None:
+            if parse is None:
+                raise Bail
+            return d  # bundles with one identity: the object loader shares no identity, they are equal
+        d = self.by_key[(ptype, text)] = len(self.dist_type)
+        if parse is None:  # an identity is its bundle's own: it does not recur
             self.by_blob[bytes(memoryview(key))] = d
-            return d
-        d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = len(self.dist_type)
         self.dist_type.append(ptype)
         self.dist_json.append(text)
         version: Any = _FAILED
-        parse = self.identity.get(ptype)
         if parse is not None:
             try:
                 parsed = self.parsed[d] = parse(value)
@@ -285,7 +292,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         parsed: Mapping[int, Any],
         catalog_parsed: dict[int, Any],
     ) -> None:
-        self._columns = columns
+        self.columns = columns
         self._paths = paths
         self._files = files
         self._lines = lines
@@ -303,22 +310,15 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         return found
 
     def _build(self, package: str) -> dict[str, Bundle]:
-        c = self._columns
-        pn = self._number[package]
-        first = bisect_left(c.bundle_package, pn)
-        end = bisect_right(c.bundle_package, pn, first)
+        c = self.columns
+        rows = self.span(package)
+        if package not in self._number:
+            raise KeyError(package)
+        first, end = rows.start, rows.stop
         starts, refs = c.prop_start, c.prop_ref
         props = self._props
-        # the package's properties not built yet, their values decoded at once
-        missing = [d for d in dict.fromkeys(refs[starts[first] : starts[end]]) if props[d] is None]
-        if missing:
-            dist_type, parsed, catalog_parsed = c.dist_type, self._parsed, self._catalog_parsed
-            values = orjson.loads(b"".join((b"[", b",".join([c.dist_json[d] for d in missing]), b"]")))
-            for d, value in zip(missing, values, strict=True):
-                prop = props[d] = new_property(dist_type[d], value)
-                known = parsed.get(d, _FAILED)
-                if known is not _FAILED:
-                    catalog_parsed[id(prop)] = known
+        # the package's properties not built yet
+        self._make([d for d in dict.fromkeys(refs[starts[first] : starts[end]]) if props[d] is None])
         pick = props.__getitem__
         names, versions, images = c.bundle_name, c.bundle_version, c.bundle_image
         paths, files, lines, extra = self._paths, self._files, self._lines, self._extra
@@ -334,6 +334,52 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
             )
             for i in range(first, end)
         }
+
+    def _make(self, missing: list[int]) -> None:
+        """Build the properties of distinct properties ``missing`` (their values decoded at once)."""
+        if not missing:
+            return
+        c, props = self.columns, self._props
+        dist_type, parsed, catalog_parsed = c.dist_type, self._parsed, self._catalog_parsed
+        values = orjson.loads(b"".join((b"[", b",".join([c.dist_json[d] for d in missing]), b"]")))
+        for d, value in zip(missing, values, strict=True):
+            prop = props[d] = new_property(dist_type[d], value)
+            known = parsed.get(d, _FAILED)
+            if known is not _FAILED:
+                catalog_parsed[id(prop)] = known
+
+    def properties(self, row: int) -> tuple[Property, ...]:
+        """The properties of the bundle of ``row``, the very objects its bundle holds once built."""
+        c, props = self.columns, self._props
+        ds = c.prop_ref[c.prop_start[row] : c.prop_start[row + 1]]
+        self._make([d for d in dict.fromkeys(ds) if props[d] is None])
+        return tuple(map(props.__getitem__, ds))  # type: ignore[arg-type]
+
+    def span(self, package: str) -> range:
+        """The rows of a package's bundles (empty for a package without bundles)."""
+        pn = self._number.get(package)
+        if pn is None:
+            return range(0)
+        b_pkg = self.columns.bundle_package
+        first = bisect_left(b_pkg, pn)
+        return range(first, bisect_right(b_pkg, pn, first))
+
+    def origin(self, row: int) -> Origin:
+        """Where the bundle of ``row`` was read."""
+        return new_origin(self._paths[self._files[row]], self._lines[row])
+
+    def where(self, row: int) -> tuple[str, int]:
+        """Where the bundle of ``row`` was read: file and line."""
+        return self._paths[self._files[row]], self._lines[row]
+
+    @property
+    def extra(self) -> Mapping[int, Mapping[str, Any]]:
+        """Row -> the bundle's extra fields (bundles that have some)."""
+        return self._extra
+
+    def parsed(self, d: int) -> Any:
+        """Distinct property ``d``'s value as the loader parsed it, or :data:`NOT_PARSED`."""
+        return self._parsed.get(d, _FAILED)
 
     def build_all(self) -> None:
         """Build every package's bundles (for a caller that reads them all)."""

@@ -73,7 +73,7 @@ class _Upgrades:
         self.order = catalog.channel_order(package, channel)
         self.entries = catalog.channel(package, channel).entries
         self.head = self.order[0].name
-        self.bundles = catalog.bundles.get(package, {})
+        self.versions = catalog.versions(package)
         self.position = {e.name: i for i, e in enumerate(self.order)}
         # offered entries by what they upgrade, in order: the first that upgrades a bundle wins
         self._by_edge: dict[tuple[str, str], list[int]] = {}
@@ -89,8 +89,7 @@ class _Upgrades:
         self._table: dict[str, tuple[str, str] | None] | None = None
 
     def _version(self, name: str) -> str | None:
-        bundle = self.bundles.get(name)
-        return bundle.version if bundle is not None else None
+        return self.versions.get(name)
 
     def next(self, name: str) -> tuple[str, str] | None:
         """The entry the resolver upgrades ``name`` to, and how (``None``: none does).
@@ -130,7 +129,7 @@ class _Upgrades:
         """:meth:`next` of every entry of the channel, computed in one pass (kept for :meth:`next`)."""
         if self._table is not None:
             return self._table
-        order, position, ranged, bundles = self.order, self.position, self._ranged, self.bundles
+        order, position, ranged, versions = self.order, self.position, self._ranged, self.versions
         by_edge = self._by_edge
         end = len(order)
         table: dict[str, tuple[str, str] | None] = {}
@@ -148,8 +147,7 @@ class _Upgrades:
                         best, how = i, "skips"
                     break
             if ranged:
-                bundle = bundles.get(name)
-                text = bundle.version if bundle is not None else None
+                text = versions.get(name)
                 if text:
                     try:
                         version = parse_version(text, tolerant=True)
@@ -233,7 +231,7 @@ def upgrade_walk(
     .. versionadded:: 0.2
     """
     upgrades = _Upgrades(catalog, package, channel)
-    if start not in upgrades.bundles and all(e.name != start for e in upgrades.entries):
+    if start not in upgrades.versions and all(e.name != start for e in upgrades.entries):
         raise CatalogError(f'bundle "{start}" not found in package "{package}"')
     return upgrades.walk(start)
 

@@ -33,7 +33,7 @@ import contextlib
 import gc
 import os
 import re
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -42,6 +42,7 @@ import orjson
 
 from olmkit.catalog import _fork
 from olmkit.catalog._catalog import Catalog, Deprecation
+from olmkit.catalog._fast import NOT_PARSED, LazyBundles
 from olmkit.catalog._load import _cache_path, _load
 from olmkit.catalog._writes import deferring, write_later
 from olmkit.catalog.graph import dead_ends
@@ -109,7 +110,7 @@ class _View:
         return found
 
 
-def _bundle_problem(severity: str, message: str, bundle: Bundle, field: str | None = None) -> Problem:
+def _bundle_problem(severity: str, message: str, bundle: Bundle | _Row, field: str | None = None) -> Problem:
     o = bundle.origin
     return Problem(
         severity,
@@ -216,9 +217,11 @@ _Verdict = tuple[bool, str | None, bool, tuple[tuple[str, str], ...], bool]
 class _State:
     """What checking remembers across packages (and across the halves of a serial run)."""
 
-    __slots__ = ("requirements", "unknown_seen", "verdicts", "views")
+    __slots__ = ("distinct", "requirements", "unknown_seen", "verdicts", "views")
 
     def __init__(self) -> None:
+        #: the distinct properties' parsed values (a catalog read into columns)
+        self.distinct: _Distinct | None = None
         # what a distinct property says, computed once (properties are interned by the loader);
         # equal verdicts are one tuple (a large catalog has hundreds of thousands)
         self.verdicts: dict[int, _Verdict] = {}
@@ -226,7 +229,7 @@ class _State:
         #: (ERROR, message) or (WARNING, the predicate's text)
         self.requirements: dict[int, tuple[str, str] | None] = {}
         self.unknown_seen: set[tuple[str, str]] = set()
-        self.views: dict[int, _View] = {}
+        self.views: dict[int, _View | _RowView] = {}
 
 
 def _split(catalog: Catalog, names: list[str], jobs: int | None, *, extra: float = 0.0) -> int | None:
@@ -237,7 +240,11 @@ def _split(catalog: Catalog, names: list[str], jobs: int | None, *, extra: float
     """
     if jobs == 1 or len(names) < 2 or not _fork.can_fork():
         return None
-    sizes = [len(catalog.bundles.get(n, _NO_BUNDLES)) for n in names]
+    lazy = _columns_of(catalog)
+    if lazy is None:
+        sizes = [len(catalog.bundles.get(n, _NO_BUNDLES)) for n in names]
+    else:
+        sizes = [len(lazy.span(n)) for n in names]
     total = sum(sizes)
     if jobs is None and (total < PARALLEL_MIN_BUNDLES or not _fork.spare_cpu()):
         return None
@@ -260,36 +267,35 @@ def _rows(catalog: Catalog, registry: Registry, names: list[str]) -> list[tuple[
     ]
 
 
-def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _State) -> list[Problem]:
-    out: list[Problem] = []
-    types = registry.property_types
-    identity = frozenset(registry.identity_types)
-    inline = registry.inline_types
-    verdicts = state.verdicts
-    requirements = state.requirements
-    unknown_seen = state.unknown_seen
-    views = state.views
+class _Verdicts:
+    """What each distinct property says, computed once (see :data:`_Verdict`)."""
 
-    plain: _Verdict = (False, None, False, (), False)  # nothing to check or report: most properties
-    canonical: dict[_Verdict, _Verdict] = {plain: plain}
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.types = registry.property_types
+        self.identity = frozenset(registry.identity_types)
+        self.plain: _Verdict = (False, None, False, (), False)  # nothing to check or report: most properties
+        # equal verdicts are one tuple (a large catalog has hundreds of thousands)
+        self.canonical: dict[_Verdict, _Verdict] = {self.plain: self.plain}
 
-    def verdict(prop: Property) -> _Verdict:
-        v = _verdict(prop)
-        return canonical.setdefault(v, v)
+    def verdict(self, type_name: str, parsed: Callable[[], Any]) -> _Verdict:
+        """The verdict on a property of ``type_name`` whose value ``parsed()`` parses."""
+        v = self._verdict(type_name, parsed)
+        return self.canonical.setdefault(v, v)
 
-    def _verdict(prop: Property) -> _Verdict:
-        pt = types.get(prop.type)
-        is_identity = prop.type in identity
+    def _verdict(self, type_name: str, parsed: Callable[[], Any]) -> _Verdict:
+        pt = self.types.get(type_name)
+        is_identity = type_name in self.identity
         named: str | None = None
         if pt is None and not is_identity:
             return (False, None, True, (), False)
         found: list[tuple[str, str]] = []
         try:
-            value = catalog.parsed(prop)
+            value = parsed()
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             if pt is None:
                 return (is_identity, named, True, (), False)
-            found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+            found.append((ERROR, f"invalid {type_name} value: {exc}"))
         else:
             if is_identity:
                 try:
@@ -300,18 +306,33 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
                 return (is_identity, named, True, (), False)
             if pt.validate is not None:
                 try:
-                    found += [(ERROR, f"invalid {prop.type} value: {msg}") for msg in pt.validate(value)]
+                    found += [(ERROR, f"invalid {type_name} value: {msg}") for msg in pt.validate(value)]
                 except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                    found.append((ERROR, f"invalid {prop.type} value: {exc}"))
+                    found.append((ERROR, f"invalid {type_name} value: {exc}"))
         return (is_identity, named, False, tuple(found), pt.requirement is not None and not found)
 
+
+def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _State) -> list[Problem]:
+    out: list[Problem] = []
+    verdicts = _Verdicts(registry)
+    lazy = _columns_of(catalog)
     for pkg_name in names:
         package = catalog.packages.get(pkg_name)
         channels = catalog.channels.get(pkg_name, {})
-        bundles = catalog.bundles.get(pkg_name, {})
+        bundles: Mapping[str, Any]
+        objects: Mapping[str, Bundle] = _NO_BUNDLES
+        rows_of: dict[str, int] = {}
+        if lazy is None:
+            bundles = objects = catalog.bundles.get(pkg_name, _NO_BUNDLES)
+            first_origin = next((b.origin for b in objects.values()), None)
+        else:
+            rows = lazy.span(pkg_name)
+            bundles = rows_of = dict(zip(map(lazy.columns.bundle_name.__getitem__, rows), rows, strict=True))
+            first_origin = lazy.origin(rows[0]) if rows else None
         if package is None:
-            first = next(iter(bundles.values()), None) or next(iter(channels.values()), None)
-            o = first.origin if first is not None else None
+            if first_origin is None:
+                first_origin = next((c.origin for c in channels.values()), None)
+            o = first_origin
             out.append(
                 Problem(
                     ERROR,
@@ -351,98 +372,250 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
         in_channel: set[str] = set()
         for channel in channels.values():
             _validate_channel(catalog, channel, bundles, out, in_channel)
-
-        versions: dict[Any, str] = {}
-        # id(requirement) -> the bundles carrying it that nothing satisfies (one warning per package)
-        unsatisfied: dict[int, list[tuple[Bundle, int, str]]] = {}
-        for bundle in bundles.values():
-            if bundle.name not in in_channel:
-                out.append(_bundle_problem(ERROR, f"bundle {bundle.name!r} is not in any channel", bundle))
-            if not bundle.image and not any(p.type in inline for p in bundle.properties):
-                out.append(
-                    _bundle_problem(
-                        ERROR,
-                        "bundle image must be set: the bundle has neither an image nor inline content"
-                        + (f" ({' or '.join(sorted(inline))} properties)" if inline else ""),
-                        bundle,
-                        "image",
-                    )
-                )
-            identities = 0
-            for i, prop in enumerate(bundle.properties):
-                pid = id(prop)
-                v = verdicts.get(pid)
-                if v is None:
-                    v = verdict(prop)
-                    if not v[0]:  # an identity property is its bundle's own: it does not recur
-                        verdicts[pid] = v
-                if v is plain:
-                    continue
-                if v[0]:
-                    identities += 1
-                    if v[1] is not None and v[1] != pkg_name:
-                        out.append(
-                            _bundle_problem(
-                                ERROR,
-                                f"{prop.type} names package {v[1]!r}, but the bundle belongs to {pkg_name!r}",
-                                bundle,
-                                f"properties[{i}]",
-                            )
-                        )
-                if v[2]:
-                    if (pkg_name, prop.type) not in unknown_seen:
-                        unknown_seen.add((pkg_name, prop.type))
-                        out.append(
-                            _bundle_problem(
-                                WARNING,
-                                f"unknown property type {prop.type!r} (no plugin registers it; it is kept as an "
-                                "opaque value and ignored by resolution)",
-                                bundle,
-                                f"properties[{i}].type",
-                            )
-                        )
-                    continue
-                for severity, message in v[3]:
-                    out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
-                if v[4]:
-                    if pid in requirements:
-                        found = requirements[pid]
-                    else:
-                        found = requirements[pid] = _check_requirement(catalog, registry, bundle, prop, views)
-                    if found is not None and found[0] == ERROR:
-                        out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
-                    elif found is not None:
-                        unsatisfied.setdefault(pid, []).append((bundle, i, found[1]))
-            if identities != 1 and identity:
-                wanted = " or ".join(sorted(identity))
-                out.append(
-                    _bundle_problem(
-                        ERROR, f"a bundle needs exactly one {wanted} property, found {identities}", bundle, "properties"
-                    )
-                )
-            if bundle.version:
-                try:
-                    key: Any = parse_version(bundle.version)
-                except ValueError:
-                    key = None  # reported by the identity property's own validation
-                if key is not None:
-                    if key in versions:
-                        out.append(
-                            _bundle_problem(
-                                ERROR,
-                                f"version {bundle.version} is used by both {versions[key]!r} and {bundle.name!r}",
-                                bundle,
-                                "properties",
-                            )
-                        )
-                    else:
-                        versions[key] = bundle.name
-
-        out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
+        if lazy is None:
+            _check_bundles(catalog, registry, pkg_name, objects, in_channel, verdicts, state, out)
+        else:
+            _check_rows(catalog, lazy, registry, pkg_name, rows_of, in_channel, verdicts, state, out)
         deprecation = catalog.deprecations.get(pkg_name)
         if deprecation is not None:
             out += _deprecation_problems(deprecation, channels, bundles)
     return out
+
+
+def _columns_of(catalog: Catalog) -> LazyBundles | None:
+    """The catalog's bundles when they were read into columns (checked there, not as objects)."""
+    bundles = catalog.bundles
+    return bundles if isinstance(bundles, LazyBundles) else None
+
+
+def _image_problem(registry: Registry, bundle: Any) -> Problem:
+    inline = registry.inline_types
+    return _bundle_problem(
+        ERROR,
+        "bundle image must be set: the bundle has neither an image nor inline content"
+        + (f" ({' or '.join(sorted(inline))} properties)" if inline else ""),
+        bundle,
+        "image",
+    )
+
+
+def _identity_problems(registry: Registry, identities: int, bundle: Any) -> list[Problem]:
+    identity = registry.identity_types
+    if identities == 1 or not identity:
+        return []
+    wanted = " or ".join(sorted(identity))
+    return [
+        _bundle_problem(
+            ERROR, f"a bundle needs exactly one {wanted} property, found {identities}", bundle, "properties"
+        )
+    ]
+
+
+def _version_clash(versions: dict[Any, str], name: str, version: str | None) -> str | None:
+    """The message when another bundle of the package has the same version (``versions``: version ->
+    the first bundle's name, filled as bundles are checked)."""
+    if not version:
+        return None
+    try:
+        key: Any = parse_version(version)
+    except ValueError:
+        return None  # reported by the identity property's own validation
+    if key not in versions:
+        versions[key] = name
+        return None
+    return f"version {version} is used by both {versions[key]!r} and {name!r}"
+
+
+def _check_bundles(
+    catalog: Catalog,
+    registry: Registry,
+    pkg_name: str,
+    bundles: Mapping[str, Bundle],
+    in_channel: set[str],
+    verdicts: _Verdicts,
+    state: _State,
+    out: list[Problem],
+) -> None:
+    """Check a package's bundles, as objects."""
+    inline = registry.inline_types
+    plain = verdicts.plain
+    known = state.verdicts
+    requirements = state.requirements
+    unknown_seen = state.unknown_seen
+    versions: dict[Any, str] = {}
+    # id(requirement) -> the bundles carrying it that nothing satisfies (one warning per package)
+    unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
+    for bundle in bundles.values():
+        if bundle.name not in in_channel:
+            out.append(_bundle_problem(ERROR, f"bundle {bundle.name!r} is not in any channel", bundle))
+        if not bundle.image and not any(p.type in inline for p in bundle.properties):
+            out.append(_image_problem(registry, bundle))
+        identities = 0
+        for i, prop in enumerate(bundle.properties):
+            pid = id(prop)
+            v = known.get(pid)
+            if v is None:
+                v = verdicts.verdict(prop.type, lambda prop=prop: catalog.parsed(prop))  # type: ignore[misc]
+                if not v[0]:  # an identity property is its bundle's own: it does not recur
+                    known[pid] = v
+            if v is plain:
+                continue
+            if v[0]:
+                identities += 1
+                if v[1] is not None and v[1] != pkg_name:
+                    out.append(_names_other_package(prop.type, v[1], pkg_name, bundle, i))
+            if v[2]:
+                if (pkg_name, prop.type) not in unknown_seen:
+                    unknown_seen.add((pkg_name, prop.type))
+                    out.append(_unknown_type(prop.type, bundle, i))
+                continue
+            for severity, message in v[3]:
+                out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
+            if v[4]:
+                if pid in requirements:
+                    found = requirements[pid]
+                else:
+                    found = requirements[pid] = _check_requirement(catalog, registry, bundle, prop, state.views)
+                if found is not None and found[0] == ERROR:
+                    out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
+                elif found is not None:
+                    unsatisfied.setdefault(pid, []).append((bundle, i, found[1]))
+        out += _identity_problems(registry, identities, bundle)
+        clash = _version_clash(versions, bundle.name, bundle.version)
+        if clash is not None:
+            out.append(_bundle_problem(ERROR, clash, bundle, "properties"))
+    out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
+
+
+class _Row:
+    """A bundle read into columns, as far as a problem names it."""
+
+    __slots__ = ("name", "origin", "package", "version")
+
+    def __init__(self, lazy: LazyBundles, row: int, package: str) -> None:
+        self.name = lazy.columns.bundle_name[row]
+        self.package = package
+        self.version = lazy.columns.bundle_version[row]
+        self.origin = lazy.origin(row)
+
+
+class _Distinct:
+    """The distinct properties of a catalog read into columns, each parsed once."""
+
+    def __init__(self, catalog: Catalog, lazy: LazyBundles) -> None:
+        self.lazy = lazy
+        self.columns = lazy.columns
+        self.parse = catalog._parse
+        self.values: dict[int, Any] = {}
+
+    def parsed(self, d: int) -> Any:
+        """As :meth:`Catalog.parsed` of the property (a failure is raised again each time)."""
+        found = self.values.get(d, NOT_PARSED)
+        if found is NOT_PARSED:
+            found = self.lazy.parsed(d)
+            if found is NOT_PARSED:
+                pt = self.parse.get(self.columns.dist_type[d])
+                value = self.columns.value(d)
+                found = pt(value) if pt is not None else value
+            self.values[d] = found
+        return found
+
+
+def _check_rows(
+    catalog: Catalog,
+    lazy: LazyBundles,
+    registry: Registry,
+    pkg_name: str,
+    rows: Mapping[str, int],
+    in_channel: set[str],
+    verdicts: _Verdicts,
+    state: _State,
+    out: list[Problem],
+) -> None:
+    """Check a package's bundles in columns: a verdict per distinct property, no bundle built.
+
+    The same checks as :func:`_check_bundles`, in the same order, with the same texts.
+    """
+    inline = registry.inline_types
+    plain = verdicts.plain
+    c = lazy.columns
+    dist_type, starts, refs = c.dist_type, c.prop_start, c.prop_ref
+    images, bundle_versions = c.bundle_image, c.bundle_version
+    distinct = state.distinct
+    if distinct is None:
+        distinct = state.distinct = _Distinct(catalog, lazy)
+    known = state.verdicts
+    requirements = state.requirements
+    unknown_seen = state.unknown_seen
+    versions: dict[Any, str] = {}
+    unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
+    for name, row in rows.items():
+        bundle: _Row | None = None
+        if name not in in_channel:
+            bundle = _Row(lazy, row, pkg_name)
+            out.append(_bundle_problem(ERROR, f"bundle {name!r} is not in any channel", bundle))
+        ds = refs[starts[row] : starts[row + 1]]
+        if not images[row] and not any(dist_type[d] in inline for d in ds):
+            bundle = bundle or _Row(lazy, row, pkg_name)
+            out.append(_image_problem(registry, bundle))
+        identities = 0
+        for i, d in enumerate(ds):
+            v = known.get(d)
+            if v is None:
+                v = known[d] = verdicts.verdict(dist_type[d], lambda d=d: distinct.parsed(d))  # type: ignore[misc]
+            if v is plain:
+                continue
+            if v[0]:
+                identities += 1
+                if v[1] is not None and v[1] != pkg_name:
+                    bundle = bundle or _Row(lazy, row, pkg_name)
+                    out.append(_names_other_package(dist_type[d], v[1], pkg_name, bundle, i))
+            if v[2]:
+                if (pkg_name, dist_type[d]) not in unknown_seen:
+                    unknown_seen.add((pkg_name, dist_type[d]))
+                    bundle = bundle or _Row(lazy, row, pkg_name)
+                    out.append(_unknown_type(dist_type[d], bundle, i))
+                continue
+            if v[3]:
+                bundle = bundle or _Row(lazy, row, pkg_name)
+                for severity, message in v[3]:
+                    out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
+            if v[4]:
+                if d in requirements:
+                    found = requirements[d]
+                else:
+                    found = requirements[d] = _check_distinct(catalog, lazy, registry, name, d, state)
+                if found is not None:
+                    bundle = bundle or _Row(lazy, row, pkg_name)
+                    if found[0] == ERROR:
+                        out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
+                    else:
+                        unsatisfied.setdefault(d, []).append((bundle, i, found[1]))
+        if identities != 1 and registry.identity_types:
+            out += _identity_problems(registry, identities, bundle or _Row(lazy, row, pkg_name))
+        clash = _version_clash(versions, name, bundle_versions[row])
+        if clash is not None:
+            out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
+    out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
+
+
+def _names_other_package(type_name: str, named: str, pkg_name: str, bundle: Any, i: int) -> Problem:
+    return _bundle_problem(
+        ERROR,
+        f"{type_name} names package {named!r}, but the bundle belongs to {pkg_name!r}",
+        bundle,
+        f"properties[{i}]",
+    )
+
+
+def _unknown_type(type_name: str, bundle: Any, i: int) -> Problem:
+    return _bundle_problem(
+        WARNING,
+        f"unknown property type {type_name!r} (no plugin registers it; it is kept as an "
+        "opaque value and ignored by resolution)",
+        bundle,
+        f"properties[{i}].type",
+    )
 
 
 def _deprecation_problems(deprecation: Deprecation, channels: Any, bundles: Any) -> list[Problem]:
@@ -569,31 +742,110 @@ def _names(names: list[str], shown: int = 10) -> str:
 
 
 def _check_requirement(
-    catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, views: dict[int, _View]
+    catalog: Catalog, registry: Registry, bundle: Bundle, prop: Property, views: dict[int, Any]
 ) -> tuple[str, str] | None:
     """What a requirement property says: ``(ERROR, message)`` when it does not build,
     ``(WARNING, predicate text)`` when nothing in the catalog satisfies it, else ``None``."""
-    pt = registry.property_types[prop.type]
-    assert pt.requirement is not None
-    try:
-        predicate = pt.requirement(catalog.parsed(prop), _Context(registry, bundle.name))
-    except (ValueError, TypeError, AttributeError, KeyError) as exc:
-        return (ERROR, f"invalid {prop.type} value: {exc}")
-    except Exception as exc:  # a plugin's requirement builder failing is its bug, reported not raised
-        return (ERROR, f"invalid {prop.type} value: {exc!r}")
-    lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
-    if lookup is None:
-        return None
-    try:
+
+    def candidates(lookup: tuple[str, Hashable]) -> Iterator[Any]:
         for candidate in reversed(catalog.lookup(*lookup)):  # newest first: most ranges are lower bounds
             view = views.get(id(candidate))
             if view is None:
                 view = views[id(candidate)] = _View(catalog, candidate)
+            yield view
+
+    return _requirement_verdict(registry, prop.type, lambda: catalog.parsed(prop), bundle.name, candidates)
+
+
+def _check_distinct(
+    catalog: Catalog, lazy: LazyBundles, registry: Registry, bundle: str, d: int, state: _State
+) -> tuple[str, str] | None:
+    """:func:`_check_requirement` of distinct property ``d`` of a catalog in columns (candidates as rows)."""
+    distinct = state.distinct
+    assert distinct is not None
+    views = state.views
+
+    def candidates(lookup: tuple[str, Hashable]) -> Iterator[Any]:
+        for row in reversed(catalog.lookup_rows(*lookup) or ()):
+            view = views.get(row)
+            if view is None:
+                view = views[row] = _RowView(catalog, lazy, distinct, row)
+            yield view
+
+    return _requirement_verdict(registry, lazy.columns.dist_type[d], lambda: distinct.parsed(d), bundle, candidates)
+
+
+def _requirement_verdict(
+    registry: Registry,
+    type_name: str,
+    parsed: Callable[[], Any],
+    bundle: str,
+    candidates: Callable[[tuple[str, Hashable]], Iterator[Any]],
+) -> tuple[str, str] | None:
+    pt = registry.property_types[type_name]
+    assert pt.requirement is not None
+    try:
+        predicate = pt.requirement(parsed(), _Context(registry, bundle))
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        return (ERROR, f"invalid {type_name} value: {exc}")
+    except Exception as exc:  # a plugin's requirement builder failing is its bug, reported not raised
+        return (ERROR, f"invalid {type_name} value: {exc!r}")
+    lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
+    if lookup is None:
+        return None
+    try:
+        for view in candidates(lookup):
             if predicate.matches(view):
                 return None
     except Exception:  # matching is the plugin's business; no verdict, no warning
         return None
     return (WARNING, str(predicate))
+
+
+class _RowView:
+    """A bundle in columns as predicates see it (:class:`_View`'s twin: values parsed once per
+    distinct property; ``properties`` builds the package's bundles)."""
+
+    __slots__ = ("_catalog", "_distinct", "_lazy", "_row", "_values")
+
+    def __init__(self, catalog: Catalog, lazy: LazyBundles, distinct: _Distinct, row: int) -> None:
+        self._catalog = catalog
+        self._lazy = lazy
+        self._distinct = distinct
+        self._row = row
+        self._values: dict[str, tuple[Any, ...]] = {}
+
+    @property
+    def name(self) -> str:
+        return self._lazy.columns.bundle_name[self._row]
+
+    @property
+    def package(self) -> str:
+        c = self._lazy.columns
+        return c.packages[c.bundle_package[self._row]]
+
+    @property
+    def version(self) -> str | None:
+        return self._lazy.columns.bundle_version[self._row]
+
+    @property
+    def properties(self) -> tuple[Any, ...]:
+        return self._lazy.properties(self._row)
+
+    def values(self, type_name: str) -> tuple[Any, ...]:
+        found = self._values.get(type_name)
+        if found is None:
+            c = self._lazy.columns
+            row, dist_type = self._row, c.dist_type
+            out = []
+            for d in c.prop_ref[c.prop_start[row] : c.prop_start[row + 1]]:
+                if dist_type[d] == type_name:
+                    try:
+                        out.append(self._distinct.parsed(d))
+                    except ValueError:
+                        continue
+            found = self._values[type_name] = tuple(out)
+        return found
 
 
 def _unsatisfied_problem(package: str, hits: list[tuple[Bundle, int, str]]) -> Problem:

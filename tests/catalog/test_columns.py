@@ -227,7 +227,7 @@ BLOBS: dict[str, tuple[bool, dict[str, list[Any]]]] = {
             "b.json": [
                 chan("b", [{"name": "b.v1.0.0"}]),
                 {**bundle("b", "1.0.0", [NEEDS, ODD]), "relatedImages": [{"image": "x"}]},
-                bundle("a", "2.0.0", [GVK, {"value": GVK["value"], "type": "olm.gvk", "note": 1}]),
+                bundle("a", "2.0.0", [GVK, {"value": {"packageName": "a", "version": "2.0.0"}, "type": "olm.package"}]),
                 {**bundle("b", "2.0.0", [NEEDS]), "image": ""},
                 {**bundle("b", "3.0.0"), "properties": None},
             ],
@@ -244,6 +244,17 @@ BLOBS: dict[str, tuple[bool, dict[str, list[Any]]]] = {
                 {**bundle("a", "3.0.0"), "properties": [GVK]},
                 bundle("a", "4.0.0", [{"type": "olm.package", "value": {"packageName": "b", "version": "9.0.0"}}]),
                 bundle("a", "5.0.0", [{"type": "olm.gvk", "value": {"group": 1}}]),
+            ]
+        },
+    ),
+    "a property written two ways": (
+        False,
+        {
+            "d.json": [
+                pkg("a"),
+                chan("a", [{"name": "a.v1.0.0"}, {"name": "a.v2.0.0"}]),
+                bundle("a", "1.0.0", [GVK]),
+                bundle("a", "2.0.0", [{"value": GVK["value"], "type": "olm.gvk", "note": 1}]),
             ]
         },
     ),
@@ -364,3 +375,114 @@ def test_held_columns_and_rows_of_the_index(generated, olmkit_pm, monkeypatch):
     assert checked > 100
     assert () == fast.lookup_rows("olm.gvk", ("no", "such", "api"))
     assert slow.columns() is slow.columns(build=False)  # built once, then held
+
+
+# --------------------------------------------------------------------------- validate on the columns
+
+
+def break_catalog(src: Path, dst: Path) -> int:
+    """Copy a generated catalog with a few bundles, properties, ranges and channels made bad.
+
+    Every 7th bundle gets one fault in turn (bad version, bad range, malformed gvk, unknown
+    type, no image, a second or foreign identity, a requirement nothing provides, a bad CEL
+    rule); every 11th package's first channel a bad skipRange. Returns the faults made.
+    """
+    faults = [
+        lambda b: b["properties"][0]["value"].update(version="not-a-version"),
+        lambda b: b["properties"].append(
+            {"type": "olm.package.required", "value": {"packageName": "pkg-00001", "versionRange": ">>1"}}
+        ),
+        lambda b: b["properties"].append({"type": "olm.gvk", "value": {"group": "g"}}),
+        lambda b: b["properties"].append({"type": "example.io/mistyped", "value": 1}),
+        lambda b: b.pop("image"),
+        lambda b: b["properties"].append(
+            {"type": "olm.package", "value": {"packageName": "other", "version": "1.0.0"}}
+        ),
+        lambda b: b["properties"].append(
+            {"type": "olm.gvk.required", "value": {"group": "nowhere.io", "kind": "Nothing", "version": "v1"}}
+        ),
+        lambda b: b["properties"].append(
+            {"type": "olm.constraint", "value": {"failureMessage": "x", "cel": {"rule": "properties.exists("}}}
+        ),
+        lambda b: b["properties"].__setitem__(0, {"type": "olm.package", "value": "x"}),
+    ]
+    made = 0
+    count = 0
+    for n, path in enumerate(sorted(src.rglob("*.json"))):
+        out = []
+        channel_done = False
+        for line in path.read_bytes().splitlines():
+            blob = orjson.loads(line)
+            if blob.get("schema") == "olm.bundle":
+                count += 1
+                if count % 7 == 0:
+                    faults[made % len(faults)](blob)
+                    made += 1
+            elif blob.get("schema") == "olm.channel" and n % 11 == 0 and not channel_done:
+                blob["entries"][-1]["skipRange"] = "<v1.13.0"
+                channel_done = True
+            out.append(blob)
+        target = dst / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(dump_json_stream(out))
+    return made
+
+
+def assert_validate_is_the_object_validate(path, registry, monkeypatch, *, jobs: int = 1) -> list[Any]:
+    """validate on the columns reports what validate on the objects reports, in the same order."""
+    from olmkit.catalog import _load, load_catalog_result
+    from olmkit.catalog.validate import validate_catalog
+
+    monkeypatch.setattr(_load, "FAST", False)
+    slow = load_catalog_result(path, registry, cache=False)
+    expected = validate_catalog(slow.catalog, registry, slow.problems, jobs=jobs)
+    monkeypatch.setattr(_load, "FAST", True)
+    fast = load_catalog_result(path, registry, cache=False)
+    assert fast_taken(fast.catalog)
+    found = validate_catalog(fast.catalog, registry, fast.problems, jobs=jobs)
+
+    assert [p.to_dict() for p in expected] == [p.to_dict() for p in found]
+    assert not isinstance(fast.catalog.bundles, dict)
+    return found
+
+
+def test_validate_on_columns_of_the_generated_catalog(generated, olmkit_pm, monkeypatch):
+    """The generated catalog: the same warnings (requirements nothing satisfies, dead ends) from the columns."""
+    found = assert_validate_is_the_object_validate(generated, olmkit_pm.registry, monkeypatch)
+
+    assert found
+
+
+def test_validate_on_columns_of_a_broken_catalog(generated, olmkit_pm, tmp_path, monkeypatch):
+    """Bad versions, ranges, values, identities, images, CEL rules and skipRanges: the same problems,
+    files and lines; no bundle is built where nothing names it."""
+    assert break_catalog(generated, tmp_path) > 200
+
+    found = assert_validate_is_the_object_validate(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    assert len({p.message.split(":")[0] for p in found if p.severity == "error"}) > 6
+
+
+def test_validate_on_columns_in_two_processes(generated, olmkit_pm, tmp_path, monkeypatch):
+    """Split between this process and a forked child: the same problems in the same order."""
+    break_catalog(generated, tmp_path)
+
+    assert_validate_is_the_object_validate(tmp_path, olmkit_pm.registry, monkeypatch, jobs=2)
+
+
+@pytest.mark.skipif(not COMMUNITY.is_dir(), reason="the community catalog is not beside the repository")
+def test_validate_on_columns_of_the_community_catalog(olmkit_pm, monkeypatch):
+    """The real community catalog: the same report from the columns."""
+    assert_validate_is_the_object_validate(COMMUNITY, olmkit_pm.registry, monkeypatch)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_validate_on_columns_of_random_catalogs(olmkit_pm, case):
+    """The resolver tests' random catalogs (broken and deprecated bundles, bad ranges): the same report."""
+    from resolver.casefile import case_manifests
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        case_manifests(case, Path(tmp))
+        for directory in sorted(p for p in Path(tmp).iterdir() if p.is_dir()):
+            assert_validate_is_the_object_validate(directory, olmkit_pm.registry, mp)

@@ -36,8 +36,7 @@ class Reference(_Upgrades):
     bundle, found by asking ``upgrades_from`` of each (no index, no table)."""
 
     def next(self, name: str) -> tuple[str, str] | None:
-        bundle = self.bundles.get(name)
-        version = bundle.version if bundle is not None else None
+        version = self.versions.get(name)
         for entry in self.order:
             if entry.name != name and (how := upgrades_from(entry, name, version)) is not None:
                 return entry.name, how
