@@ -43,7 +43,7 @@ __all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
 
 _BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
 _FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
-#: what :meth:`LazyBundles.parsed` gives for a property the loader did not parse
+#: a distinct property not parsed (yet)
 NOT_PARSED: Final = _FAILED
 _PARSE_ERRORS: Final = (ValueError, TypeError, AttributeError, KeyError)
 
@@ -377,9 +377,9 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         """Row -> the bundle's extra fields (bundles that have some)."""
         return self._extra
 
-    def parsed(self, d: int) -> Any:
-        """Distinct property ``d``'s value as the loader parsed it, or :data:`NOT_PARSED`."""
-        return self._parsed.get(d, _FAILED)
+    def parsed_values(self) -> dict[int, Any]:
+        """Distinct property -> its value as the loader parsed it (a copy; those it parsed)."""
+        return dict(self._parsed)
 
     def build_all(self) -> None:
         """Build every package's bundles (for a caller that reads them all)."""

@@ -278,12 +278,12 @@ class _Verdicts:
         # equal verdicts are one tuple (a large catalog has hundreds of thousands)
         self.canonical: dict[_Verdict, _Verdict] = {self.plain: self.plain}
 
-    def verdict(self, type_name: str, parsed: Callable[[], Any]) -> _Verdict:
-        """The verdict on a property of ``type_name`` whose value ``parsed()`` parses."""
-        v = self._verdict(type_name, parsed)
+    def verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
+        """The verdict on a property of ``type_name`` whose value ``parsed(prop)`` parses."""
+        v = self._verdict(type_name, parsed, prop)
         return self.canonical.setdefault(v, v)
 
-    def _verdict(self, type_name: str, parsed: Callable[[], Any]) -> _Verdict:
+    def _verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
         pt = self.types.get(type_name)
         is_identity = type_name in self.identity
         named: str | None = None
@@ -291,7 +291,7 @@ class _Verdicts:
             return (False, None, True, (), False)
         found: list[tuple[str, str]] = []
         try:
-            value = parsed()
+            value = parsed(prop)
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             if pt is None:
                 return (is_identity, named, True, (), False)
@@ -455,7 +455,7 @@ def _check_bundles(
             pid = id(prop)
             v = known.get(pid)
             if v is None:
-                v = verdicts.verdict(prop.type, lambda prop=prop: catalog.parsed(prop))  # type: ignore[misc]
+                v = verdicts.verdict(prop.type, catalog.parsed, prop)
                 if not v[0]:  # an identity property is its bundle's own: it does not recur
                     known[pid] = v
             if v is plain:
@@ -506,18 +506,15 @@ class _Distinct:
         self.lazy = lazy
         self.columns = lazy.columns
         self.parse = catalog._parse
-        self.values: dict[int, Any] = {}
+        self.values: dict[int, Any] = lazy.parsed_values()  # what the loader parsed already
 
     def parsed(self, d: int) -> Any:
         """As :meth:`Catalog.parsed` of the property (a failure is raised again each time)."""
         found = self.values.get(d, NOT_PARSED)
         if found is NOT_PARSED:
-            found = self.lazy.parsed(d)
-            if found is NOT_PARSED:
-                pt = self.parse.get(self.columns.dist_type[d])
-                value = self.columns.value(d)
-                found = pt(value) if pt is not None else value
-            self.values[d] = found
+            pt = self.parse.get(self.columns.dist_type[d])
+            value = self.columns.value(d)
+            found = self.values[d] = pt(value) if pt is not None else value
         return found
 
 
@@ -562,7 +559,7 @@ def _check_rows(
         for i, d in enumerate(ds):
             v = known.get(d)
             if v is None:
-                v = known[d] = verdicts.verdict(dist_type[d], lambda d=d: distinct.parsed(d))  # type: ignore[misc]
+                v = known[d] = verdicts.verdict(dist_type[d], distinct.parsed, d)
             if v is plain:
                 continue
             if v[0]:
