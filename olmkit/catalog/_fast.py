@@ -76,6 +76,7 @@ class ColumnBuilder:
         self.by_blob: dict[bytes, int] = {}  # a property blob's JSON text -> distinct property
         self.by_key: dict[tuple[str, bytes], int] = {}
         self.dist_type: list[str] = []
+        self.types: dict[str, str] = {}
         self.dist_json: list[bytes] = []
         self.parsed: dict[int, Any] = {}  # distinct property -> its parsed value (those parsed)
         #: distinct property -> (the version it gives or _FAILED, the index lists of its bundles),
@@ -181,7 +182,7 @@ class ColumnBuilder:
         d = self.by_key[(ptype, text)] = len(self.dist_type)
         if parse is None:  # an identity is its bundle's own: it does not recur
             self.by_blob[bytes(memoryview(key))] = d
-        self.dist_type.append(ptype)
+        self.dist_type.append(self.types.setdefault(ptype, ptype))  # one string per type
         self.dist_json.append(text)
         version: Any = _FAILED
         if parse is not None:
