@@ -19,20 +19,27 @@ The workload is a ``gen_catalog.py`` output with ``manifests.yaml`` beside its `
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 
 def _settle(cache: str) -> None:
-    lock = Path(cache) / ".writing"
-    deadline = time.monotonic() + 60
-    while lock.exists() and time.monotonic() < deadline:  # the detached cache writer
-        time.sleep(0.1)
+    """Wait for the cache writer the command left behind (it holds the directory's lock)."""
+    from olmkit.catalog import LOCK_NAME
+
+    try:
+        fd = os.open(Path(cache) / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return  # no writer was left
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)
 
 
 def run(olmkit: str, args: list[str], *, warm: bool = False) -> tuple[float, float, int, bytes, int]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from itertools import accumulate
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -64,6 +64,8 @@ class ColumnBuilder:
         types = registry.property_types
         self.identity = {n: pt.parse for n, pt in types.items() if pt.identity}
         self.indexers = {n: pt for n, pt in types.items() if pt.index_keys is not None}
+        #: type -> the function the values of that type were parsed with
+        self.parsed_with = {n: pt.parse for n, pt in types.items() if pt.identity or pt.index_keys is not None}
         self.rest = rest
         self.files: list[str] = []
         #: per bundle, in the order read: (package number, name, version, image, file, line, properties)
@@ -269,6 +271,7 @@ class ColumnBuilder:
         self.by_blob = {}
         self.by_key = {}
         bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed)
+        bundles.parsed_with = self.parsed_with
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
 
 
@@ -301,6 +304,8 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         self._parsed = parsed
         self._catalog_parsed = catalog_parsed
         self._props: list[Property | None] = [None] * len(columns.dist_type)
+        #: type -> the function the values in ``parsed`` of that type were parsed with
+        self.parsed_with: Mapping[str, Callable[[Any], Any]] = {}
         self._number = {p: n for n, p in enumerate(columns.packages)}
         self._done: dict[str, Mapping[str, Bundle]] = {}
 
@@ -382,8 +387,13 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         """Distinct property -> its value as the loader parsed it (a copy; those it parsed)."""
         return dict(self._parsed)
 
+    def parsed_view(self) -> Mapping[int, Any]:
+        """Distinct property -> its value as the loader parsed it (read-only, no copy)."""
+        return MappingProxyType(self._parsed)
+
     def build_all(self) -> None:
         """Build every package's bundles (for a caller that reads them all)."""
+        self._make([d for d, prop in enumerate(self._props) if prop is None])  # every value decoded at once
         for package in self._number:
             self[package]
 

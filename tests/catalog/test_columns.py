@@ -486,3 +486,25 @@ def test_validate_on_columns_of_random_catalogs(olmkit_pm, case):
         case_manifests(case, Path(tmp))
         for directory in sorted(p for p in Path(tmp).iterdir() if p.is_dir()):
             assert_validate_is_the_object_validate(directory, olmkit_pm.registry, mp)
+
+
+def test_parsed_distinct_gives_what_the_loader_parsed(generated, olmkit_pm, monkeypatch):
+    """The identity and indexed values the loader parsed, by distinct property, under the same parsers only."""
+    from olmkit.catalog import _load, load_catalog
+
+    registry = olmkit_pm.registry
+    parse = {n: pt.parse for n, pt in registry.property_types.items()}
+    fast = load_catalog(generated, registry, cache=False)
+    columns = fast.columns(build=False)
+    assert columns is not None
+
+    parsed = fast.parsed_distinct(parse)
+
+    identities = [d for d, t in enumerate(columns.dist_type) if t == "olm.package"]
+    assert identities
+    assert set(identities) <= set(parsed)
+    for d in list(parsed)[:500]:
+        assert parse[columns.dist_type[d]](columns.value(d)) == parsed[d]
+    assert {} == dict(fast.parsed_distinct({**parse, "olm.package": lambda v: v}))
+    monkeypatch.setattr(_load, "FAST", False)
+    assert {} == dict(load_catalog(generated, registry, cache=False).parsed_distinct(parse))
