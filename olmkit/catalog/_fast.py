@@ -76,7 +76,8 @@ class ColumnBuilder:
         self.names: list[set[str]] = []  # per package: its bundles' names
         # distinct properties
         self.by_blob: dict[bytes, int] = {}  # a property blob's JSON text -> distinct property
-        self.by_key: dict[tuple[str, bytes], int] = {}
+        self.by_key: dict[tuple[str, bytes], int] = {}  # (type, value's JSON text) -> distinct property
+        self.identities: dict[str, dict[bytes, int]] = {}  # the same for identities, by type
         self.dist_type: list[str] = []
         self.types: dict[str, str] = {}
         self.dist_json: list[bytes] = []
@@ -109,6 +110,8 @@ class ColumnBuilder:
         special = self.special.get
         extend = self.refs.extend
         distinct = self._distinct
+        own = self._identity
+        identity = self.identity
         dumps = orjson.dumps
         for line, raw in enumerate(values, 1):
             if type(raw) is not dict or raw.get("schema") != SCHEMA_BUNDLE:
@@ -136,12 +139,20 @@ class ColumnBuilder:
             props = raw.get("properties") or ()
             if type(props) is not list and props != ():
                 raise Bail
-            keys = list(map(dumps, props))
+            first = props[0] if props else None
+            kind = first.get("type") if type(first) is dict else None
+            if type(kind) is str and kind in identity and "value" in first:  # type: ignore[operator]
+                # the bundle's identity first, as usual: its own, nothing to look up by its blob
+                rest = props[1:]
+                head = [own(kind, first["value"])]  # type: ignore[index]
+            else:
+                rest, head = props, []
+            keys = list(map(dumps, rest))
             found = list(map(known, keys))
-            while None in found:  # a property not seen before (every bundle's identity)
+            while None in found:  # a property not seen before
                 i = found.index(None)
-                found[i] = distinct(props[i], keys[i])
-            ds = cast("list[int]", found)
+                found[i] = distinct(rest[i], keys[i])
+            ds = cast("list[int]", head + found if head else found)
             extend(ds)
             number = len(rows)
             version = None
@@ -173,27 +184,52 @@ class ColumnBuilder:
         if type(ptype) is not str or not ptype or "value" not in p:
             raise Bail
         value = p["value"]
+        if ptype in self.identity:  # an identity is its bundle's own: it does not recur
+            return self._identity(ptype, value)
         # compact copies: orjson's results keep a larger buffer, too much to keep
         text = bytes(memoryview(orjson.dumps(value)))
         d = self.by_key.get((ptype, text))
-        parse = self.identity.get(ptype)
         if d is not None:
-            if parse is None:
-                raise Bail
-            return d  # bundles with one identity: the object loader shares no identity, they are equal
-        d = self.by_key[(ptype, text)] = len(self.dist_type)
-        if parse is None:  # an identity is its bundle's own: it does not recur
-            self.by_blob[bytes(memoryview(key))] = d
+            raise Bail
+        d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = self._new(ptype, text)
+        lists = self._lists(d, ptype, value)
+        if lists:
+            self.special[d] = (_FAILED, lists)
+        return d
+
+    def _new(self, ptype: str, text: bytes) -> int:
+        """A new distinct property."""
+        d = len(self.dist_type)
         self.dist_type.append(self.types.setdefault(ptype, ptype))  # one string per type
         self.dist_json.append(text)
+        return d
+
+    def _identity(self, ptype: str, value: Any) -> int:
+        """The distinct property of an identity property (numbered, parsed and filed if new).
+
+        Bundles with one identity share it: the object loader shares no identity, but
+        theirs are equal.
+        """
+        text = bytes(memoryview(orjson.dumps(value)))
+        seen = self.identities.get(ptype)
+        if seen is None:
+            seen = self.identities[ptype] = {}
+        d = seen.get(text)
+        if d is not None:
+            return d
+        d = seen[text] = self._new(ptype, text)
         version: Any = _FAILED
-        if parse is not None:
-            try:
-                parsed = self.parsed[d] = parse(value)
-            except _PARSE_ERRORS:
-                pass
-            else:
-                version = getattr(parsed, "version", None)
+        try:
+            parsed = self.parsed[d] = self.identity[ptype](value)
+        except _PARSE_ERRORS:
+            pass
+        else:
+            version = getattr(parsed, "version", None)
+        self.special[d] = (version, self._lists(d, ptype, value))
+        return d
+
+    def _lists(self, d: int, ptype: str, value: Any) -> tuple[list[int], ...]:
+        """The index lists of the bundles carrying distinct property ``d`` (parsed once)."""
         lists: tuple[list[int], ...] = ()
         pt = self.indexers.get(ptype)
         if pt is not None:
@@ -206,9 +242,7 @@ class ColumnBuilder:
                 lists = tuple(idx.setdefault(k, []) for k in keys)
             except _PARSE_ERRORS:
                 lists = ()
-        if parse is not None or lists:
-            self.special[d] = (version, lists)
-        return d
+        return lists
 
     def count(self) -> int:
         """The number of bundles read."""
@@ -270,6 +304,7 @@ class ColumnBuilder:
         self.rows = []
         self.by_blob = {}
         self.by_key = {}
+        self.identities = {}
         bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed)
         bundles.parsed_with = self.parsed_with
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}

@@ -507,13 +507,18 @@ class _Distinct:
         self.columns = lazy.columns
         self.parse = catalog._parse
         self.values: dict[int, Any] = lazy.parsed_values()  # what the loader parsed already
+        # the others' values, decoded at once
+        c = self.columns
+        rest = [d for d in range(len(c.dist_type)) if d not in self.values]
+        texts = b",".join([c.dist_json[d] for d in rest])
+        self.raw: dict[int, Any] = dict(zip(rest, orjson.loads(b"".join((b"[", texts, b"]"))), strict=True))
 
     def parsed(self, d: int) -> Any:
         """As :meth:`Catalog.parsed` of the property (a failure is raised again each time)."""
         found = self.values.get(d, NOT_PARSED)
         if found is NOT_PARSED:
             pt = self.parse.get(self.columns.dist_type[d])
-            value = self.columns.value(d)
+            value = self.raw[d]
             found = self.values[d] = pt(value) if pt is not None else value
         return found
 
@@ -766,7 +771,7 @@ def _check_distinct(
         for row in reversed(catalog.lookup_rows(*lookup) or ()):
             view = views.get(row)
             if view is None:
-                view = views[row] = _RowView(catalog, lazy, distinct, row)
+                view = views[row] = _RowView(lazy, distinct, row)
             yield view
 
     return _requirement_verdict(registry, lazy.columns.dist_type[d], lambda: distinct.parsed(d), bundle, candidates)
@@ -803,14 +808,14 @@ class _RowView:
     """A bundle in columns as predicates see it (:class:`_View`'s twin: values parsed once per
     distinct property; ``properties`` builds the package's bundles)."""
 
-    __slots__ = ("_catalog", "_distinct", "_lazy", "_row", "_values")
+    __slots__ = ("_distinct", "_lazy", "_properties", "_row", "_values")
 
-    def __init__(self, catalog: Catalog, lazy: LazyBundles, distinct: _Distinct, row: int) -> None:
-        self._catalog = catalog
+    def __init__(self, lazy: LazyBundles, distinct: _Distinct, row: int) -> None:
         self._lazy = lazy
         self._distinct = distinct
         self._row = row
         self._values: dict[str, tuple[Any, ...]] = {}
+        self._properties: tuple[Any, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -827,7 +832,10 @@ class _RowView:
 
     @property
     def properties(self) -> tuple[Any, ...]:
-        return self._lazy.properties(self._row)
+        found = self._properties
+        if found is None:
+            found = self._properties = self._lazy.properties(self._row)
+        return found
 
     def values(self, type_name: str) -> tuple[Any, ...]:
         found = self._values.get(type_name)
