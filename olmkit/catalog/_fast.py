@@ -295,16 +295,17 @@ class ColumnBuilder:
 
     def catalog_parts(self, parsed: dict[int, Any]) -> tuple[BundleColumns, LazyBundles, dict[str, IndexKeys]]:
         """The columns, the lazy bundles over them (filing parsed values in ``parsed``) and the index."""
+        self.by_blob = {}  # the reading's tables first: less at the peak
+        self.by_key = {}
+        self.identities = {}
+        self.special = {}
         columns, files, lines, row_of = self.columns()
+        self.rows = []
         extra = self.extra
         index = {n: {k: v for k, v in idx.items() if v} for n, idx in self.index.items()}
         if row_of is not None:  # from the order read to the columns' order
             extra = {row_of[i]: v for i, v in extra.items()}
             index = {n: {k: [row_of[i] for i in v] for k, v in idx.items()} for n, idx in index.items()}
-        self.rows = []
-        self.by_blob = {}
-        self.by_key = {}
-        self.identities = {}
         bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed)
         bundles.parsed_with = self.parsed_with
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
