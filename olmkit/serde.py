@@ -38,6 +38,7 @@ __all__ = [
     "WireError",
     "blob_to_dict",
     "bundle_from_dict",
+    "bundle_head",
     "bundle_to_dict",
     "channel_from_dict",
     "channel_to_dict",
@@ -329,6 +330,26 @@ def _channel_from_dict_slow(raw: Mapping[str, Any], origin: Origin | None = None
     )
 
 
+def bundle_head(raw: Mapping[str, Any]) -> tuple[str, str, str | None] | None:
+    """A bundle blob's name, package and image (``None`` for none), or ``None`` unless all are plainly well formed.
+
+    The bulk readers' first test of a bundle blob: a blob that fails it goes the careful
+    way, whose :class:`WireError` names the field.
+    """
+    name = raw.get("name")
+    package = raw.get("package")
+    image = raw.get("image") or None
+    if (
+        type(name) is not str
+        or not name
+        or type(package) is not str
+        or not package
+        or (image is not None and type(image) is not str)
+    ):
+        return None
+    return name, package, image
+
+
 def bundle_from_dict(
     raw: Mapping[str, Any],
     origin: Origin | None = None,
@@ -347,16 +368,10 @@ def bundle_from_dict(
         WireError: a field is missing or has the wrong type (names the field).
     """
     try:
-        name, package = raw["name"], raw["package"]
-        image = raw.get("image") or None
-        if (
-            type(name) is not str
-            or not name
-            or type(package) is not str
-            or not package
-            or (image is not None and type(image) is not str)
-        ):
+        head = bundle_head(raw)
+        if head is None:
             raise _Slow
+        name, package, image = head
         props: list[Property] = []
         append = props.append
         for p in raw.get("properties") or ():
@@ -498,16 +513,10 @@ class BlobReader:
         dumps = orjson.dumps
         gathered: list[list[Any]] = []
         try:
-            name, package = raw["name"], raw["package"]
-            image = raw.get("image") or None
-            if (
-                type(name) is not str
-                or not name
-                or type(package) is not str
-                or not package
-                or (image is not None and type(image) is not str)
-            ):
+            head = bundle_head(raw)
+            if head is None:
                 raise _Slow
+            name, package, image = head
             version = None
             versioned = False
             props: list[Property] = []

@@ -34,7 +34,7 @@ from olmkit.model import _bundle as new_bundle
 from olmkit.model import _origin as new_origin
 from olmkit.model import _property as new_property
 from olmkit.registry import Registry
-from olmkit.serde import SCHEMA_BUNDLE
+from olmkit.serde import SCHEMA_BUNDLE, bundle_head
 
 if TYPE_CHECKING:
     from olmkit.catalog._load import _Builder
@@ -117,17 +117,10 @@ class ColumnBuilder:
             if type(raw) is not dict or raw.get("schema") != SCHEMA_BUNDLE:
                 add(raw, path, line)
                 continue
-            name = raw.get("name")
-            package = raw.get("package")
-            image = raw.get("image") or None
-            if (
-                type(name) is not str
-                or not name
-                or type(package) is not str
-                or not package
-                or (image is not None and type(image) is not str)
-            ):
+            fields = bundle_head(raw)
+            if fields is None:
                 raise Bail
+            name, package, image = fields
             pn = packages.get(package)
             if pn is None:
                 pn = packages[package] = len(names)
