@@ -136,7 +136,9 @@ def snapshot(cat: Catalog, problems: tuple[object, ...]) -> dict[str, object]:
         return str(getattr(obj, "origin", None))
 
     bundles = {
-        p: [(b, where(b), b.extra, [_parsed(cat, prop) for prop in b.properties]) for b in per.values()]
+        p: [
+            (b, where(b), b.extra, [_parsed(cat, prop) for prop in b.properties], _values(cat, b)) for b in per.values()
+        ]
         for p, per in cat.bundles.items()
     }
     index = {}
@@ -155,6 +157,17 @@ def snapshot(cat: Catalog, problems: tuple[object, ...]) -> dict[str, object]:
         "index": index,
         "columns": build_columns(cat.bundles),
     }
+
+
+def _values(cat: Catalog, bundle: Bundle) -> list[object]:
+    """``Catalog.values`` of the bundle for each type it carries."""
+    out: list[object] = []
+    for type_name in dict.fromkeys(p.type for p in bundle.properties):
+        try:
+            out.append(cat.values(bundle, type_name))
+        except Exception as exc:  # a parser's other errors propagate: compare them too
+            out.append(repr(exc))
+    return out
 
 
 def _parsed(cat: Catalog, prop: Property) -> object:
