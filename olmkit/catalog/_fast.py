@@ -12,8 +12,13 @@ from the columns.
 Everything else (packages, channels, deprecations, other schemas) goes through the object
 loader blob by blob, as before: they are few. Anything the fast path does not take as it
 is (a YAML file, a blob spanning lines, a malformed bundle blob or property, a duplicate
-bundle) raises :class:`Bail`, and the loader reads the whole catalog again the usual way,
-so that every problem is found and worded exactly as before.
+bundle, a property written two ways: the object loader keeps those apart and validation
+reports them apart) raises :class:`Bail`, and the loader reads the whole catalog again the
+usual way, so that every problem is found and worded exactly as before.
+
+Reading is about as costly as the object loader's (the per-property steps, an
+``orjson.dumps`` and a lookup to find the distinct property, are the same); what it saves
+is the consumers': a compiler or a check that reads the columns builds no bundle.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ Speed notes (see ``benchmarks/bench_catalog.py`` and ``benchmarks/results/catalo
 * blobs become model objects through :class:`~olmkit.serde.BlobReader`, which interns
   equal properties (one :class:`~olmkit.model.Property`, one parsed value and one index
   computation per distinct value);
+* a catalog of one-blob-per-line JSON files is read into columns (``_fast``): no model
+  object per bundle or property until a package's bundles are asked for; anything unusual
+  is read again by the object loader below, which words every load problem;
 * the cyclic garbage collector is paused during the bulk load, and what the load of a
   large catalog built is frozen out of later collections (:func:`gc.freeze`): the
   snapshot is immutable and cycle-free, and a full collection over a few million
