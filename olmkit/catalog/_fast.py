@@ -417,10 +417,6 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         """Row -> the bundle's extra fields (bundles that have some)."""
         return self._extra
 
-    def parsed_values(self) -> dict[int, Any]:
-        """Distinct property -> its value as the loader parsed it (a copy; those it parsed)."""
-        return dict(self._parsed)
-
     def parsed_view(self) -> Mapping[int, Any]:
         """Distinct property -> its value as the loader parsed it (read-only, no copy)."""
         return MappingProxyType(self._parsed)

@@ -506,20 +506,27 @@ class _Distinct:
         self.lazy = lazy
         self.columns = lazy.columns
         self.parse = catalog._parse
-        self.values: dict[int, Any] = lazy.parsed_values()  # what the loader parsed already
+        self.loaded = lazy.parsed_view()  # what the loader parsed already
+        self.values: dict[int, Any] = {}  # and what was parsed here
         # the others' values, decoded at once
         c = self.columns
-        rest = [d for d in range(len(c.dist_type)) if d not in self.values]
+        loaded = self.loaded
+        rest = [d for d in range(len(c.dist_type)) if d not in loaded]
         texts = b",".join([c.dist_json[d] for d in rest])
         self.raw: dict[int, Any] = dict(zip(rest, orjson.loads(b"".join((b"[", texts, b"]"))), strict=True))
+        #: per distinct property, its verdict once made
+        self.verdicts: list[_Verdict | None] = [None] * len(c.dist_type)
 
     def parsed(self, d: int) -> Any:
         """As :meth:`Catalog.parsed` of the property (a failure is raised again each time)."""
-        found = self.values.get(d, NOT_PARSED)
+        found = self.loaded.get(d, NOT_PARSED)
+        if found is NOT_PARSED:
+            found = self.values.get(d, NOT_PARSED)
         if found is NOT_PARSED:
             pt = self.parse.get(self.columns.dist_type[d])
             value = self.raw[d]
             found = self.values[d] = pt(value) if pt is not None else value
+            del self.raw[d]  # parsed once and for all (a failure is raised again from it)
         return found
 
 
@@ -546,7 +553,7 @@ def _check_rows(
     distinct = state.distinct
     if distinct is None:
         distinct = state.distinct = _Distinct(catalog, lazy)
-    known = state.verdicts
+    known = distinct.verdicts
     requirements = state.requirements
     unknown_seen = state.unknown_seen
     versions: dict[Any, str] = {}
@@ -562,7 +569,7 @@ def _check_rows(
             out.append(_image_problem(registry, bundle))
         identities = 0
         for i, d in enumerate(ds):
-            v = known.get(d)
+            v = known[d]
             if v is None:
                 v = known[d] = verdicts.verdict(dist_type[d], distinct.parsed, d)
             if v is plain:
