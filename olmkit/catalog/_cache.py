@@ -78,9 +78,7 @@ def _bundle_part(bundles: Mapping[str, Bundle], files: _Files) -> _Part:
     return [(p.type, p.value) for p in distinct.values()], rows
 
 
-def _column_part(
-    bundles: LazyBundles, package: str, files: _Files
-) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+def _column_part(bundles: LazyBundles, package: str, files: _Files) -> _Part:
     """:func:`_bundle_part` of a package read into columns, without building its bundles."""
     c = bundles.columns
     rows = bundles.span(package)
