@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from olmkit._solver._classes import lay_out
     from olmkit._solver._encode import IMPLEMENTATION
     from olmkit._solver._encode import current as implementation
     from olmkit._solver._encode import describe as describe_implementation
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "expand": ("_expand", "expand"),
     "get_backend": ("backends", "get_backend"),
     "implementation": ("_encode", "current"),
+    "lay_out": ("_classes", "lay_out"),
     "register_backend": ("backends", "register_backend"),
     "solve": ("_solve", "solve"),
     "solve_problem": ("_solve", "solve_problem"),
@@ -147,6 +149,7 @@ __all__ = [
     "expand",
     "get_backend",
     "implementation",
+    "lay_out",
     "register_backend",
     "solve",
     "solve_problem",

@@ -1,4 +1,4 @@
-"""Python face of the C accelerator ``_speedups`` (built from ``encode.c``).
+"""Python face of the C accelerator ``_speedups`` (built from ``encode.c`` and ``classes.c``).
 
 Same functions and methods, with the same signatures and results, as
 :mod:`olmkit._solver._pure`; importing this module raises ImportError when the
@@ -13,7 +13,7 @@ from typing import Any
 
 from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Searcher", "encode", "encode_counter", "expand"]
+__all__ = ["Searcher", "encode", "encode_counter", "expand", "lay_out"]
 
 
 def _ptr(buf: array[int], ctype: str = "int *") -> Any:
@@ -253,3 +253,57 @@ def expand(
         )
     finally:
         lib.olm_expansion_free(out)
+
+
+def _taken(pointer: Any, n: int) -> array[int]:
+    result = array("i")
+    if n:
+        result.frombytes(ffi.buffer(pointer, n * 4))
+    return result
+
+
+def lay_out(
+    row_start: array[int],
+    row_atoms: array[int],
+    atom_template: array[int],
+    atom_list: array[int],
+    atom_key: array[int],
+    atom_group: array[int],
+    n_templates: int,
+    n_lists: int,
+    n_keys: int,
+) -> tuple[array[int], ...]:
+    """See :func:`olmkit._solver._classes.lay_out` (checked there)."""
+    n_rows = len(row_start) - 1
+    out = ffi.new("olm_layout *")
+    rc = lib.olm_lay_out(
+        n_rows,
+        _ptr(row_start),
+        _ptr(row_atoms),
+        len(atom_template),
+        _ptr(atom_template),
+        _ptr(atom_list),
+        _ptr(atom_key),
+        _ptr(atom_group),
+        n_templates,
+        n_lists,
+        n_keys,
+        out,
+    )
+    if rc:
+        raise MemoryError("olmkit._solver: out of memory while laying out classes")
+    try:
+        return (
+            _taken(out.codes, out.n_codes),
+            _taken(out.code_start, n_rows + 1),
+            _taken(out.keys, out.n_keys),
+            _taken(out.key_start, n_rows + 1),
+            _taken(out.template_order, out.n_templates),
+            _taken(out.list_order, out.n_lists),
+            _taken(out.list_row, out.n_lists),
+            _taken(out.list_atom, out.n_lists),
+            _taken(out.atom_order, out.n_atom_order),
+            _taken(out.key_order, out.n_key_order),
+        )
+    finally:
+        lib.olm_layout_free(out)

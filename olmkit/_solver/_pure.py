@@ -13,6 +13,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 
+from olmkit._solver._pure_classes import lay_out
 from olmkit._solver._pure_encode import (
     AND,
     ATMOST,
@@ -40,6 +41,7 @@ __all__ = [
     "encode",
     "encode_counter",
     "expand",
+    "lay_out",
 ]
 
 UNKNOWN = 0

@@ -20,9 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 SOURCE_DIR = "olmkit/_solver"
 
 
+#: the C sources, each with its header of declarations
+SOURCES = ("encode", "classes")
+
+
 def cdef(source_dir: str = SOURCE_DIR) -> str:
-    """The declarations cffi needs: ``encode.h`` without its preprocessor lines (cffi drops comments)."""
-    header = Path(source_dir, "encode.h").read_text()
+    """The declarations cffi needs: the headers without their preprocessor lines (cffi drops comments)."""
+    header = "\n".join(Path(source_dir, f"{name}.h").read_text() for name in SOURCES)
     return "\n".join(line for line in header.splitlines() if not line.lstrip().startswith("#"))
 
 
@@ -35,8 +39,8 @@ def make_builder(source_dir: str = SOURCE_DIR) -> FFI:
     builder.cdef(cdef(source_dir))
     builder.set_source(
         "olmkit._solver._speedups",
-        '#include "encode.h"',
-        sources=[f"{source_dir}/encode.c"],
+        "".join(f'#include "{name}.h"\n' for name in SOURCES),
+        sources=[f"{source_dir}/{name}.c" for name in SOURCES],
         include_dirs=[source_dir],
         extra_compile_args=_compile_args,
     )

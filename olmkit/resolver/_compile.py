@@ -28,7 +28,7 @@ from olmkit.registry import Registry
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import MISSING, BundleView, CandidateBatch, Context, Failed, parse_once, predicate_lookups
 
-__all__ = ["compile_graph", "graph_candidates", "raw_key"]
+__all__ = ["compile_general", "graph_candidates", "raw_key"]
 
 
 class _Compiler:
@@ -59,7 +59,7 @@ class _Compiler:
         self.ents_of: list[list[int]] = []
         #: class -> error of the first broken channel listing it
         self.class_err: dict[int, int] = {}
-        self.views: list[BundleView | None] = []
+        self.views: list[Any] = []  # BundleView or a view like it (the columns compiler's)
         #: per class: 1 every property parses, 2 one does not, 0 not known yet
         self.wellformed = bytearray()
         #: id(property) -> parsed value or Failed (the properties stay alive with the catalog)
@@ -102,7 +102,7 @@ class _Compiler:
     # -- views ----------------------------------------------------------------------
 
     def view(self, cls: int) -> BundleView:
-        view = self.views[cls]
+        view: BundleView | None = self.views[cls]
         if view is None:
             b = self.bundles[cls] if self.bundles else None
             if b is None:
@@ -133,10 +133,8 @@ class _Compiler:
 
     # -- entries --------------------------------------------------------------------
 
-    def entries(self) -> None:
-        """Number the entries and the classes; note broken channels."""
-        g = self.g
-        catalog = self.catalog
+    def _number_bundles(self) -> tuple[dict[str, int], list[int], list[str], list[str | None], list[str | None]]:
+        """Number the catalog's bundles as classes, package by package: the packages' numbers and the class columns."""
         package_index: dict[str, int] = {}
         names_of = self.names_of
         bundles = self.bundles
@@ -144,7 +142,7 @@ class _Compiler:
         class_name: list[str] = []
         class_version: list[str | None] = []
         class_image: list[str | None] = []
-        for package, per in catalog.bundles.items():
+        for package, per in self.catalog.bundles.items():
             p = package_index.setdefault(package, len(package_index))
             names = names_of[package] = {}
             start = len(class_name)
@@ -155,6 +153,15 @@ class _Compiler:
                 class_image.append(bundle.image)
                 bundles.append(bundle)
             class_package += [p] * len(per)
+        return package_index, class_package, class_name, class_version, class_image
+
+    def entries(self) -> None:
+        """Number the entries and the classes; note broken channels."""
+        g = self.g
+        catalog = self.catalog
+        names_of = self.names_of
+        bundles = self.bundles
+        package_index, class_package, class_name, class_version, class_image = self._number_bundles()
         g.n_bundles = len(class_name)
         # a channel's entries are consecutive: sort the channels, not the entries
         chans: list[tuple[bool, str, str, list[Any]]] = []
@@ -812,8 +819,11 @@ def _json(value: Any, option: int = 0, default: Any = str) -> bytes:
     return bytes(memoryview(orjson.dumps(value, option=option, default=default)))
 
 
-def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
-    """Compile the resolution graph of a loaded catalog."""
+def compile_general(catalog: Any, registry: Registry) -> CatalogGraph:
+    """Compile the resolution graph of a loaded catalog from its bundles (the definition).
+
+    :func:`olmkit.resolver._compile_columns.compile_graph` takes a faster way where it can.
+    """
     g = CatalogGraph()
     c = _Compiler(g, catalog, registry)
     known = getattr(catalog, "parsed_so_far", None)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from olmkit.registry import Registry
-from olmkit.resolver._compile import compile_graph
+from olmkit.resolver._compile_columns import compile_graph
 from olmkit.resolver._graph import FORMAT, CatalogGraph
 
 __all__ = ["clear_graphs", "graph_for", "graph_path", "read_graph", "registry_key", "registry_settings", "write_graph"]

@@ -11,7 +11,7 @@ import pytest
 
 from olmkit import hookimpl
 from olmkit.resolver import resolve
-from olmkit.resolver._compile import compile_graph
+from olmkit.resolver._compile_columns import compile_graph
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._graph_cache import _GRAPHS, _GRAPHS_KEPT, clear_graphs, graph_for, graph_path
 from olmkit.types import ConstraintEvaluator, PropertyType

@@ -69,7 +69,7 @@ def test_graph_from_a_fresh_catalog_is_the_graph_from_its_cache(olmkit_pm, case)
     from resolver.casefile import case_manifests
 
     from olmkit.catalog import load_catalog
-    from olmkit.resolver._compile import compile_graph
+    from olmkit.resolver._compile_columns import compile_graph
 
     registry = olmkit_pm.registry
     parse = {n: pt.parse for n, pt in registry.property_types.items()}

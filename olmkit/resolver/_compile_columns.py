@@ -1,0 +1,308 @@
+"""Compiling a catalog's graph from its :class:`~olmkit.catalog.BundleColumns` (the fast path).
+
+The graph is byte-identical to :class:`~olmkit.resolver._compile._Compiler`'s, which
+remains the definition. The columns number each bundle's property occurrences by distinct
+property, and the registered callables are deterministic in the value, so everything per
+property is done once per *distinct* property: parsed, its uniqueness key, its
+requirement's predicate, its prohibition. The per-bundle work is then ints only: the
+classes' codes and keys, numbered in the order bundles use them, are laid out by
+:func:`olmkit._solver.lay_out` (C, or its pure twin) without a Python object per bundle
+or property occurrence. The lists are gathered as the general compiler gathers them,
+over bundle views made from the columns (one :class:`~olmkit.model.Property` per distinct
+property) for the candidates a predicate asks about.
+
+Whatever the general compiler handles by its slow paths (a property of a registered type
+that does not parse, a requirement that does not build or reads the bundle's name) makes
+this path give up: the caller then compiles the catalog the general way.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+import orjson
+
+from olmkit.errors import CatalogError
+from olmkit.model import Property
+from olmkit.registry import Registry
+from olmkit.resolver._compile import _Compiler, _json, compile_general
+from olmkit.resolver._graph import CatalogGraph
+from olmkit.resolver._views import Context
+
+__all__ = ["compile_columns", "compile_graph"]
+
+
+class _ColumnView:
+    """A bundle as predicates see it (a ``PropertyView``, as :class:`BundleView`), read from the columns.
+
+    Made per candidate a predicate asks about: it holds its class and reads the compiler's
+    per-distinct-property tables; the Property objects are made only if asked for.
+    """
+
+    __slots__ = ("_c", "_cls", "_key", "_properties")
+
+    def __init__(self, compiler: _ColumnCompiler, cls: int) -> None:
+        self._c = compiler
+        self._cls = cls
+        self._properties: tuple[Property, ...] | None = None
+        self._key: bytes | None = None
+
+    @property
+    def name(self) -> str:
+        return self._c.columns.bundle_name[self._cls]  # type: ignore[no-any-return]
+
+    @property
+    def package(self) -> str:
+        cols = self._c.columns
+        return cols.packages[cols.bundle_package[self._cls]]  # type: ignore[no-any-return]
+
+    @property
+    def version(self) -> str | None:
+        return self._c.columns.bundle_version[self._cls]  # type: ignore[no-any-return]
+
+    def _atoms(self) -> Any:
+        cols = self._c.columns
+        cls = self._cls
+        return cols.prop_ref[cols.prop_start[cls] : cols.prop_start[cls + 1]]
+
+    @property
+    def properties(self) -> tuple[Property, ...]:
+        """The bundle's properties, those of inline types left out (as :class:`BundleView`)."""
+        found = self._properties
+        if found is None:
+            c = self._c
+            inline = c.inline
+            types = c.columns.dist_type
+            prop = c._prop
+            found = self._properties = tuple([prop(d) for d in self._atoms() if types[d] not in inline])
+        return found
+
+    def values(self, type_name: str) -> tuple[Any, ...]:
+        """Parsed values of every property of ``type_name`` (every one parses: see the module docstring)."""
+        c = self._c
+        types = c.columns.dist_type
+        if type_name in c.inline:
+            return ()
+        if type_name not in c.registry.property_types:
+            return tuple([c.columns.value(d) for d in self._atoms() if types[d] == type_name])
+        values = c.values
+        return tuple([values[d] for d in self._atoms() if types[d] == type_name])
+
+    @property
+    def property_key(self) -> bytes:
+        """A canonical key of the property list (as :attr:`BundleView.property_key`)."""
+        if self._key is None:
+            key = orjson.dumps([[p.type, p.value] for p in self.properties], option=orjson.OPT_SORT_KEYS, default=str)
+            self._key = bytes(memoryview(key))
+        return self._key
+
+
+class _GiveUp(Exception):
+    """The columns hold something only the general compiler reproduces exactly."""
+
+
+class _ColumnCompiler(_Compiler):
+    """A :class:`_Compiler` whose bundles are columns (see the module docstring)."""
+
+    def __init__(self, graph: CatalogGraph, catalog: Any, registry: Registry, columns: Any) -> None:
+        super().__init__(graph, catalog, registry)
+        self.columns = columns
+        #: per distinct property: its parsed value (``None``: of an ignored type) and its Property
+        self.values: list[Any] = []
+        self.props: list[Property | None] = []
+        self.decoded: list[Any] = []
+
+    # -- entries --------------------------------------------------------------------
+
+    def _number_bundles(self) -> tuple[dict[str, int], Any, list[str], list[str | None], list[str | None]]:
+        cols = self.columns
+        packages = cols.packages
+        names = cols.bundle_name
+        bundle_package = cols.bundle_package
+        names_of = self.names_of
+        n = len(names)
+        start = 0
+        for p, package in enumerate(packages):
+            end = start
+            while end < n and bundle_package[end] == p:
+                end += 1
+            names_of[package] = dict(zip(names[start:end], range(start, end), strict=True))
+            start = end
+        if start != n or len(names_of) != len(packages):
+            raise _GiveUp  # not package by package
+        # every bundle has an object here: classes made for entries without one append None
+        self.bundles = [True] * n
+        package_index = {package: p for p, package in enumerate(packages)}
+        versions, images = list(cols.bundle_version), list(cols.bundle_image)
+        return package_index, array("i", bundle_package), list(names), versions, images
+
+    def entries(self) -> None:
+        super().entries()
+        n = self.g.n_bundles
+        self.wellformed[:n] = b"\x01" * n  # every property parses (else the general compiler runs)
+
+    # -- views ----------------------------------------------------------------------
+
+    def view(self, cls: int) -> Any:
+        view = self.views[cls]
+        if view is None:
+            view = self.views[cls] = _ColumnView(self, cls)
+        return view
+
+    def _prop(self, d: int) -> Property:
+        prop = self.props[d]
+        if prop is None:
+            cols = self.columns
+            value = self.decoded[d]
+            prop = self.props[d] = Property(cols.dist_type[d], value if value is not None else cols.value(d))
+        return prop
+
+    # -- classes --------------------------------------------------------------------
+
+    def classes(self) -> None:
+        from olmkit._solver import lay_out
+
+        g = self.g
+        g._preds = []
+        cols = self.columns
+        n_dist = len(cols.dist_type)
+        kind_of = self._kind
+        registry = self.registry
+        values: list[Any] = [None] * n_dist
+        self.props = [None] * n_dist
+        atom_template = array("i", [-1]) * n_dist
+        atom_list = array("i", [-1]) * n_dist
+        atom_key = array("i", [-2]) * n_dist
+        atom_group = array("i", [-1]) * n_dist
+        preds: list[Any] = [None] * n_dist
+        decoded: list[Any] = [None] * n_dist  # the values (of the types not ignored)
+        templates: dict[str, int] = {}
+        lists: dict[Any, int] = {}
+        keys: dict[str, int] = {}
+        groups: dict[str, int] = {}
+        by_type: dict[str, list[int]] = {}
+        for d, type_name in enumerate(cols.dist_type):
+            found = by_type.get(type_name)
+            if found is None:
+                by_type[type_name] = [d]
+            else:
+                found.append(d)
+        texts = cols.dist_json
+        loads = orjson.loads
+        for type_name, ds in by_type.items():
+            kind = kind_of(type_name)
+            if kind is None:
+                continue  # ignored: unknown or inline
+            pt, template, required, has_keys = kind
+            raws = [loads(texts[d]) for d in ds]
+            try:
+                parsed = list(map(pt.parse, raws))
+            except ValueError:
+                raise _GiveUp from None
+            for d, raw, value in zip(ds, raws, parsed, strict=True):
+                decoded[d] = raw
+                values[d] = value
+            if template is not None:
+                t = templates.setdefault(template, len(templates))
+                for d in ds:
+                    atom_template[d] = t
+            if has_keys:
+                group = len(groups)
+                groups[type_name] = group
+                for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
+                    atom_key[d] = keys.setdefault(u.key, len(keys)) if u is not None else -1
+                    atom_group[d] = group
+            if required:
+                requirement = pt.requirement
+                for d, value in zip(ds, parsed, strict=True):
+                    context = Context(registry, "")
+                    try:
+                        predicate = requirement(value, context)
+                    except ValueError:
+                        raise _GiveUp from None
+                    if context.used_bundle:
+                        raise _GiveUp
+                    preds[d] = predicate
+                    atom_list[d] = lists.setdefault(predicate, len(lists))
+        self.values = values
+        self.decoded = decoded
+        n = g.n_bundles
+        (codes, code_start, ukeys, ukey_start, template_order, _, list_row, list_atom, atom_order, key_order) = lay_out(
+            cols.prop_start,
+            cols.prop_ref,
+            atom_template,
+            atom_list,
+            atom_key,
+            atom_group,
+            len(templates),
+            len(lists),
+            len(keys),
+        )
+        names = cols.bundle_name
+        for row, d in zip(list_row, list_atom, strict=True):
+            predicate = preds[d]
+            self.preds[predicate] = len(g._preds)
+            g._preds.append(predicate)
+            g.pred_source.append((cols.dist_type[d], texts[d], names[row]))  # the text is _json's for plain JSON
+        number_of = self.preds
+        pred_raw = g.pred_raw
+        for d in atom_order:
+            raw = (cols.dist_type[d], _json(decoded[d], orjson.OPT_SORT_KEYS))
+            pred_raw.setdefault(raw, number_of[preds[d]])
+        template_text = list(templates)
+        g.templates = [template_text[t] for t in template_order]
+        key_text = list(keys)
+        g.keys = [key_text[k] for k in key_order]
+        g.key_index = {k: i for i, k in enumerate(g.keys)}
+        g.class_codes = codes
+        g.class_start = code_start
+        g.ukeys = ukeys
+        g.ukey_start = ukey_start
+        # channel entries naming no bundle: a class whose only template is the error
+        for cls in range(n, len(g.class_name)):
+            name = g.class_name[cls]
+            package = g.packages[g.class_package[cls]]
+            err = g.add_error(
+                CatalogError(
+                    f'bundle "{name}" of package "{package}" is listed in a channel but not defined '
+                    f"in catalog {self.catalog.name}"
+                )
+            )
+            codes.append(-2 - 2 * err)
+            code_start.append(len(codes))
+            ukey_start.append(len(ukeys))
+        g.uerr = None
+
+    def release(self) -> None:
+        super().release()
+        self.values = []
+        self.props = []
+        self.decoded = []
+
+
+def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGraph | None:
+    """The graph of ``catalog`` compiled from its columns, or ``None`` when only the general compiler can."""
+    g = CatalogGraph()
+    c = _ColumnCompiler(g, catalog, registry, columns)
+    try:
+        c.entries()
+        c.classes()
+    except _GiveUp:
+        c.release()
+        return None
+    c.release_requirements()
+    c.lists()
+    c.release()
+    return g
+
+
+def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
+    """Compile the resolution graph of a loaded catalog: from its columns where it can, else from its bundles."""
+    columns = getattr(catalog, "columns", None)
+    found = columns() if columns is not None else None
+    if found is not None:
+        graph = compile_columns(catalog, found, registry)
+        if graph is not None:
+            return graph
+    return compile_general(catalog, registry)

@@ -1,0 +1,308 @@
+"""The graph compiled from a catalog's columns is the general compiler's, byte for byte.
+
+:mod:`olmkit.resolver._compile_columns` compiles from :class:`~olmkit.catalog.BundleColumns`
+(per distinct property, with the classes laid out by :func:`olmkit._solver.lay_out`, C or
+its pure twin); :func:`~olmkit.resolver._compile.compile_general` is the definition. On every
+case file, random catalogs and the example catalog both give the same stored bytes and the
+same predicates; where the columns hold what only the general compiler reproduces (a
+property that does not parse, a requirement that does not build or reads the bundle's
+name), the fast path gives up and the general compiler runs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+
+from olmkit.catalog import load_catalog
+from olmkit.errors import OlmkitError
+from olmkit.resolver._compile import compile_general, graph_candidates
+from olmkit.resolver._compile_columns import compile_columns, compile_graph
+from olmkit.resolver._graph import CatalogGraph
+from resolver.casefile import case_manifests, case_request
+from resolver.test_graph import CASES, cases
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "catalog"
+
+
+def compare(catalog: Any, registry: Any) -> bool:
+    """Assert that the fast path, where it does not give up, compiles the general compiler's graph.
+
+    Returns whether it took the catalog.
+    """
+    expected = compile_general(catalog, registry)
+    columns = catalog.columns()
+    fast = compile_columns(catalog, columns, registry) if columns is not None else None
+    if fast is None:
+        return False
+    assert expected.dumps() == fast.dumps()
+    assert expected.pred_source == fast.pred_source
+    assert expected.pred_raw == fast.pred_raw
+    assert expected._preds == fast._preds
+    assert [str(p) for p in expected._preds] == [str(p) for p in fast._preds]
+    assert expected._pred_index == fast._pred_index
+    assert [type(e) for e in expected.errors] == [type(e) for e in fast.errors]
+    return True
+
+
+def request_catalogs(request: Any) -> list[Any]:
+    out = []
+    for source in request.sources:
+        try:
+            out.append(source.source.load())
+        except OlmkitError:
+            continue  # a catalog that does not load compiles nothing
+    return out
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_case_files_compile_alike(path, olmkit_pm, tmp_path, implementation):
+    """Every case file's catalogs: the fast path's graph is the general compiler's (C and pure lay-out)."""
+    case = yaml.safe_load(path.read_text())
+    request = case_request(case, tmp_path, olmkit_pm)
+
+    for catalog in request_catalogs(request):
+        compare(catalog, olmkit_pm.registry)
+
+
+def test_the_fast_path_takes_most_case_files(olmkit_pm, tmp_path):
+    """The fast path is not a path never taken: it compiles most case files' catalogs."""
+    taken = given_up = 0
+    for i, path in enumerate(CASES):
+        request = case_request(yaml.safe_load(path.read_text()), tmp_path / str(i), olmkit_pm)
+        for catalog in request_catalogs(request):
+            if compare(catalog, olmkit_pm.registry):
+                taken += 1
+            else:
+                given_up += 1
+
+    assert taken > 3 * given_up
+    assert given_up > 0  # some cases hold malformed properties: the general compiler runs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cel_environment() -> None:
+    """cel-python raises the recursion limit when its first environment is made, which
+    hypothesis refuses during an example: let that happen before."""
+    import celpy
+
+    celpy.Environment()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_random_catalogs_compile_alike(olmkit_pm, case):
+    """Random catalogs (shared requirements, constraints, CEL, broken channels, malformed properties)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        request = case_request(case, Path(tmp), olmkit_pm)
+        for catalog in request_catalogs(request):
+            compare(catalog, olmkit_pm.registry)
+
+
+def test_example_catalog_compiles_alike(olmkit_pm):
+    """The example catalog, fresh from its files and read from the cache."""
+    registry = olmkit_pm.registry
+
+    assert compare(load_catalog(EXAMPLES, registry, cache=False), registry)
+
+
+def test_a_property_that_does_not_parse_gives_up(olmkit_pm, tmp_path):
+    """A malformed property of a registered type: the general compiler's error, from compile_graph."""
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v1.0.0"]},
+                        "bundles": {"a.v1.0.0": [{"type": "olm.gvk", "value": {"group": "g"}}]},
+                    }
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+    registry = olmkit_pm.registry
+
+    assert compile_columns(catalog, catalog.columns(), registry) is None
+    assert compile_general(catalog, registry).dumps() == compile_graph(catalog, registry).dumps()
+
+
+def test_a_requirement_reading_the_bundle_name_gives_up(olmkit_pm, olmkit_register, tmp_path):
+    """A plugin's requirement built with the bundle's name is built per bundle: the general compiler's."""
+    from olmkit import hookimpl
+    from olmkit.types import PropertyType
+
+    class Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def matches(self, candidate: Any) -> bool:
+            return bool(candidate.name != self.name)
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Named) and other.name == self.name
+
+        def __hash__(self) -> int:
+            return hash(self.name)
+
+        def __str__(self) -> str:
+            return f"not {self.name}"
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self):
+            yield PropertyType(name="example.io/other", requirement=lambda value, ctx: Named(ctx.bundle))
+
+    olmkit_register(Plugin(), "named-requirement")
+    other = {"type": "example.io/other", "value": {}}
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                        "bundles": {"a.v1.0.0": [other], "a.v2.0.0": [other]},
+                    }
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+    registry = olmkit_pm.registry
+    expected = compile_general(catalog, registry)
+
+    assert compile_columns(catalog, catalog.columns(), registry) is None
+    assert expected.dumps() == compile_graph(catalog, registry).dumps()
+    assert ["not a.v1.0.0", "not a.v2.0.0"] == [str(p) for p in expected._preds]
+
+
+def test_a_plugin_type_takes_the_fast_path(olmkit_pm, olmkit_register, tmp_path):
+    """A plugin's own property types (keys, prohibitions, requirements) compile alike on the fast path."""
+    from olmkit import hookimpl
+    from olmkit.types import PropertyType, Uniqueness
+
+    class Tier:
+        def __init__(self, tier: str) -> None:
+            self.tier = tier
+
+        @property
+        def lookup(self) -> tuple[str, str]:
+            return ("example.io/tier", self.tier)
+
+        def matches(self, candidate: Any) -> bool:
+            return self.tier in candidate.values("example.io/tier")
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Tier) and other.tier == self.tier
+
+        def __hash__(self) -> int:
+            return hash(self.tier)
+
+        def __str__(self) -> str:
+            return f"tier {self.tier}"
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self):
+            yield PropertyType(
+                name="example.io/tier",
+                parse=str,
+                index_keys=lambda v: (v,),
+                uniqueness=lambda v: Uniqueness(key=f"tier {v}", mandatory_text="one {key}", members_text="{ids}"),
+            )
+            yield PropertyType(name="example.io/needs-tier", parse=str, requirement=lambda v, ctx: Tier(v))
+            yield PropertyType(name="example.io/frozen", prohibits="bundle {id} is frozen")
+
+    olmkit_register(Plugin(), "tier-types")
+    tier = "example.io/tier"
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                        "bundles": {
+                            "a.v1.0.0": [{"type": tier, "value": "gold"}, {"type": "example.io/frozen", "value": 1}],
+                            "a.v2.0.0": [
+                                {"type": "example.io/needs-tier", "value": "silver"},
+                                "gvk g/v1/A",
+                                {"type": tier, "value": "gold"},
+                                "gvk g/v1/B",
+                                {"type": tier, "value": "silver"},
+                                {"type": "example.io/frozen", "value": 2},
+                            ],
+                        },
+                    },
+                    "b": {
+                        "channels": {"stable": ["b.v1.0.0"]},
+                        "bundles": {
+                            "b.v1.0.0": [
+                                {"type": tier, "value": "silver"},
+                                {"type": "example.io/needs-tier", "value": "gold"},
+                            ]
+                        },
+                    },
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+    registry = olmkit_pm.registry
+
+    assert compare(catalog, registry)
+    graph = compile_columns(catalog, catalog.columns(), registry)
+    assert graph is not None
+    # a.v2.0.0's keys type by type, in order of each type's first property (the types interleave)
+    names = [graph.keys[k] for k in graph.ukeys[graph.ukey_start[1] : graph.ukey_start[2]]]
+    assert ["a", "A (g/v1)", "B (g/v1)", "tier gold", "tier silver"] == names
+
+
+def test_a_fast_graph_read_back_answers_alike(olmkit_pm, tmp_path):
+    """A fast-path graph stored and read back rebuilds its predicates and gathers further lists as the general one."""
+    registry = olmkit_pm.registry
+    catalog = load_catalog(EXAMPLES, registry, cache=False)
+    fast = compile_columns(catalog, catalog.columns(), registry)
+    assert fast is not None
+    data = fast.dumps()
+    assert data is not None
+    read = CatalogGraph.loads(data)
+    assert read is not None
+    general = compile_general(catalog, registry)
+
+    for p in range(general.n_preds):
+        assert general._preds[p] == read.predicate(p, registry)
+    for p in range(general.n_preds):
+        predicate = general._preds[p]
+        expected = graph_candidates(general, predicate, registry, catalog)
+        assert expected == graph_candidates(read, predicate, registry, catalog)
+        assert expected == graph_candidates(fast, predicate, registry, catalog)
+
+
+def test_catalog_written_to_files_compiles_alike_from_its_cache(olmkit_pm):
+    """A catalog read back from the catalog cache (no parsed values handed over) compiles alike."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OLMKIT_CACHE_DIR", str(Path(tmp) / "cache"))
+        registry = olmkit_pm.registry
+        load_catalog(EXAMPLES, registry)  # writes the cache
+        cached = load_catalog(EXAMPLES, registry)
+
+        assert compare(cached, registry)
+
+
+def test_graphs_of_case_manifests_from_disk(olmkit_pm, tmp_path):
+    """The whole path (compile_graph as resolutions call it) on a case's catalog directories."""
+    case = yaml.safe_load(CASES[0].read_text())
+    case_manifests(case, tmp_path)
+    for directory in sorted(p for p in tmp_path.iterdir() if p.is_dir()):
+        catalog = load_catalog(directory, olmkit_pm.registry, name="cat", cache=False)
+        registry = olmkit_pm.registry
+
+        assert compile_general(catalog, registry).dumps() == compile_graph(catalog, registry).dumps()
