@@ -298,11 +298,25 @@ def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGr
 
 
 def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
-    """Compile the resolution graph of a loaded catalog: from its columns where it can, else from its bundles."""
-    columns = getattr(catalog, "columns", None)
-    found = columns() if columns is not None else None
+    """Compile the resolution graph of a loaded catalog: from its columns where it can, else from its bundles.
+
+    The columns are used when the catalog already holds them (its loader filled them):
+    building them from the bundles costs more than the fast path saves.
+    """
+    found = _held_columns(catalog)
     if found is not None:
         graph = compile_columns(catalog, found, registry)
         if graph is not None:
             return graph
     return compile_general(catalog, registry)
+
+
+def _held_columns(catalog: Any) -> Any:
+    """The catalog's columns if it holds them already, else ``None``."""
+    columns = getattr(catalog, "columns", None)
+    if columns is None:
+        return None
+    try:
+        return columns(build=False)
+    except TypeError:  # a catalog that always builds them
+        return None
