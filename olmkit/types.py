@@ -125,7 +125,18 @@ class Predicate(Protocol):
     some candidate: the resolver then asks ``matches`` candidate by candidate, which says
     which one fails.
 
+    Optionally, ``program`` describes what ``matches`` tests as a tuple tree the resolver
+    evaluates itself (in C, when compiling a catalog's graph) instead of asking the
+    predicate about each candidate, or is ``None``: ``("lookup", (type, key))`` (filed under
+    that index key), ``("identity", type, package, range)`` (a property of ``type`` that
+    parses to a :class:`PackageIdentity` of ``package`` whose version, read as blang's
+    ``ParseTolerant`` does, is in the :class:`olmkit.catalog.semver.Range`),
+    ``("has_type", type)`` (a property of that type), and ``("all" | "any" | "none",
+    *programs)``. It must match exactly the bundles ``matches`` does when every property
+    parses.
+
     .. versionadded:: 0.2 ``exact`` and ``select``
+    .. versionadded:: 0.3 ``program``
     """
 
     @property

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     # the constraint codes of Block templates and problem arrays
     from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
+    from olmkit._solver._select import select
     from olmkit._solver._solve import solve, solve_problem
     from olmkit._solver.backends import (
         DEFAULT_BACKEND,
@@ -93,6 +94,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "get_backend": ("backends", "get_backend"),
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
+    "select": ("_select", "select"),
     "register_backend": ("backends", "register_backend"),
     "solve": ("_solve", "solve"),
     "solve_problem": ("_solve", "solve_problem"),
@@ -151,6 +153,7 @@ __all__ = [
     "implementation",
     "lay_out",
     "register_backend",
+    "select",
     "solve",
     "solve_problem",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Searcher", "encode", "encode_counter", "expand", "lay_out"]
+__all__ = ["Searcher", "encode", "encode_counter", "expand", "lay_out", "select"]
 
 
 def _ptr(buf: array[int], ctype: str = "int *") -> Any:
@@ -307,3 +307,53 @@ def lay_out(
         )
     finally:
         lib.olm_layout_free(out)
+
+
+def select(
+    prog_start: array[int],
+    prog: array[int],
+    cand_start: array[int],
+    cand_sets: array[int],
+    n_rows: int,
+    row_start: array[int],
+    row_atoms: array[int],
+    atom_type: array[int],
+    atom_owner: array[int],
+    atom_rank: array[int],
+    set_start: array[int],
+    set_rows: array[int],
+    item_start: array[int],
+    items: array[int],
+) -> tuple[array[int], array[int]]:
+    """See :func:`olmkit._solver._select.select` (checked there)."""
+    n_progs = len(prog_start) - 1
+    out = ffi.new("int **")
+    out_len = ffi.new("size_t *")
+    out_start = array("i", bytes(4 * (n_progs + 1)))
+    rc = lib.olm_select(
+        n_progs,
+        _ptr(prog_start),
+        _ptr(prog),
+        _ptr(cand_start),
+        _ptr(cand_sets),
+        n_rows,
+        _ptr(row_start),
+        _ptr(row_atoms),
+        _ptr(atom_type),
+        _ptr(atom_owner),
+        _ptr(atom_rank),
+        len(set_start) - 1,
+        _ptr(set_start),
+        _ptr(set_rows),
+        len(item_start) - 1,
+        _ptr(item_start),
+        _ptr(items),
+        out,
+        out_len,
+        _ptr(out_start),
+    )
+    if rc == 2:
+        raise ValueError("select: a program or candidate set is malformed")
+    if rc:
+        raise MemoryError("olmkit._solver: out of memory while selecting")
+    return _take(out, out_len), out_start

@@ -27,6 +27,7 @@ from olmkit._solver._pure_encode import (
     encode_counter,
 )
 from olmkit._solver._pure_expand import expand
+from olmkit._solver._pure_select import select
 
 __all__ = [
     "AND",
@@ -42,6 +43,7 @@ __all__ = [
     "encode_counter",
     "expand",
     "lay_out",
+    "select",
 ]
 
 UNKNOWN = 0

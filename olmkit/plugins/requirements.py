@@ -101,6 +101,11 @@ class GvkProvided:
     def lookup(self) -> tuple[str, Hashable]:
         return (GVK, (self.group, self.version, self.kind))
 
+    @property
+    def program(self) -> tuple[Any, ...]:
+        """What the graph compiler evaluates instead of asking: the bundles filed under the lookup (exact)."""
+        return ("lookup", self.lookup)
+
     def matches(self, candidate: PropertyView) -> bool:
         key = (self.group, self.version, self.kind)
         return any(_gvk_key(v) == key for v in candidate.values(GVK))
@@ -120,6 +125,11 @@ class PackageInRange:
     @property
     def lookup(self) -> tuple[str, Hashable]:
         return (PACKAGE, self.package)
+
+    @property
+    def program(self) -> tuple[Any, ...]:
+        """What the graph compiler evaluates instead of asking: an identity of the package, its version in range."""
+        return ("identity", PACKAGE, self.package, self.range)
 
     def matches(self, candidate: PropertyView) -> bool:
         for identity in candidate.values(PACKAGE):
@@ -211,6 +221,11 @@ class LabelCarried:
     def lookup(self) -> tuple[str, Hashable]:
         return (LABEL, self.label)
 
+    @property
+    def program(self) -> tuple[Any, ...]:
+        """What the graph compiler evaluates instead of asking: the bundles filed under the lookup (exact)."""
+        return ("lookup", self.lookup)
+
     def matches(self, candidate: PropertyView) -> bool:
         return any(_label_of(v) == self.label for v in candidate.values(LABEL))
 
@@ -230,6 +245,11 @@ class AllOf:
             if getattr(child, "lookup", None) is not None:
                 return child.lookup  # type: ignore[no-any-return]
         return None
+
+    @property
+    def program(self) -> tuple[Any, ...] | None:
+        """Every child's program (``None`` when one has none)."""
+        return _combined("all", self.children)
 
     def matches(self, candidate: PropertyView) -> bool:
         return all(child.matches(candidate) for child in self.children)
@@ -298,6 +318,11 @@ class AnyOf:
         """Exact when every child is: the bundles filed under the lookups are those that match."""
         return all(getattr(child, "exact", False) is True for child in self.children)
 
+    @property
+    def program(self) -> tuple[Any, ...] | None:
+        """Any child's program (``None`` when one has none)."""
+        return _combined("any", self.children)
+
     def matches(self, candidate: PropertyView) -> bool:
         return any(child.matches(candidate) for child in self.children)
 
@@ -312,11 +337,27 @@ class NoneOf:
     children: tuple[Any, ...]
     lookup: tuple[str, Hashable] | None = None
 
+    @property
+    def program(self) -> tuple[Any, ...] | None:
+        """No child's program (``None`` when one has none)."""
+        return _combined("none", self.children)
+
     def matches(self, candidate: PropertyView) -> bool:
         return not any(child.matches(candidate) for child in self.children)
 
     def __str__(self) -> str:
         return " and not ".join(str(c) for c in self.children)
+
+
+def _combined(tag: str, children: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``(tag, *programs)`` of the children, or ``None`` when a child has no program."""
+    programs = []
+    for child in children:
+        program = getattr(child, "program", None)
+        if program is None:
+            return None
+        programs.append(program)
+    return (tag, *programs)
 
 
 # --------------------------------------------------------------------------- CEL
@@ -481,6 +522,11 @@ class CelRule:
         # cel-python's parser, about a second) waits until something evaluates it
         if fast is not None:
             object.__setattr__(self, "has_type", fast.group(2))
+
+    @property
+    def program(self) -> tuple[Any, ...] | None:
+        """A has-type rule's program: a property of that type (``None``: other rules are evaluated)."""
+        return ("has_type", self.has_type) if self.has_type is not None else None
 
     def matches(self, candidate: PropertyView) -> bool:
         if self.has_type is not None:

@@ -614,21 +614,9 @@ class _Compiler:
         """
         g = self.g
         preds = g._preds
-        first = []
         lookups_of = [predicate_lookups(predicate) for predicate in preds]
-        for lookups in lookups_of:
-            found = self._candidates(lookups[0]) if lookups else None
-            first.append(found[0] if found else -1)
         found_lists: list[Any] = [None] * len(preds)
-        self.gathering = True
-        previous = -1
-        for p in sorted(range(len(preds)), key=first.__getitem__):
-            if first[p] != previous:
-                # the predicates of a lookup come together: what its batch read is done with
-                self._batches.clear()
-                previous = first[p]
-            found_lists[p] = self.gather(preds[p], lookups_of[p])
-        self.gathering = False
+        self._gather_lists(range(len(preds)), lookups_of, found_lists)
         pred_err = array("i")
         any_err = False
         pred_items = g.pred_items
@@ -649,6 +637,24 @@ class _Compiler:
                     g.lookup_preds.setdefault(lookup, []).append(p)
         g.pred_err = pred_err if any_err else None
         g._pred_index = dict(self.preds)
+
+    def _gather_lists(self, ps: Iterable[int], lookups_of: list[Any], found_lists: list[Any]) -> None:
+        """Gather the lists of predicates ``ps`` into ``found_lists`` (items and error, as :meth:`gather`)."""
+        preds = self.g._preds
+        first: dict[int, int] = {}
+        for p in ps:
+            lookups = lookups_of[p]
+            found = self._candidates(lookups[0]) if lookups else None
+            first[p] = found[0] if found else -1
+        self.gathering = True
+        previous = -1
+        for p in sorted(first, key=first.__getitem__):
+            if first[p] != previous:
+                # the predicates of a lookup come together: what its batch read is done with
+                self._batches.clear()
+                previous = first[p]
+            found_lists[p] = self.gather(preds[p], lookups_of[p])
+        self.gathering = False
 
     def gather(self, predicate: Any, lookups: Any = MISSING) -> tuple[array[int], Any]:
         """The catalog's entries satisfying ``predicate`` in preference order, and an error or -1.

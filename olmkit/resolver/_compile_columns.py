@@ -19,16 +19,20 @@ this path give up: the caller then compiles the catalog the general way.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
+from olmkit.catalog.semver import Range, parse_version
 from olmkit.errors import CatalogError
 from olmkit.model import Property
 from olmkit.registry import Registry
 from olmkit.resolver._compile import _Compiler, _json, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context
+from olmkit.types import PackageIdentity
 
 __all__ = ["compile_columns", "compile_graph"]
 
@@ -98,6 +102,131 @@ class _ColumnView:
         return self._key
 
 
+class _NoProgram(Exception):
+    """A predicate's program holds a node the compiler does not evaluate: it is asked instead."""
+
+
+#: the comparisons of :func:`olmkit._solver.select`'s ranked nodes, by a range's operator
+_COMPARISONS = {"=": 0, ">=": 1, "<": 2, ">": 3, "<=": 4}
+
+
+class _Encoder:
+    """Predicates' programs as :func:`olmkit._solver.select` programs over the columns.
+
+    A predicate may describe what it matches as a ``program`` (a tuple tree), which the
+    compiler evaluates for every candidate in C instead of asking the predicate:
+
+    * ``("lookup", (type, key))``: the bundle is filed under the index key (as an
+      ``exact`` predicate's lookup);
+    * ``("identity", type, package, range)``: the bundle carries a property of ``type``
+      that parses to a :class:`~olmkit.types.PackageIdentity` of ``package`` whose version
+      (read tolerantly, as blang's ``ParseTolerant``) is in ``range`` (a
+      :class:`~olmkit.catalog.semver.Range`);
+    * ``("has_type", type)``: the bundle carries a property of ``type`` (inline ones are
+      not seen);
+    * ``("all" | "any" | "none", *programs)``: every one, at least one, none of them.
+
+    Every property of the catalog parses (else the general compiler runs), so a program
+    and the predicate's ``matches`` agree.
+    """
+
+    def __init__(self, compiler: _ColumnCompiler) -> None:
+        self.c = compiler
+        cols = compiler.columns
+        self.type_id: dict[str, int] = {}
+        self.atom_type = array("i", [self.type_id.setdefault(t, len(self.type_id)) for t in cols.dist_type])
+        n = len(cols.dist_type)
+        self.atom_owner = array("i", [-1]) * n
+        self.atom_rank = array("i", [-1]) * n
+        #: per identity type: package -> owner number, and the sorted distinct version keys
+        self.identities: dict[str, tuple[dict[str, int], list[Any]]] = {}
+        self.sets: dict[Any, int] = {}
+        self.set_start = array("i", [0])
+        self.set_rows = array("i")
+        self._ranges: dict[tuple[str, Any], list[int]] = {}
+
+    def set_of(self, lookup: Any) -> int:
+        """The number of a lookup's set of candidates (ascending classes)."""
+        s = self.sets.get(lookup)
+        if s is None:
+            s = self.sets[lookup] = len(self.sets)
+            self.set_rows.extend(sorted(self.c._candidates(lookup)))
+            self.set_start.append(len(self.set_rows))
+        return s
+
+    def node(self, program: Any, out: array[int]) -> None:
+        """Append the encoding of ``program`` to ``out``.
+
+        Raises:
+            _NoProgram: a node the compiler does not know.
+        """
+        if type(program) is not tuple or not program:
+            raise _NoProgram
+        tag = program[0]
+        if tag == "lookup" and len(program) == 2:
+            out.append(0)
+            out.append(self.set_of(program[1]))
+        elif tag == "identity" and len(program) == 4:
+            _, type_name, package, version_range = program
+            if not isinstance(type_name, str) or not isinstance(version_range, Range):
+                raise _NoProgram
+            owners, _ = self._identity(type_name)
+            out.extend((1, self.type_id.get(type_name, -1), owners.get(package, -1)))
+            out.extend(self._range(type_name, version_range))
+        elif tag == "has_type" and len(program) == 2:
+            type_name = program[1]
+            out.append(2)
+            out.append(-1 if type_name in self.c.inline else self.type_id.get(type_name, -1))
+        elif tag in ("all", "any", "none"):
+            out.append(3 if tag == "all" else 4 if tag == "any" else 5)
+            out.append(len(program) - 1)
+            for child in program[1:]:
+                self.node(child, out)
+        else:
+            raise _NoProgram
+
+    def _identity(self, type_name: str) -> tuple[dict[str, int], list[Any]]:
+        """The owners and sorted version keys of ``type_name``'s identities (ranks filled in once)."""
+        found = self.identities.get(type_name)
+        if found is None:
+            c = self.c
+            values = c.values
+            owners: dict[str, int] = {}
+            keyed: list[tuple[int, Any]] = []
+            if type_name not in c.inline and type_name in c.registry.property_types:
+                for d in c.by_type.get(type_name, ()):
+                    identity = values[d]
+                    if not isinstance(identity, PackageIdentity) or identity.version is None:
+                        continue
+                    try:
+                        version = parse_version(identity.version, tolerant=True)
+                    except ValueError:
+                        continue
+                    self.atom_owner[d] = owners.setdefault(identity.package, len(owners))
+                    keyed.append((d, version._key))
+            keys = sorted({key for _, key in keyed})
+            rank = {key: i for i, key in enumerate(keys)}
+            for d, key in keyed:
+                self.atom_rank[d] = rank[key]
+            found = self.identities[type_name] = (owners, keys)
+        return found
+
+    def _range(self, type_name: str, version_range: Range) -> list[int]:
+        """A range's alternatives as rank comparisons over ``type_name``'s versions."""
+        cache_key = (type_name, version_range)
+        found = self._ranges.get(cache_key)
+        if found is None:
+            keys = self._identity(type_name)[1]
+            found = [len(version_range.alternatives)]
+            for alternative in version_range.alternatives:
+                found.append(len(alternative))
+                for op, bound in alternative:
+                    b = bound._key
+                    found += (_COMPARISONS.get(op, 5), bisect_left(keys, b), bisect_right(keys, b))
+            self._ranges[cache_key] = found
+        return found
+
+
 class _GiveUp(Exception):
     """The columns hold something only the general compiler reproduces exactly."""
 
@@ -112,6 +241,8 @@ class _ColumnCompiler(_Compiler):
         self.values: list[Any] = []
         self.props: list[Property | None] = []
         self.decoded: list[Any] = []
+        #: type -> its distinct properties
+        self.by_type: dict[str, list[int]] = {}
 
     # -- entries --------------------------------------------------------------------
 
@@ -227,6 +358,7 @@ class _ColumnCompiler(_Compiler):
                     atom_list[d] = lists.setdefault(predicate, len(lists))
         self.values = values
         self.decoded = decoded
+        self.by_type = by_type
         n = g.n_bundles
         (codes, code_start, ukeys, ukey_start, template_order, _, list_row, list_atom, atom_order, key_order) = lay_out(
             cols.prop_start,
@@ -274,11 +406,77 @@ class _ColumnCompiler(_Compiler):
             ukey_start.append(len(ukeys))
         g.uerr = None
 
+    # -- lists ----------------------------------------------------------------------
+
+    def _gather_lists(self, ps: Iterable[int], lookups_of: list[Any], found_lists: list[Any]) -> None:
+        """Gather the lists of the predicates with a program in C (or the twin), the others as the general compiler."""
+        from olmkit._solver import select
+
+        if self.class_err:  # a broken channel's error may be what a list gives: the general way says which
+            super()._gather_lists(ps, lookups_of, found_lists)
+            return
+        preds = self.g._preds
+        encoder = _Encoder(self)
+        prog = array("i")
+        prog_start = array("i", [0])
+        cand_sets = array("i")
+        cand_start = array("i", [0])
+        chosen: list[int] = []
+        rest: list[int] = []
+        for p in ps:
+            program = getattr(preds[p], "program", None)
+            if program is not None:
+                mark = len(prog)
+                try:
+                    encoder.node(program, prog)
+                except _NoProgram:
+                    del prog[mark:]
+                    program = None
+            if program is None:
+                rest.append(p)
+                continue
+            lookups = lookups_of[p]
+            if lookups is None:
+                cand_sets.append(-1)
+            else:
+                cand_sets.extend([encoder.set_of(lookup) for lookup in lookups])
+            prog_start.append(len(prog))
+            cand_start.append(len(cand_sets))
+            chosen.append(p)
+        if chosen:
+            cols = self.columns
+            items = array("i")
+            item_start = array("i", [0])
+            for ents in self.ents_of:
+                items.extend(ents)
+                item_start.append(len(items))
+            found, starts = select(
+                prog_start,
+                prog,
+                cand_start,
+                cand_sets,
+                self.g.n_bundles,
+                cols.prop_start,
+                cols.prop_ref,
+                encoder.atom_type,
+                encoder.atom_owner,
+                encoder.atom_rank,
+                encoder.set_start,
+                encoder.set_rows,
+                item_start,
+                items,
+            )
+            for i, p in enumerate(chosen):
+                found_lists[p] = (found[starts[i] : starts[i + 1]], -1)
+        if rest:
+            super()._gather_lists(rest, lookups_of, found_lists)
+
     def release(self) -> None:
         super().release()
         self.values = []
         self.props = []
         self.decoded = []
+        self.by_type = {}
 
 
 def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGraph | None:
@@ -301,9 +499,14 @@ def compile_graph(catalog: Any, registry: Registry) -> CatalogGraph:
     """Compile the resolution graph of a loaded catalog: from its columns where it can, else from its bundles.
 
     The columns are used when the catalog already holds them (its loader filled them):
-    building them from the bundles costs more than the fast path saves.
+    building them from the bundles costs more than the fast path saves. Only with the C
+    part: the pure twins of its inner loops give the same graph, slower than the general
+    compiler.
     """
-    found = _held_columns(catalog)
+    from olmkit._solver import implementation
+
+    # the pure twins of its C parts are slower than the general compiler: they are for the tests
+    found = _held_columns(catalog) if implementation() == "native" else None
     if found is not None:
         graph = compile_columns(catalog, found, registry)
         if graph is not None:

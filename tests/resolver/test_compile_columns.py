@@ -306,3 +306,84 @@ def test_graphs_of_case_manifests_from_disk(olmkit_pm, tmp_path):
         registry = olmkit_pm.registry
 
         assert compile_general(catalog, registry).dumps() == compile_graph(catalog, registry).dumps()
+
+
+def test_built_in_predicates_are_selected_in_c(olmkit_pm, tmp_path, monkeypatch, implementation):
+    """Every built-in predicate with a program (gvk, package ranges, label, has-type CEL, all / any / not)
+    is evaluated by olmkit._solver.select, not asked; a full CEL rule is asked. Same graph as the general compiler."""
+    import olmkit._solver
+
+    programs: list[int] = []
+    real = olmkit._solver.select
+
+    def counting(prog_start: Any, *args: Any) -> Any:
+        programs.append(len(prog_start) - 1)
+        return real(prog_start, *args)
+
+    monkeypatch.setattr(olmkit._solver, "select", counting)
+    has_type = {"cel": {"rule": 'properties.exists(p, p.type == "olm.label")'}}
+    full_cel = {"cel": {"rule": "properties.size() > 2"}}
+    in_range = {"package": {"packageName": "b", "versionRange": ">=1.0.0 <2.0.0 || 3.x"}}
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v1.0.0"]},
+                        "bundles": {
+                            "a.v1.0.0": [
+                                "needs-gvk g/v1/B",
+                                "needs-package b >=1.0.0",
+                                "needs-label x",
+                                {"type": "olm.constraint", "value": has_type},
+                                {"type": "olm.constraint", "value": {"all": {"constraints": [in_range, has_type]}}},
+                                {"type": "olm.constraint", "value": {"not": {"constraints": [in_range]}}},
+                                {"type": "olm.constraint", "value": {"any": {"constraints": [in_range, full_cel]}}},
+                                {"type": "olm.constraint", "value": full_cel},
+                            ]
+                        },
+                    },
+                    "b": {
+                        "channels": {
+                            "stable": ["b.v3.1.0 replaces b.v1.5.0", "b.v1.5.0 replaces b.v0.9.0", "b.v0.9.0"]
+                        },
+                        "bundles": {"b.v0.9.0": ["gvk g/v1/B"], "b.v1.5.0": ["label x"], "b.v3.1.0": ["label x"]},
+                    },
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+
+    assert compare(catalog, olmkit_pm.registry)
+    assert [6] == programs  # of 8 lists: the two with a full CEL rule are asked
+
+
+def test_a_broken_channel_gathers_the_general_way(olmkit_pm, tmp_path, monkeypatch):
+    """A broken channel's error may be a list's answer: every list is then gathered as the general compiler does."""
+    import olmkit._solver
+
+    calls: list[Any] = []
+    monkeypatch.setattr(olmkit._solver, "select", lambda *args: calls.append(args))
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v1.0.0"]},
+                        "bundles": {"a.v1.0.0": ["needs-gvk g/v1/B"]},
+                    },
+                    "b": {
+                        "channels": {"stable": ["b.v2.0.0", "b.v1.0.0"]},  # two heads
+                        "bundles": {"b.v1.0.0": ["gvk g/v1/B"], "b.v2.0.0": ["gvk g/v1/B"]},
+                    },
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+
+    assert compare(catalog, olmkit_pm.registry)
+    assert [] == calls

@@ -1,8 +1,8 @@
-"""The class lay-out (:func:`olmkit._solver.lay_out`): C and its pure twin give the same arrays.
+"""The graph compiler's C parts (:func:`olmkit._solver.lay_out`, :func:`olmkit._solver.select`) and their twins.
 
-The graph compiler's fast path lays out every bundle's class with it; the twins must agree
-on every output, on random rows of shared atoms (templates, lists, keys in interleaved
-groups, atoms repeated within a row).
+The compiler's fast path lays out every bundle's class and gathers most lists with them;
+the twins must agree on every output, on random rows of shared atoms (templates, lists,
+keys in interleaved groups, atoms repeated within a row) and random programs over them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olmkit._solver import _encode, lay_out
+from olmkit._solver import _encode, lay_out, select
 from olmkit._solver import _pure as pure
 
 NATIVE = "native" in _encode.available()
@@ -95,3 +95,145 @@ def test_lay_out_refuses_arrays_out_of_range():
         lay_out(array("i", [0, 1]), array("i", [0]), one, array("i", [1]), array("i", [-2]), one, 1, 1, 0)
     with pytest.raises(ValueError, match="row_start"):
         lay_out(array("i", [0, 2]), array("i", [0]), one, array("i", [-1]), array("i", [-2]), one, 1, 0, 0)
+
+
+# --------------------------------------------------------------------------- select
+
+
+@st.composite
+def programs(draw: Any, n_sets: int, depth: int = 0) -> list[int]:
+    kind = draw(st.integers(0, 5 if depth < 3 else 2))
+    if kind == 0:
+        return [0, draw(st.integers(0, n_sets - 1))] if n_sets else [2, draw(st.integers(-1, 2))]
+    if kind == 1:
+        out = [1, draw(st.integers(0, 2)), draw(st.integers(-1, 2))]
+        alternatives = draw(
+            st.lists(
+                st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 4)), max_size=3), max_size=3
+            )
+        )
+        out.append(len(alternatives))
+        for alternative in alternatives:
+            out.append(len(alternative))
+            for op, lo, extra in alternative:
+                out += [op, lo, lo + extra % 2]
+        return out
+    if kind == 2:
+        return [2, draw(st.integers(-1, 2))]
+    children = draw(st.lists(programs(n_sets, depth + 1), max_size=3))
+    return [kind, len(children)] + [x for child in children for x in child]
+
+
+@st.composite
+def selections(draw: Any) -> tuple[Any, ...]:
+    n_atoms = draw(st.integers(1, 10))
+    atom_type = array("i", [draw(st.integers(0, 2)) for _ in range(n_atoms)])
+    atom_owner = array("i", [draw(st.integers(-1, 2)) for _ in range(n_atoms)])
+    atom_rank = array("i", [draw(st.integers(-1, 5)) for _ in range(n_atoms)])
+    n_rows = draw(st.integers(0, 8))
+    row_start = array("i", [0])
+    row_atoms = array("i")
+    item_start = array("i", [0])
+    items = array("i")
+    for _ in range(n_rows + 1):  # one row more than the candidates (a class without a bundle)
+        row_atoms.extend(draw(st.lists(st.integers(0, n_atoms - 1), max_size=4)))
+        row_start.append(len(row_atoms))
+        items.extend(draw(st.lists(st.integers(0, 30), max_size=3, unique=True)))
+        item_start.append(len(items))
+    sets = draw(st.lists(st.lists(st.integers(0, n_rows), max_size=4, unique=True), max_size=4))
+    set_start = array("i", [0])
+    set_rows = array("i")
+    for rows in sets:
+        set_rows.extend(sorted(rows))
+        set_start.append(len(set_rows))
+    prog_start = array("i", [0])
+    prog = array("i")
+    cand_start = array("i", [0])
+    cand_sets = array("i")
+    for _ in range(draw(st.integers(0, 5))):
+        prog.extend(draw(programs(len(sets))))
+        prog_start.append(len(prog))
+        if not sets or draw(st.integers(0, 3)) == 0:
+            cand_sets.append(-1)
+        else:
+            cand_sets.extend(draw(st.lists(st.integers(0, len(sets) - 1), max_size=3)))
+        cand_start.append(len(cand_sets))
+    return (
+        prog_start,
+        prog,
+        cand_start,
+        cand_sets,
+        n_rows,
+        row_start,
+        row_atoms,
+        atom_type,
+        atom_owner,
+        atom_rank,
+        set_start,
+        set_rows,
+        item_start,
+        items,
+    )
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(args=selections())
+def test_select_twins_agree(args):
+    """The C selection and its twin give the same items for random programs over random rows."""
+    native = _encode.module("native")
+
+    assert [a.tobytes() for a in pure.select(*args)] == [a.tobytes() for a in native.select(*args)]
+
+
+def test_select_evaluates_programs(implementation):
+    """Set membership, ranked atoms (by type and owner), types, and all / any / none over them."""
+    # rows: 0 has atoms 0 (type 0, owner 1, rank 2) and 2 (type 1); 1 has atom 1 (type 0, owner 1, rank 4)
+    atom_type, atom_owner, atom_rank = array("i", [0, 0, 1]), array("i", [1, 1, -1]), array("i", [2, 4, -1])
+    row_start, row_atoms = array("i", [0, 2, 3]), array("i", [0, 2, 1])
+    item_start, items = array("i", [0, 2, 3]), array("i", [7, 3, 5])
+    set_start, set_rows = array("i", [0, 1, 3]), array("i", [1, 0, 1])
+    at_least_3 = [1, 0, 1, 1, 1, 1, 3, 3]  # owner 1, one alternative: rank >= 3
+    in_set_0 = [0, 0]
+    has_type_1 = [2, 1]
+    programs = [at_least_3, in_set_0, has_type_1, [5, 1, *has_type_1], [3, 2, *in_set_0, *at_least_3], [4, 0]]
+    prog = array("i", [x for p in programs for x in p])
+    prog_start = array("i", [0])
+    for p in programs:
+        prog_start.append(prog_start[-1] + len(p))
+    cand_sets = array("i", [1, -1, 1, 1, 0, 1, -1])
+    cand_start = array("i", [0, 1, 2, 3, 4, 6, 7])
+
+    found, starts = select(
+        prog_start,
+        prog,
+        cand_start,
+        cand_sets,
+        2,
+        row_start,
+        row_atoms,
+        atom_type,
+        atom_owner,
+        atom_rank,
+        set_start,
+        set_rows,
+        item_start,
+        items,
+    )
+
+    lists = [list(found[starts[i] : starts[i + 1]]) for i in range(len(programs))]
+    assert [[5], [5], [3, 7], [5], [5], []] == lists
+
+
+def test_select_refuses_malformed_programs(implementation):
+    """A program that runs past its end or names a set that is not there is a ValueError."""
+    one = array("i", [0, 1])
+    args = (one, array("i", [0, 0]), array("i", [0, 0]), one, one, array("i", [0]), array("i", [0]))
+    with pytest.raises(ValueError):
+        select(
+            array("i", [0, 2]), array("i", [0, 5]), array("i", [0, 1]), array("i", [-1]), 1, one, array("i", [0]), *args
+        )
+    with pytest.raises(ValueError):
+        select(
+            array("i", [0, 2]), array("i", [3, 1]), array("i", [0, 1]), array("i", [-1]), 1, one, array("i", [0]), *args
+        )
