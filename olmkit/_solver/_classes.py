@@ -25,7 +25,8 @@ their first use.
 from __future__ import annotations
 
 from array import array
-from itertools import pairwise
+from itertools import islice
+from operator import le
 
 __all__ = ["lay_out"]
 
@@ -61,7 +62,7 @@ def lay_out(
             raise ValueError(f"lay_out: {name} out of range")
     if row_atoms and (min(row_atoms) < 0 or max(row_atoms) >= n_atoms):
         raise ValueError("lay_out: row_atoms out of range")
-    if row_start[0] != 0 or row_start[-1] != len(row_atoms) or any(a > b for a, b in pairwise(row_start)):
+    if row_start[0] != 0 or row_start[-1] != len(row_atoms) or not all(map(le, row_start, islice(row_start, 1, None))):
         raise ValueError("lay_out: row_start is not a partition of row_atoms")
     impl = _encode.get()
     result: tuple[array[int], ...] = impl.lay_out(

@@ -26,7 +26,8 @@ A program is a tree of nodes in prefix form:
 from __future__ import annotations
 
 from array import array
-from itertools import pairwise
+from itertools import islice
+from operator import le
 
 __all__ = ["select"]
 
@@ -76,7 +77,7 @@ def select(
         ("row", row_start),
         ("item", item_start),
     ):
-        if any(a > b for a, b in pairwise(starts)):
+        if not all(map(le, starts, islice(starts, 1, None))):
             raise ValueError(f"select: {name}_start is not ascending")
     result: tuple[array[int], array[int]] = _encode.get().select(
         prog_start,

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
+from itertools import accumulate, chain
 from typing import Any
 
 import orjson
@@ -241,6 +242,8 @@ class _ColumnCompiler(_Compiler):
         self.values: list[Any] = []
         self.props: list[Property | None] = []
         self.decoded: list[Any] = []
+        #: whether the catalog's index gives column rows (``lookup_rows``)
+        self._rows = hasattr(catalog, "lookup_rows")
         #: type -> its distinct properties
         self.by_type: dict[str, list[int]] = {}
 
@@ -280,6 +283,16 @@ class _ColumnCompiler(_Compiler):
         if view is None:
             view = self.views[cls] = _ColumnView(self, cls)
         return view
+
+    def _candidates(self, lookup: tuple[str, Hashable]) -> list[int]:
+        found = self._lookups.get(lookup)
+        if found is None:
+            rows = self.catalog.lookup_rows(*lookup) if self._rows else None
+            if rows is None:
+                self._rows = False  # the index is not filed by rows: by names then
+                return super()._candidates(lookup)
+            found = self._lookups[lookup] = list(rows)  # bundles' rows are their classes
+        return found
 
     def _prop(self, d: int) -> Property:
         prop = self.props[d]
@@ -445,11 +458,8 @@ class _ColumnCompiler(_Compiler):
             chosen.append(p)
         if chosen:
             cols = self.columns
-            items = array("i")
-            item_start = array("i", [0])
-            for ents in self.ents_of:
-                items.extend(ents)
-                item_start.append(len(items))
+            items = array("i", chain.from_iterable(self.ents_of))
+            item_start = array("i", accumulate(map(len, self.ents_of), initial=0))
             found, starts = select(
                 prog_start,
                 prog,

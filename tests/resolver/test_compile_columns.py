@@ -387,3 +387,27 @@ def test_a_broken_channel_gathers_the_general_way(olmkit_pm, tmp_path, monkeypat
 
     assert compare(catalog, olmkit_pm.registry)
     assert [] == calls
+
+
+def test_compile_graph_takes_the_columns_the_loader_filled(olmkit_pm, tmp_path, monkeypatch, implementation):
+    """A catalog read into columns is compiled from them with the C part (its index gives rows); with the
+    pure twins, and for a catalog without columns, the general compiler runs."""
+    import olmkit.resolver._compile_columns as module
+
+    case = yaml.safe_load(CASES[0].read_text())
+    case_manifests(case, tmp_path)
+    (directory,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    registry = olmkit_pm.registry
+    catalog = load_catalog(directory, registry, name="cat", cache=False)
+    assert catalog.columns(build=False) is not None
+    expected = compile_general(catalog, registry).dumps()
+    general: list[Any] = []
+    real = module.compile_general
+    monkeypatch.setattr(module, "compile_general", lambda *args: general.append(args) or real(*args))
+
+    assert expected == compile_graph(catalog, registry).dumps()
+    assert (implementation == "pure") == bool(general)
+    no_columns = load_catalog(EXAMPLES, registry, cache=False)
+    assert no_columns.columns(build=False) is None
+    compile_graph(no_columns, registry)
+    assert (implementation == "pure") + 1 == len(general)
