@@ -208,8 +208,11 @@ class _Compiler:
         g.n_chain = len(entry_class)
         broken: list[tuple[bool, str, str, list[Any]]] = [(True, package, ch, []) for package, ch in self.broken]
         for _, package, ch, order in [*chans, *broken]:
+            entries = catalog.channels[package][ch].entries
+            if len(order) == len(entries):
+                continue  # the chain holds every entry (it holds distinct names, at most all of them)
             on_chain = {e.name for e in order}
-            for e in catalog.channels[package][ch].entries:
+            for e in entries:
                 if e.name not in on_chain and (package, ch, e.name) not in g.off_chain:
                     g.off_chain[(package, ch, e.name)] = len(entry_class)
                     entry_class.append(class_of(package, e.name))

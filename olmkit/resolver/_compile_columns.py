@@ -21,7 +21,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
-from itertools import accumulate, chain
+from itertools import accumulate, chain, islice
+from operator import gt
 from typing import Any
 
 import orjson
@@ -257,10 +258,10 @@ class _ColumnCompiler(_Compiler):
         names_of = self.names_of
         n = len(names)
         start = 0
+        if any(map(gt, bundle_package, islice(bundle_package, 1, None))):
+            raise _GiveUp  # not package by package
         for p, package in enumerate(packages):
-            end = start
-            while end < n and bundle_package[end] == p:
-                end += 1
+            end = bisect_right(bundle_package, p, start)
             names_of[package] = dict(zip(names[start:end], range(start, end), strict=True))
             start = end
         if start != n or len(names_of) != len(packages):
