@@ -334,20 +334,28 @@ class _ColumnCompiler(_Compiler):
             else:
                 found.append(d)
         texts = cols.dist_json
+        distinct = getattr(self.catalog, "parsed_distinct", None)
+        known = distinct({n: pt.parse for n, pt in registry.property_types.items()}) if distinct else {}
         loads = orjson.loads
         for type_name, ds in by_type.items():
             kind = kind_of(type_name)
             if kind is None:
                 continue  # ignored: unknown or inline
             pt, template, required, has_keys = kind
-            raws = [loads(texts[d]) for d in ds]
-            try:
-                parsed = list(map(pt.parse, raws))
-            except ValueError:
-                raise _GiveUp from None
-            for d, raw, value in zip(ds, raws, parsed, strict=True):
-                decoded[d] = raw
-                values[d] = value
+            if known and not required and all(map(known.__contains__, ds)):
+                # what the loader parsed (the same function: parsing is deterministic)
+                parsed = [known[d] for d in ds]
+                for d, value in zip(ds, parsed, strict=True):
+                    values[d] = value
+            else:
+                raws = [loads(texts[d]) for d in ds]
+                try:
+                    parsed = list(map(pt.parse, raws))
+                except ValueError:
+                    raise _GiveUp from None
+                for d, raw, value in zip(ds, raws, parsed, strict=True):
+                    decoded[d] = raw
+                    values[d] = value
             if template is not None:
                 t = templates.setdefault(template, len(templates))
                 for d in ds:
