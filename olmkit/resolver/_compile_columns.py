@@ -368,8 +368,9 @@ class _ColumnCompiler(_Compiler):
                     atom_group[d] = group
             if required:
                 requirement = pt.requirement
+                # one context for all: a builder that reads the bundle's name makes the fast path give up
+                context = Context(registry, "")
                 for d, value in zip(ds, parsed, strict=True):
-                    context = Context(registry, "")
                     try:
                         predicate = requirement(value, context)
                     except ValueError:
