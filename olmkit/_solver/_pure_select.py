@@ -98,43 +98,6 @@ def select(
     items: array[int],
 ) -> tuple[array[int], array[int]]:
     """See :func:`olmkit._solver._select.select`."""
-    try:
-        return _select(
-            prog_start,
-            prog,
-            cand_start,
-            cand_sets,
-            n_rows,
-            row_start,
-            row_atoms,
-            atom_type,
-            atom_owner,
-            atom_rank,
-            set_start,
-            set_rows,
-            item_start,
-            items,
-        )
-    except IndexError:
-        raise ValueError("select: a program or candidate set is malformed") from None
-
-
-def _select(
-    prog_start: array[int],
-    prog: array[int],
-    cand_start: array[int],
-    cand_sets: array[int],
-    n_rows: int,
-    row_start: array[int],
-    row_atoms: array[int],
-    atom_type: array[int],
-    atom_owner: array[int],
-    atom_rank: array[int],
-    set_start: array[int],
-    set_rows: array[int],
-    item_start: array[int],
-    items: array[int],
-) -> tuple[array[int], array[int]]:
     tables = (atom_type, atom_owner, atom_rank, set_start, set_rows)
     out = array("i")
     out_start = array("i", [0])
@@ -148,7 +111,10 @@ def _select(
             rows = sorted({r for s in sets for r in set_rows[set_start[s] : set_start[s + 1]]})
         found: list[int] = []
         for r in rows:
-            value, end = _run(prog, prog_start[p], r, row_atoms[row_start[r] : row_start[r + 1]], tables)
+            try:
+                value, end = _run(prog, prog_start[p], r, row_atoms[row_start[r] : row_start[r + 1]], tables)
+            except IndexError:
+                raise ValueError("select: a program or candidate set is malformed") from None
             if end != prog_start[p + 1]:
                 raise ValueError(f"select: program {p} is malformed")
             if value:
