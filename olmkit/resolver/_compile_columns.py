@@ -7,13 +7,17 @@ property is done once per *distinct* property: parsed, its uniqueness key, its
 requirement's predicate, its prohibition. The per-bundle work is then ints only: the
 classes' codes and keys, numbered in the order bundles use them, are laid out by
 :func:`olmkit._solver.lay_out` (C, or its pure twin) without a Python object per bundle
-or property occurrence. The lists are gathered as the general compiler gathers them,
-over bundle views made from the columns (one :class:`~olmkit.model.Property` per distinct
-property) for the candidates a predicate asks about.
+or property occurrence. A predicate that describes itself as a program (see
+:class:`_Encoder`) has its list selected by :func:`olmkit._solver.select` (C, or its pure
+twin) over the columns; the others are gathered as the general compiler gathers them, over
+bundle views made from the columns (one :class:`~olmkit.model.Property` per distinct
+property, made when a predicate reads it).
 
 Whatever the general compiler handles by its slow paths (a property of a registered type
 that does not parse, a requirement that does not build or reads the bundle's name) makes
-this path give up: the caller then compiles the catalog the general way.
+this path give up: the caller then compiles the catalog the general way. A catalog with a
+broken channel has its lists gathered the general way (a broken channel's error may be a
+list's answer, and which one depends on the candidates' order).
 """
 
 from __future__ import annotations
@@ -239,7 +243,8 @@ class _ColumnCompiler(_Compiler):
     def __init__(self, graph: CatalogGraph, catalog: Any, registry: Registry, columns: Any) -> None:
         super().__init__(graph, catalog, registry)
         self.columns = columns
-        #: per distinct property: its parsed value (``None``: of an ignored type) and its Property
+        #: per distinct property: its parsed value (``None``: of an ignored type), its Property
+        #: (made on first use) and its decoded JSON value (``None``: not decoded yet)
         self.values: list[Any] = []
         self.props: list[Property | None] = []
         self.decoded: list[Any] = []
