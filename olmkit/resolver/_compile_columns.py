@@ -457,7 +457,7 @@ class _ColumnCompiler(_Compiler):
                 mark = len(prog)
                 try:
                     encoder.node(program, prog)
-                except _NoProgram:
+                except (_NoProgram, TypeError):  # a node it does not know, or an unhashable key
                     del prog[mark:]
                     program = None
             if program is None:

@@ -411,3 +411,65 @@ def test_compile_graph_takes_the_columns_the_loader_filled(olmkit_pm, tmp_path, 
     assert no_columns.columns(build=False) is None
     compile_graph(no_columns, registry)
     assert (implementation == "pure") + 1 == len(general)
+
+
+def test_a_program_the_compiler_does_not_know_is_asked(olmkit_pm, olmkit_register, tmp_path):
+    """A plugin predicate whose program holds an unknown node or an unhashable key is asked, as without one."""
+    from olmkit import hookimpl
+    from olmkit.types import PropertyType
+
+    class Odd:
+        def __init__(self, kind: str) -> None:
+            self.kind = kind
+
+        @property
+        def program(self) -> tuple[Any, ...]:
+            if self.kind == "unknown":
+                return ("all", ("lookup", ("olm.gvk", ("g", "v1", "A"))), ("later", 1))
+            return ("lookup", ["not", "hashable"])
+
+        def matches(self, candidate: Any) -> bool:
+            return bool(candidate.name.startswith("b"))
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Odd) and other.kind == self.kind
+
+        def __hash__(self) -> int:
+            return hash(self.kind)
+
+        def __str__(self) -> str:
+            return f"odd {self.kind}"
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self):
+            yield PropertyType(name="example.io/odd", parse=str, requirement=lambda value, ctx: Odd(value))
+
+    olmkit_register(Plugin(), "odd-programs")
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {
+                        "channels": {"stable": ["a.v1.0.0"]},
+                        "bundles": {
+                            "a.v1.0.0": [
+                                {"type": "example.io/odd", "value": "unknown"},
+                                {"type": "example.io/odd", "value": "unhashable"},
+                            ]
+                        },
+                    },
+                    "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": ["gvk g/v1/A"]}},
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+    registry = olmkit_pm.registry
+
+    assert compare(catalog, registry)
+    graph = compile_columns(catalog, catalog.columns(), registry)
+    assert graph is not None
+    b = graph.channel_first[("b", "stable")]
+    assert [[b], [b]] == [list(graph.pred_items[graph.pred_start[p] : graph.pred_start[p + 1]]) for p in range(2)]
