@@ -44,6 +44,7 @@ from olmkit.lifecycle.operatorgroups import (
     COPIED_FROM_LABEL,
     COPIED_REASON,
     GROUP_FAILURE_REASONS,
+    KUBE_AGGREGATION_PREFIX,
     OPERATOR_GROUP_ANNOTATION,
     OPERATOR_NAMESPACE_ANNOTATION,
     OWNER_CONFLICT,
@@ -270,9 +271,10 @@ class MemberController(Controller):
 
     def _rbac(self, csv: Object, group: Object, targets: list[str]) -> None:
         store = self.ctx.store
-        for role in api_cluster_roles(csv, group["metadata"]["name"]):
-            ensure_object(store, role, ("rules",))
         ns, name = csv["metadata"]["namespace"], csv["metadata"]["name"]
+        for role in api_cluster_roles(csv, group["metadata"]["name"]):
+            if not self._claimed_elsewhere(role, ns):
+                ensure_object(store, role, ("rules",))
         owned = owned_by(store, csv, ROLE) + owned_by(store, csv, ROLE_BINDING)
         if targets == [_ALL]:
             for obj in owned:
@@ -290,6 +292,39 @@ class MemberController(Controller):
                     if labels.get(OWNER_LABEL) == name and labels.get(OWNER_NAMESPACE_LABEL) == ns:
                         store.delete(cluster.api_version, cluster.kind, obj["metadata"]["name"])
         self._sync_copied_rbac(ns, name, owned, {str(t) for t in targets} - {ns})
+
+    def _claimed_elsewhere(self, role: Object, namespace: str) -> bool:
+        """Whether a per-API ClusterRole is as it should be and claimed by a live CSV of another namespace.
+
+        The role is shared by every namespace whose operator provides the API. Upstream writes it
+        only when its rules, its aggregation labels or its owner (the API, the same for every
+        namespace) differ; here the owner labels name the CSV that made it, so a member in
+        another namespace leaves a role alone while that CSV exists (its deletion removes the
+        role, and the members generate it again). A CSV replaced in its own namespace takes the
+        role over, as before, so that it outlives the CSV it replaces.
+        """
+        store = self.ctx.store
+        meta = role["metadata"]
+        try:
+            current = store.get(CLUSTER_ROLE.api_version, CLUSTER_ROLE.kind, meta["name"])
+        except NotFound:
+            return False
+        labels = current["metadata"].get("labels") or {}
+        owner_ns = str(labels.get(OWNER_NAMESPACE_LABEL) or "")
+        if labels.get(OWNER_KIND_LABEL) != CSV.kind or owner_ns in ("", namespace):
+            return False
+        aggregation = {k: v for k, v in meta["labels"].items() if k.startswith(KUBE_AGGREGATION_PREFIX)}
+        if (
+            current.get("rules") != role["rules"]
+            or not aggregation.items() <= labels.items()
+            or not set(meta["labels"]) <= set(labels)
+        ):
+            return False
+        try:
+            owner = store.get(CSV.api_version, CSV.kind, str(labels.get(OWNER_LABEL) or ""), owner_ns)
+        except NotFound:
+            return False
+        return not owner["metadata"].get("deletionTimestamp")
 
     def _sync_copied_rbac(self, ns: str, name: str, owned: list[Object], targets: set[str]) -> None:
         """Copies of the owned Roles and RoleBindings in exactly ``targets``."""

@@ -168,6 +168,34 @@ def test_a_csv_in_conflict_gets_no_per_api_roles(make: Callable[..., Cluster]) -
     assert ("og", "operators") == (labels["olm.opgroup.permissions/aggregate-to-admin"], labels["olm.owner.namespace"])
 
 
+@pytest.mark.kube
+def test_a_shared_per_api_role_is_not_rewritten_by_a_second_namespace(make: Callable[..., Cluster]) -> None:
+    """The same API provided in two namespaces: the second namespace's CSV leaves the per-API ClusterRoles
+    the first one made as they are (no write: same resourceVersion); once the first CSV goes, they are
+    generated again for the second."""
+    cluster = make(B("widget", "1.0.0", owns=(WIDGET,), install_modes=ALL_MODES))
+    roles = [f"widgets.example.io-v1-{suffix}" for suffix in ("admin", "edit", "view", "view-crdview")]
+    group(cluster, targetNamespaces=["operators"])
+    install(cluster, "widget")
+    before = {name: cluster.get("clusterrole", name, None)["metadata"] for name in roles}
+
+    group(cluster, ns="team", name="team", targetNamespaces=["team"])
+    install(cluster, "widget", ns="team")
+
+    assert "Succeeded" == cluster.phase("widget.v1.0.0", "team")
+    after = {name: cluster.get("clusterrole", name, None)["metadata"] for name in roles}
+    assert {n: m["resourceVersion"] for n, m in before.items()} == {n: m["resourceVersion"] for n, m in after.items()}
+    assert {"operators"} == {m["labels"]["olm.owner.namespace"] for m in after.values()}
+
+    cluster.store.delete(V1A1, "Subscription", "widget", "operators")
+    cluster.store.delete(V1A1, "ClusterServiceVersion", "widget.v1.0.0", "operators")
+    cluster.reconcile()
+
+    regenerated = [cluster.get("clusterrole", name, None)["metadata"]["labels"] for name in roles]
+    group_labels = [v for labels in regenerated for k, v in labels.items() if k.startswith("olm.opgroup.")]
+    assert (["team"] * 4, ["team"] * 4) == ([labels["olm.owner.namespace"] for labels in regenerated], group_labels)
+
+
 # --------------------------------------------------------------------------- permissions
 
 
