@@ -161,7 +161,7 @@ def main() -> int:
             print(f"| {verb} | {counts[verb]} | {counts[verb] / operators:.2f} |")
     print("\n| verb | resource | requests | per operator |")
     print("| --- | --- | ---: | ---: |")
-    for (verb, what), n in made.most_common(15):
+    for (verb, what), n in made.most_common():
         print(f"| {verb} | {what} | {n} | {n / operators:.2f} |")
     return 0
 
