@@ -2,12 +2,16 @@
 
 :class:`EventRecorder` writes one ``Event`` per distinct (object, type, reason, message)
 and counts repeats on it (``count``, ``lastTimestamp``) instead of writing a new one, as
-client-go's event correlator does. Its name is derived from that key, so two processes
-sharing a store aggregate onto the same object. An object keeps at most
-:data:`MAX_EVENTS_PER_OBJECT` events: when a new one would exceed that, the oldest go.
+client-go's event correlator does: a new Event is one create, a repeat one update of the
+Event the recorder remembers, and nothing is listed to record one. Its name is derived from
+that key, so two processes sharing a store aggregate onto the same object. An object keeps at
+most :data:`MAX_EVENTS_PER_OBJECT` events: once this process has recorded that many about it,
+the object's events are listed (with those other processes wrote) and the oldest go.
 
 Events expire ``ttl`` seconds (an hour, as the Kubernetes API server's default) after
-they last happened; each namespace is swept for them when a new Event is written there.
+they last happened; a namespace is swept for them when a new Event is written there, at
+most every ``ttl/6`` and the first time ``ttl/6`` after the recorder started (the API server
+of a cluster expires Events itself; a short run leaves the sweeping to a long-running one).
 
 Events of cluster-scoped objects (a Namespace ...) live in the ``default`` namespace, as
 in Kubernetes.
@@ -128,9 +132,10 @@ class EventRecorder:
         self.limit = limit
         self.ttl = ttl
         self.clock = clock or time.time
-        # when this process last swept each namespace for expired Events
+        # when this process last swept each namespace for expired Events (or started)
+        self._started = self.clock()
         self._swept: dict[str, float] = {}
-        # events this process knows per involved object; listed once, then counted
+        # events per involved object: those this process made, until it lists them at the limit
         self._known: dict[tuple[str, str, str], int] = {}
         # the Events this process wrote last, so a repeat is one update (no read first)
         self._last: dict[tuple[str, str], Object] = {}
@@ -201,7 +206,7 @@ class EventRecorder:
     def _expire(self, namespace: str) -> None:
         """Delete the namespace's Events that last happened more than ``ttl`` ago (at most every ``ttl/6``)."""
         now = self.clock()
-        if now - self._swept.get(namespace, now - self.ttl) < self.ttl / 6:
+        if now - self._swept.get(namespace, self._started) < self.ttl / 6:
             return
         self._swept[namespace] = now
         cutoff = rfc3339(now - self.ttl)  # Kubernetes timestamps compare as strings
@@ -215,10 +220,14 @@ class EventRecorder:
                     self.store.delete("v1", "Event", event["metadata"]["name"], namespace)
 
     def _prune(self, ref: Mapping[str, Any], namespace: str) -> None:
-        """Keep at most ``limit`` events for the object (the newest ones)."""
+        """Keep at most ``limit`` events for the object (the newest ones).
+
+        The object's events are listed only once this process counts ``limit`` of them: until
+        then it counts the ones it made (as client-go's recorder, which never lists).
+        """
         object_key = (namespace, str(ref["kind"]), str(ref["name"]))
-        known = self._known.get(object_key)
-        if known is not None and known + 1 <= self.limit:
+        known = self._known.get(object_key, 0)
+        if known + 1 <= self.limit:
             self._known[object_key] = known + 1
             return
         events = _events_about(self.store, ref, namespace)

@@ -105,6 +105,48 @@ def test_events_are_pruned_per_object() -> None:
     assert 16 == MAX_EVENTS_PER_OBJECT
 
 
+class _Listing(MemoryStore):
+    """A memory store that counts the lists of Events it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.event_lists = 0
+
+    def list(self, api_version: str, kind: str, *args: Any, **kwargs: Any) -> Any:
+        self.event_lists += kind == "Event"
+        return super().list(api_version, kind, *args, **kwargs)
+
+
+def test_recording_lists_no_events() -> None:
+    """New events are one create each and a repeat is counted on its Event, with no list of the namespace's
+    Events (client-go's recorder never lists); the object's events are listed once it reaches the limit."""
+    store, clock = _Listing(), FakeClock()
+    recorder = _recorder(store, clock, limit=3)
+    for csv in (_csv(), _csv("other.v1", uid="u-2")):
+        recorder.record(csv, "Normal", "RequirementsUnknown", "requirements not yet checked")
+        recorder.record(csv, "Normal", "InstallWaiting", "waiting for deployment")
+    clock.advance(EVENT_TTL / 12)
+    recorder.record(_csv(), "Normal", "InstallWaiting", "waiting for deployment")
+
+    listed = store.event_lists
+    assert 0 == listed
+    assert [
+        ("ClusterServiceVersion", "op.v1.0.0", "Normal", "InstallWaiting", 2),
+        ("ClusterServiceVersion", "op.v1.0.0", "Normal", "RequirementsUnknown", 1),
+        ("ClusterServiceVersion", "other.v1", "Normal", "InstallWaiting", 1),
+        ("ClusterServiceVersion", "other.v1", "Normal", "RequirementsUnknown", 1),
+    ] == _events(store, "ns")
+
+    before = store.event_lists  # the test's own list above
+    recorder.record(_csv(), "Normal", "InstallSucceeded", "install strategy completed")
+    recorder.record(_csv(), "Normal", "NeedsReinstall", "installing again")
+
+    assert 1 == store.event_lists - before  # the fourth event of op.v1.0.0: over the limit of 3
+    assert ["InstallSucceeded", "InstallWaiting", "NeedsReinstall"] == sorted(
+        e["reason"] for e in events_of(store, _csv())
+    )
+
+
 def test_events_expire_an_hour_after_they_last_happened() -> None:
     """Writing a new Event sweeps its namespace (at most every ttl/6) for Events older than the ttl."""
     store, clock = MemoryStore(), FakeClock()
