@@ -382,6 +382,7 @@ class EmbeddedCluster:
         return None
 
     def close(self) -> None:
+        self.manager.close()
         self.store.close()
 
 

@@ -147,8 +147,8 @@ def _reconcile(args: argparse.Namespace, pm: Any) -> int:
     store = store_from_args(args)
     reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose, log_format=args.log_format)
     with store:
-        manager = build_manager(store, pm, options=options_from_args(args, store), reporter=reporter)
-        outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
+        with build_manager(store, pm, options=options_from_args(args, store), reporter=reporter) as manager:
+            outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
         subscriptions = subscription_outcomes(store)
     elapsed = time.monotonic() - reporter.start
     if reporter.json:
@@ -262,6 +262,7 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
                 try:
                     manager.run_forever(stop_leading, on_idle=on_idle)
                 finally:
+                    manager.close()
                     reconciles += manager.reconciles
                     if server is not None:
                         server.set_ready(False)

@@ -64,7 +64,8 @@ def _serve(args: argparse.Namespace, pm: Any) -> int:
             print("controllers running: " + (", ".join(manager.controllers) or "none"))
             sys.stdout.flush()
 
-        serve(config, store, pm.registry, run_controllers=manager.run_forever, on_ready=ready)
+        with manager:
+            serve(config, store, pm.registry, run_controllers=manager.run_forever, on_ready=ready)
     print(f"stopped after {manager.reconciles} reconciles")
     return 0
 

@@ -148,17 +148,18 @@ def settle_subscription(store: Store, pm: Any, namespace: str, name: str, timeou
     from olmkit.lifecycle.kinds import SUBSCRIPTION
     from olmkit.lifecycle.outcome import subscription_outcome
 
-    manager = build_manager(store, pm, options=LifecycleOptions(embedded=store.embedded))
     deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        # in small batches, so that the deadline holds even while work is ready all the time
-        outcome = manager.run_until_stable(timeout=max(0.0, min(remaining, 5.0)), max_reconciles=SETTLE_BATCH)
-        current = subscription_outcome(store, store.get(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, name, namespace))
-        if current.state != "pending" or time.monotonic() >= deadline:
-            return current
-        if outcome.stable:  # nothing left to do here: someone else (a cluster) must act
-            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+    with build_manager(store, pm, options=LifecycleOptions(embedded=store.embedded)) as manager:
+        while True:
+            remaining = deadline - time.monotonic()
+            # in small batches, so that the deadline holds even while work is ready all the time
+            outcome = manager.run_until_stable(timeout=max(0.0, min(remaining, 5.0)), max_reconciles=SETTLE_BATCH)
+            sub = store.get(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, name, namespace)
+            current = subscription_outcome(store, sub)
+            if current.state != "pending" or time.monotonic() >= deadline:
+                return current
+            if outcome.stable:  # nothing left to do here: someone else (a cluster) must act
+                time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
 def report_outcome(outcome: SubscriptionOutcome, *, timeout: float) -> int:

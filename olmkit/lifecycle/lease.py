@@ -68,6 +68,10 @@ class Lease:
             renewal, on this process's clock, as client-go's leader election does (immune to
             clocks that disagree between machines, at the price of waiting a full duration
             after the first look); otherwise from the ``renewTime`` written in the Lease.
+        hold: seconds after its own last renewal during which :meth:`acquire` finds the lease
+            still held by this holder and writes nothing (``None``: every acquire renews). Keep
+            it well under ``duration``: the work done under the lease must end before another
+            holder may take it (``duration`` after that renewal).
 
     :attr:`seen` is the Lease's spec as last read (who holds it).
     """
@@ -82,6 +86,7 @@ class Lease:
         holder: str | None = None,
         *,
         observe: bool = False,
+        hold: float | None = None,
     ) -> None:
         self.store = store
         self.namespace = namespace
@@ -90,6 +95,7 @@ class Lease:
         self.duration = max(1, math.ceil(duration))
         self.holder = holder or process_identity()
         self.observe = observe
+        self.hold = hold
         self.seen: dict[str, Any] = {}
         self._observed: tuple[tuple[Any, ...], float] | None = None
 
@@ -98,6 +104,14 @@ class Lease:
         """Who held the lease when it was last read (``""``: nobody)."""
         return str(self.seen.get("holderIdentity") or "")
 
+    @staticmethod
+    def _renewed(spec: dict[str, Any]) -> float:
+        renewed = spec.get("renewTime")
+        try:
+            return parse_micro_time(renewed) if isinstance(renewed, str) else 0.0
+        except ValueError:
+            return 0.0
+
     def _expired(self, spec: dict[str, Any], now: float) -> bool:
         duration = float(spec.get("leaseDurationSeconds") or self.duration)
         if self.observe:
@@ -105,15 +119,13 @@ class Lease:
             if self._observed is None or self._observed[0] != record:
                 self._observed = (record, now)
             return now >= self._observed[1] + duration
-        renewed = spec.get("renewTime")
-        try:
-            last = parse_micro_time(renewed) if isinstance(renewed, str) else 0.0
-        except ValueError:
-            last = 0.0
-        return now >= last + duration
+        return now >= self._renewed(spec) + duration
 
     def acquire(self) -> bool:
-        """Take (or renew) the lease; ``False`` when another live holder has it or another writer was first."""
+        """Take (or renew) the lease; ``False`` when another live holder has it or another writer was first.
+
+        With ``hold``, a lease this holder renewed less than ``hold`` seconds ago is not written again.
+        """
         now = self.clock.now()
         try:
             current = self.store.get(LEASE.api_version, LEASE.kind, self.name, self.namespace)
@@ -137,6 +149,8 @@ class Lease:
         holder = str(spec.get("holderIdentity") or "")
         if holder and holder != self.holder and not self._expired(spec, now):
             return False
+        if holder == self.holder and self.hold is not None and 0 <= now - self._renewed(spec) < self.hold:
+            return True  # renewed recently enough: still ours, no write
         transitions = int(spec.get("leaseTransitions") or 0)
         if holder == self.holder:
             acquired = spec.get("acquireTime") or micro_time(now)

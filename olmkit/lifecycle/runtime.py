@@ -174,6 +174,9 @@ class Controller:
         """Move the state of one key towards the desired state; return what to do next."""
         raise NotImplementedError
 
+    def close(self) -> None:
+        """The run is over: give up what the controller holds in the store (Leases ...); nothing by default."""
+
 
 class Reporter:
     """Receives what the manager does; every callback does nothing by default."""
@@ -508,6 +511,24 @@ class ControllerManager:
                 on_idle()
             due = self.queue.next_due()
             self._idle(due if due is not None else self.clock.now() + 1.0, should_stop)
+
+    def close(self) -> None:
+        """End the run: each controller gives up what it holds in the store (:meth:`Controller.close`).
+
+        The store stays open. A controller's failure to close is reported and does not keep the
+        others from closing.
+        """
+        for name, controller in self.controllers.items():
+            try:
+                controller.close()
+            except Exception as exc:  # a plugin's controller: report, and close the others
+                self.reporter.on_event(f"controller {name} failed to close: {exc!r}")
+
+    def __enter__(self) -> ControllerManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _idle(self, until: float, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Wait for ``until`` or the next change in the store (or a stop request), whichever comes first.

@@ -40,7 +40,7 @@ from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
 from olmkit.lifecycle.catalogs import source_label
 from olmkit.lifecycle.context import LifecycleContext
 from olmkit.lifecycle.events import approval_message
-from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, NAMESPACE, OPERATOR_GROUP, SUBSCRIPTION
+from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, LEASE, NAMESPACE, OPERATOR_GROUP, SUBSCRIPTION
 from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import (
@@ -55,7 +55,7 @@ from olmkit.lifecycle.strategy import InstallContext, StrategyError, installer_f
 from olmkit.model import Property
 from olmkit.resolver import InstalledCSV, Resolution, ResolutionRequest, SourceRef, Step, SubscriptionRef
 from olmkit.resolver.manifests import EXCLUDE_GLOBAL_ANNOTATION, PROPERTIES_ANNOTATION, Manifest, _csv_properties
-from olmkit.store import AlreadyExists, NotFound, Object, WatchEvent
+from olmkit.store import AlreadyExists, NotFound, Object, StoreError, WatchEvent
 
 __all__ = [
     "GENERATED_BY_ANNOTATION",
@@ -84,6 +84,11 @@ UNFINISHED_PLAN_PHASES: Final = frozenset({"", "Planning", "RequiresApproval", "
 #: how long a namespace whose resolution hit an error waits before trying again (a resync)
 ERROR_RETRY: Final = 30.0
 LEASE_NAME: Final = "olmkit-resolver"
+#: seconds a namespace's resolution Lease lasts after its last renewal
+LEASE_DURATION: Final = 15
+#: seconds after a renewal during which further resolutions of the namespace use the Lease
+#: without writing it (at least ``LEASE_DURATION - LEASE_HOLD`` seconds are left for the work)
+LEASE_HOLD: Final = LEASE_DURATION / 2
 #: the digest of the resolution inputs an InstallPlan was made from
 INPUTS_ANNOTATION: Final = "olmkit.io/resolution-inputs"
 #: InstallPlans kept per namespace (older finished ones are deleted, as upstream keeps 5)
@@ -146,9 +151,21 @@ class SubscriptionController(Controller):
             WatchSpec(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, _namespace_of),
             WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, _namespace_of),
             WatchSpec(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind, self._catalog_changed),
+            WatchSpec(LEASE.api_version, LEASE.kind, self._lease_released),
         )
         # inputs of the last resolution per namespace that needed nothing (or failed for good)
         self._settled: dict[str, bytes] = {}
+        # the namespaces' resolution Leases, kept between resolutions and released by close()
+        self._leases: dict[str, Lease] = {}
+
+    def _lease_released(self, event: WatchEvent) -> list[tuple[str, str]]:
+        """A namespace's resolution Lease given up by another holder: its namespace may resolve now."""
+        meta = event.object.get("metadata") or {}
+        if meta.get("name") != LEASE_NAME or event.type == "DELETED":
+            return []
+        if (event.object.get("spec") or {}).get("holderIdentity"):
+            return []
+        return [("", str(meta.get("namespace") or ""))]
 
     def _catalog_changed(self, event: WatchEvent) -> list[tuple[str, str]]:
         ns = str((event.object.get("metadata") or {}).get("namespace") or "")
@@ -194,14 +211,22 @@ class SubscriptionController(Controller):
         if self._settled.get(ns) == inputs or any(_failed_with(p, inputs) for p in plans):
             return DONE  # nothing changed since the last answer (planning again would fail again)
 
-        # 3. resolve under the namespace lease
-        lease = Lease(store, ns, LEASE_NAME, self.ctx.clock)
+        # 3. resolve under the namespace lease (kept for the next resolution; renewed when it is
+        # half-way to expiry; released when the controllers stop)
+        lease = self._leases.get(ns)
+        if lease is None:
+            lease = Lease(store, ns, LEASE_NAME, self.ctx.clock, LEASE_DURATION, hold=LEASE_HOLD)
         if not lease.acquire():
             return Result(requeue_after=1.0, waiting="another olmkit process is resolving this namespace")
-        try:
-            return self._resolve_and_plan(ns, subs, csvs, groups, sources, exclude_global, inputs)
-        finally:
-            lease.release()
+        self._leases[ns] = lease
+        return self._resolve_and_plan(ns, subs, csvs, groups, sources, exclude_global, inputs)
+
+    def close(self) -> None:
+        """Release the resolution Leases this controller holds, so that another process resolves at once."""
+        leases, self._leases = self._leases, {}
+        for lease in leases.values():
+            with contextlib.suppress(StoreError):  # it expires on its own
+                lease.release()
 
     def _resolve_and_plan(
         self,

@@ -209,3 +209,48 @@ def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(
     assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
     assert ["cert-manager-lite"] == cluster.names("sa")
     assert 1 == store.asked["create", "ServiceAccount"]
+
+
+def _lease_requests(cluster: Cluster) -> int | None:
+    """API requests for Leases the served side answered so far (``None`` on an embedded store)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.lifecycle.harness import ServedCluster
+    from tests.lifecycle.served import metrics
+
+    if not isinstance(cluster, ServedCluster):
+        return None
+    return sum(
+        int(sample.value)
+        for family in text_string_to_metric_families(metrics(cluster.served))
+        for sample in family.samples
+        if sample.name == "apiserver_request_total" and sample.labels.get("resource") == "leases"
+    )
+
+
+@pytest.mark.kube
+def test_a_namespace_resolves_again_under_the_lease_it_holds(cluster: Cluster) -> None:
+    """The namespace's resolution Lease is kept between resolutions: a second resolution soon after the
+    first neither writes it (same resourceVersion) nor, through an API server, reads it (its informer
+    does); when the controllers stop, the Lease is released for other processes."""
+    cluster.subscribe("legacy-monitor", channel="stable", starting_csv="legacy-monitor.v0.1.0")  # deprecated
+    assert cluster.reconcile().stable
+    lease = cluster.store.get("coordination.k8s.io/v1", "Lease", "olmkit-resolver", "operators")
+    requests = _lease_requests(cluster)
+
+    cluster.subscribe("no-such-operator", channel="stable")
+    assert cluster.reconcile().stable
+
+    assert (
+        "ConstraintsNotSatisfiable"
+        == cluster.condition(cluster.get("sub", "no-such-operator"), "ResolutionFailed")["reason"]
+    )
+    after = cluster.store.get("coordination.k8s.io/v1", "Lease", "olmkit-resolver", "operators")
+    assert lease["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]
+    assert requests == _lease_requests(cluster)
+    assert after["spec"]["holderIdentity"]
+
+    cluster.manager.close()
+
+    released = cluster.store.get("coordination.k8s.io/v1", "Lease", "olmkit-resolver", "operators")
+    assert "" == released["spec"]["holderIdentity"]

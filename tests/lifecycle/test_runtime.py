@@ -191,6 +191,34 @@ def test_lease_has_one_holder_until_it_expires() -> None:
     assert first.acquire()
 
 
+def test_a_held_lease_is_renewed_only_half_way_to_expiry() -> None:
+    """With ``hold``, the holder's acquire writes nothing while its last renewal is recent; it renews after;
+    another holder still cannot take the lease until it expires or is released."""
+    store = MemoryStore()
+    clock = FakeClock()
+    first = Lease(store, "ns", "l", clock, duration=15, holder="one", hold=7.5)
+    second = Lease(store, "ns", "l", clock, duration=15, holder="two", hold=7.5)
+
+    def version() -> str:
+        return str(store.get("coordination.k8s.io/v1", "Lease", "l", "ns")["metadata"]["resourceVersion"])
+
+    assert first.acquire()
+    created = version()
+    clock.advance(7)
+    assert first.acquire()
+    assert created == version()
+    assert not second.acquire()
+    clock.advance(1)
+    assert first.acquire()
+    renewed = version()
+    assert created != renewed
+    clock.advance(14)
+    assert not second.acquire()  # 14 s after the renewal: still live
+    first.release()
+    assert second.acquire()
+    assert not first.acquire()
+
+
 def test_set_condition_keeps_the_transition_time_while_the_status_holds() -> None:
     """lastTransitionTime moves only when the status changes; an identical condition changes nothing."""
     first = set_condition([], "Ready", "False", reason="Waiting", now="t1")
