@@ -554,6 +554,11 @@ class KubeStore(Store):
         with self._changed:
             return None if not self._informers else f"changes-{self._changes}"
 
+    def server_resource_version(self) -> str | None:
+        """The server's latest resourceVersion: that of a one-item list of Namespaces (read from etcd)."""
+        answer = self.transport.request("GET", "/api/v1/namespaces", Ref("Namespace"), query={"limit": 1})
+        return str((answer.get("metadata") or {}).get("resourceVersion") or "") or None
+
     def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
         with self._changed:
             if resource_version == self.latest_resource_version():

@@ -148,6 +148,9 @@ POLL_EVERY = 16
 #: calls it stable: its watch events (of this run's own writes, and of what the server does in
 #: answer, such as establishing a CRD) arrive after the writes, not with them
 SETTLE = 1.0
+#: the same, when the server's latest resourceVersion must also stay where it is meanwhile
+#: (:meth:`~olmkit.store.Store.server_resource_version`)
+QUIET = 0.2
 
 Mapper = Callable[[WatchEvent], Iterable[tuple[str, str]]]
 
@@ -341,6 +344,7 @@ class ControllerManager:
                 self._routes.setdefault((spec.api_version, spec.kind), []).append((controller, spec.mapper))
         self._versions: dict[tuple[str, str], str | None] = dict.fromkeys(self._routes)
         self._polled_at: str | None = None
+        self._quiet_at: str | None = None  # the server's resourceVersion when last seen settled
         self._polled_count = -POLL_EVERY
         self.reconciles = 0
 
@@ -455,17 +459,36 @@ class ControllerManager:
         self._notify(key, 0.0, error)
 
     def run_until_stable(
-        self, timeout: float | None = None, *, wait: bool = True, max_reconciles: int | None = None
+        self,
+        timeout: float | None = None,
+        *,
+        wait: bool = True,
+        max_reconciles: int | None = None,
+        wall_timeout: float | None = None,
+        settle: Callable[[], bool] | None = None,
     ) -> RunOutcome:
         """Run until no work is pending (only periodic resyncs left), or ``timeout`` seconds passed.
 
         ``wait=False`` stops as soon as nothing is ready now, without waiting for delayed
         work (a sweep). With a :class:`FakeClock` the clock jumps to the next due key when
         nothing is ready, so waits (install timeouts, backoffs) cost no real time.
+        ``wall_timeout``: the longest the run may take in real time (default ``timeout``;
+        they differ on a fake clock).
+
+        ``settle`` is asked, whenever nothing is ready, whether what else acts on the store
+        has finished reacting: before the run calls itself stable, and, on a fake clock over
+        a store with an API server behind it, before each jump of the clock (the server's
+        own work happens in real time; it must not lose a race against a timeout in fake
+        time). It returns ``True`` when nothing more is on its way, ``False`` when new
+        events came in meanwhile (the run goes on with them). The default,
+        :meth:`settled`, waits on a store with an API server for its informers to stay quiet.
         """
+        settle = settle or self.settled
         fake = isinstance(self.clock, FakeClock)
         deadline = None if timeout is None else self.clock.now() + timeout
-        wall_deadline = None if timeout is None else time.monotonic() + timeout
+        if wall_timeout is None:
+            wall_timeout = timeout
+        wall_deadline = None if wall_timeout is None else time.monotonic() + wall_timeout
         start_count = self.reconciles
         while True:
             self._poll_when_due()
@@ -475,10 +498,12 @@ class ControllerManager:
                     return self._outcome(False, start_count)
                 continue
             due = self.queue.next_due(pending_only=True)
-            if (due is None or not wait) and self._settled():
-                return self._outcome(True, start_count)
             if due is None or not wait:
+                if settle():
+                    return self._outcome(True, start_count)
                 continue
+            if fake and not self.store.embedded and not settle():
+                continue  # the served side reacted: handle that before time jumps
             if deadline is not None and due > deadline:
                 return self._outcome(False, start_count)
             if wall_deadline is not None and time.monotonic() >= wall_deadline:
@@ -548,19 +573,39 @@ class ControllerManager:
                 self.clock.sleep(pause)
             step = min(step * 2, 0.5)
 
-    def _settled(self) -> bool:
-        """Whether nothing more is on its way: always on an embedded store (its watches see every
-        write at once); on a store with an API server behind it, once it stayed quiet for
-        :data:`SETTLE` seconds with every watch polled (on the wall clock whatever the run's
-        clock is: the server's events arrive in real time)."""
+    def settled(self, quiet: float | None = None, *, version: Callable[[], str | None] | None = None) -> bool:
+        """Whether nothing more is on its way; ``False`` when events came in (they are queued).
+
+        Always on an embedded store (its watches see every write at once). On a store with an
+        API server behind it, once it stayed quiet for ``quiet`` seconds with every watch
+        polled (on the wall clock whatever the run's clock is: the server's events arrive in
+        real time). ``version`` answers the server's latest resourceVersion (default: the
+        store's :meth:`~olmkit.store.Store.server_resource_version`): the pause must also leave
+        it unchanged (a change whose event is still on its way moves it), and a server still
+        where it was last seen settled needs no pause at all. ``quiet`` defaults to
+        :data:`QUIET` when the server's resourceVersion is known, else :data:`SETTLE`.
+        """
         if self.store.embedded:
             return True
-        deadline = time.monotonic() + SETTLE
-        while (remaining := deadline - time.monotonic()) > 0:
+        version = version or self.store.server_resource_version
+        latest = version()
+        if quiet is None:
+            quiet = SETTLE if latest is None else QUIET
+        while latest is None or latest != self._quiet_at:
+            deadline = time.monotonic() + quiet
+            while (remaining := deadline - time.monotonic()) > 0:
+                if self.poll():
+                    return False
+                self.store.wait_for_change(self._polled_at, remaining)
             if self.poll():
                 return False
-            self.store.wait_for_change(self._polled_at, remaining)
-        return not self.poll()
+            if latest is None:
+                return True
+            now = version()
+            if now == latest:
+                self._quiet_at = latest
+            latest = now
+        return True
 
     def _outcome(self, stable: bool, start_count: int) -> RunOutcome:
         pending = tuple(f"{key}: {self._waiting.get(key, 'queued')}" for key in self.queue.pending_keys())

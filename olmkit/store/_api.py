@@ -296,6 +296,18 @@ class Store(abc.ABC):
         """
         return None
 
+    def server_resource_version(self) -> str | None:
+        """The latest resourceVersion of the API server behind the store, asked of the server.
+
+        One request; ``None`` (the default) when no API server is behind the store or it
+        cannot tell. A run of the controllers compares it before and after a pause to tell
+        whether the server is still changing things (a change whose watch event has not
+        arrived yet moves it too). Compare it for equality only.
+
+        .. versionadded:: 0.4
+        """
+        return None
+
     def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
         """Block until the store may have changed after ``resource_version``, at most ``timeout`` seconds.
 

@@ -210,3 +210,18 @@ def test_the_simulated_api_server_and_kubelet_never_run_against_an_api_server(ku
     assert {"simulated-apiserver", "simulated-kubelet"} <= simulated
     assert not remote.context.options.embedded
     assert set(remote.controllers) == set(embedded.controllers) - simulated
+
+
+def test_the_servers_resource_version_moves_with_any_clients_write(kube: KubeStore, other: KubeStore, ns: str) -> None:
+    """``server_resource_version`` asks the server (one request): another client's write, which this
+    client has no informer to see, moves it to that write's resourceVersion; no write, no move."""
+    before = kube.server_resource_version()
+    requests = kube.request_count
+
+    written = other.create(cm("moved", ns))
+
+    after = kube.server_resource_version()
+    assert before is not None
+    assert written["metadata"]["resourceVersion"] == after != before
+    assert after == kube.server_resource_version()
+    assert 2 == kube.request_count - requests

@@ -13,7 +13,6 @@ a compact description (:class:`B`) by :func:`write_catalog`.
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,9 @@ import attrs
 import orjson
 
 from olmkit.lifecycle import RunOutcome
-from olmkit.lifecycle.runtime import POLL_EVERY
 from olmkit.store import Store
 from olmkit.testing import EmbeddedCluster as Cluster
-from tests.lifecycle.served import ServeProcess, resource_version, stop_later
+from tests.lifecycle.served import ServeProcess, stop_later
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: every install mode (``B(install_modes=ALL_MODES)`` supports them all)
@@ -67,15 +65,14 @@ class ServedCluster(Cluster):
     the embedded store. The server's clock only stamps ``creationTimestamp`` and
     ``deletionTimestamp``, which no controller compares with its own. What the fake clock cannot
     jump is the served side's own work (CRDs established, Deployments available, in real time),
-    so :meth:`reconcile` lets the server settle before each jump: when anything was written
-    since the server was last seen quiet, it waits until a :data:`QUIET` pause passes with no
-    new change on the server and no event for the controllers. A server that stays busy
-    longer than that under load costs only an extra jump (an install waits for 5 s of fake
-    time per step and times out only after many).
+    so the manager lets the server settle before each jump, as it does on any store with an
+    API server behind it (``ControllerManager.settled``): when anything was written since the
+    server was last seen quiet, it waits until a pause of ``runtime.QUIET`` seconds passes
+    with no new change on the server (its resourceVersion) and no event for the controllers.
+    A server that stays busy longer than that under load costs only an extra jump (an install
+    waits for 5 s of fake time per step and times out only after many).
     """
 
-    #: seconds without a change that count as "the served side is done reacting"
-    QUIET = 0.2
     #: the longest one reconcile() may take in real time, whatever its fake-clock timeout
     WALL_LIMIT = 120.0
 
@@ -85,53 +82,10 @@ class ServedCluster(Cluster):
         self.served = served
         simulated = [name for name in self.manager.controllers if name.startswith(SIMULATED_PREFIX)]
         assert not simulated, f"the simulated cluster runs on the served side only, not here: {simulated}"
-        self._quiet_at: str | None = None
-
-    def _settle(self) -> bool:
-        """Wait for the served side to finish reacting; True when the controllers got new events meanwhile.
-
-        Nothing is awaited when the server's resourceVersion is where it was last seen quiet.
-        Otherwise an event for the controllers ends the wait at once; without one, the server
-        must keep its resourceVersion through a :data:`QUIET` pause.
-        """
-        latest = resource_version(self.served)
-        while latest != self._quiet_at:
-            deadline = time.monotonic() + self.QUIET
-            while (left := deadline - time.monotonic()) > 0:
-                seen = self.store.latest_resource_version()
-                if self.manager.poll():
-                    return True
-                self.store.wait_for_change(seen, left)
-            now = resource_version(self.served)
-            if now == latest:
-                self._quiet_at = latest
-            latest = now
-        return False
 
     def reconcile(self, timeout: float = 3600.0) -> RunOutcome:
-        """Run the controllers until stable, letting the served side settle before every fake-clock jump."""
-        manager = self.manager
-        deadline = self.clock.now() + timeout
-        wall_deadline = time.monotonic() + min(timeout, self.WALL_LIMIT)
-        start = manager.reconciles
-        while True:
-            self._drain()
-            if self._settle():
-                continue
-            due = manager.queue.next_due(pending_only=True)
-            if due is None or due > deadline or time.monotonic() >= wall_deadline:
-                pending = tuple(str(key) for key in manager.queue.pending_keys())
-                return RunOutcome(stable=not pending, reconciles=manager.reconciles - start, pending=pending)
-            self.clock.advance(due - self.clock.now())
-
-    def _drain(self) -> None:
-        """Reconcile every key that is ready now, polling the watches as the manager does."""
-        manager = self.manager
-        manager.poll()
-        while manager.queue.has_ready():
-            manager.process_one()
-            if not manager.queue.has_ready() or manager.reconciles % POLL_EVERY == 0:
-                manager.poll()
+        """Run the controllers until stable (the served side settles before every fake-clock jump)."""
+        return self.manager.run_until_stable(timeout=timeout, wall_timeout=min(timeout, self.WALL_LIMIT))
 
     def close(self) -> None:
         super().close()

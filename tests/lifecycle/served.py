@@ -16,19 +16,12 @@ from pathlib import Path
 
 from tests.apiserver.conftest import ServeProcess, start_serve
 
-__all__ = ["ServeProcess", "ServerPool", "metrics", "resource_version", "serve_no_controllers", "stop_later"]
+__all__ = ["ServeProcess", "ServerPool", "metrics", "serve_no_controllers", "stop_later"]
 
 
 def serve_no_controllers(directory: Path, pki: Path, extra: Sequence[str] = ()) -> ServeProcess:
     """``olmkit serve --no-controllers`` on a fresh SQLite store in ``directory``, listening (port 0)."""
     return start_serve(directory, "--no-controllers", "--pki-dir", str(pki), *extra, kubectl=False)
-
-
-def resource_version(served: ServeProcess) -> str:
-    """The server's latest resourceVersion (a one-item list of Namespaces answers it)."""
-    status, answer = served.http.json("GET", "/api/v1/namespaces?limit=1")
-    assert 200 == status, answer
-    return str(answer["metadata"]["resourceVersion"])
 
 
 def metrics(served: ServeProcess) -> str:

@@ -169,6 +169,91 @@ def test_an_idle_manager_on_the_wall_clock_wakes_on_a_store_change() -> None:
     assert max(lags) < 0.3, lags  # the sleeping loop lagged up to 0.5 s
 
 
+class _Served(MemoryStore):
+    """A memory store that says an API server is behind it (whose reactions arrive in real time)."""
+
+    embedded = False
+
+
+def test_settle_hook_is_asked_before_each_fake_jump_and_before_the_end() -> None:
+    """On a fake clock over a store with an API server, ``settle`` is asked before every jump of the clock
+    and before the run calls itself stable; what it lets in (here: a server's write) is reconciled first."""
+    store = _Served()
+    clock = FakeClock()
+    start = clock.now()
+    counter = _Counter(lambda name: Result(requeue_after=5.0) if name == "waits" and clock.now() < start + 12 else None)
+    manager = ControllerManager(store, [counter], clock=clock)
+    store.create(_cm("waits"))
+    asked: list[tuple[float, list[str]]] = []
+
+    def settle() -> bool:
+        asked.append((clock.now(), list(counter.seen)))
+        if len(asked) == 1:
+            store.create(_cm("from-the-server"))  # the server reacted meanwhile
+            return not manager.poll()
+        return True
+
+    outcome = manager.run_until_stable(timeout=60, settle=settle)
+
+    assert outcome.stable
+    assert ["waits", "from-the-server", "waits", "waits", "waits"] == counter.seen
+    assert [start, start, start + 5, start + 10, start + 15] == [when for when, _ in asked]
+    assert ["waits"] == asked[0][1]  # asked before the first jump, after the first reconcile
+
+
+def test_settled_waits_until_the_servers_resource_version_holds_through_a_pause() -> None:
+    """On a store with an API server, a run is settled once a quiet pause leaves the server's resourceVersion
+    where it was; a server still where it was last seen settled needs no pause; an event ends the wait."""
+
+    class Versioned(_Served):
+        def __init__(self, versions: list[str]) -> None:
+            super().__init__()
+            self.versions = versions
+            self.asked = 0
+
+        def server_resource_version(self) -> str | None:
+            self.asked += 1
+            return self.versions.pop(0) if len(self.versions) > 1 else self.versions[0]
+
+    store = Versioned(["5", "6", "6"])
+    manager = ControllerManager(store, [_Counter(lambda name: None)], clock=FakeClock())
+    manager.poll()
+
+    started = time.monotonic()
+    assert manager.settled(0.05)
+    assert 3 == store.asked  # 5, a pause, 6 (it moved), a pause, 6 (it held)
+    assert time.monotonic() - started >= 0.1
+
+    started = time.monotonic()
+    assert manager.settled(5.0)
+    assert time.monotonic() - started < 1.0  # still at 6: no pause
+    assert 4 == store.asked
+
+    store.versions = ["7"]
+    store.create(_cm("late"))
+    assert not manager.settled(5.0)  # the event is queued for the run
+    assert manager.queue.has_ready()
+
+
+def test_settle_hook_decides_when_a_run_is_stable() -> None:
+    """A run over an embedded store asks ``settle`` before it calls itself stable: ``False`` (new events
+    queued) keeps it going."""
+    store = MemoryStore()
+    counter = _Counter(lambda name: None)
+    manager = ControllerManager(store, [counter], clock=FakeClock())
+    answers = [False, True]
+
+    def settle() -> bool:
+        if not answers[0]:
+            store.create(_cm("late"))
+            manager.poll()
+        return answers.pop(0)
+
+    assert manager.run_until_stable(settle=settle).stable
+    assert ["late"] == counter.seen
+    assert [] == answers
+
+
 def test_manager_rejects_two_controllers_with_one_name() -> None:
     """Controller names are keys: a duplicate is an error."""
     with pytest.raises(OlmkitError):
