@@ -53,8 +53,6 @@ from olmkit.store import AlreadyExists, Invalid, NotFound, Object, StoreError, W
 __all__ = ["InstallPlanController", "StepError"]
 
 DONE_STEPS: Final = frozenset({"Created", "Present", "UnsupportedResource"})
-#: steps done between two writes of an Installing plan's progress
-FLUSH_EVERY: Final = 8
 
 
 class StepError(OlmkitError):
@@ -225,7 +223,6 @@ class InstallPlanController(Controller):
         self._replaces = _replaced_csvs(steps)
         # CRDs go first: a refused CRD upgrade must fail the plan before its CSV replaces anything
         order = sorted(range(len(steps)), key=lambda i: (steps[i].get("resource") or {}).get("kind") != CRD.kind)
-        unwritten = 0
         for position, i in enumerate(order):
             step = steps[i]
             resource = step.get("resource") or {}
@@ -245,15 +242,14 @@ class InstallPlanController(Controller):
                 self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status="Failed")
                 return DONE
             steps[i] = step
-            unwritten += 1
             last_crd = resource.get("kind") == CRD.kind and (
                 position + 1 == len(order) or (steps[order[position + 1]].get("resource") or {}).get("kind") != CRD.kind
             )
-            if last_crd or unwritten >= FLUSH_EVERY:
-                # progress is recorded in batches: a killed process redoes at most a batch, and
+            if last_crd and position + 1 < len(order):
+                # progress is recorded once the CRDs are in, then with the plan's end, as upstream
+                # writes a plan's steps once per pass: a killed process redoes the rest, and
                 # redoing a step is harmless (an existing object is updated and reported Present)
                 plan = self._set_phase(plan, "Installing", plan=steps)
-                unwritten = 0
             self.ctx.pm.hook.olmkit_install_plan_step(plan=plan, step=step, status=step["status"])
         now = self.ctx.now()
         conditions = set_condition(status_of(plan).get("conditions"), "Installed", "True", now=now)

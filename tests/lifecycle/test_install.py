@@ -173,6 +173,10 @@ class Counting(MemoryStore):
         self.asked["update", str(obj.get("kind"))] += 1
         return super().update(obj)
 
+    def update_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.asked["status", str(obj.get("kind"))] += 1
+        return super().update_status(obj)
+
 
 def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> None:
     """Installing the same operator in a second namespace finds its CRDs as they are: no update is sent.
@@ -209,6 +213,23 @@ def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(
     assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
     assert ["cert-manager-lite"] == cluster.names("sa")
     assert 1 == store.asked["create", "ServiceAccount"]
+
+
+def test_an_install_plan_records_its_steps_after_its_crds_and_at_its_end(olmkit_pm: Any) -> None:
+    """A plan's status is written when it is planned, once its CRDs are in (a killed process redoes the rest)
+    and when it is Complete: three writes, however many steps it has."""
+    store = Counting()
+    cluster = Cluster(None, olmkit_pm, store=store)
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.operator_group()
+    cluster.subscribe("postgres-operator", channel="stable")
+    assert cluster.reconcile().stable
+
+    (plan,) = cluster.plans()
+    assert "Complete" == plan["status"]["phase"]
+    assert len(plan["status"]["plan"]) > 10
+    assert {"Created"} == {s["status"] for s in plan["status"]["plan"]}
+    assert 3 == store.asked["status", "InstallPlan"]
 
 
 def _lease_requests(cluster: Cluster) -> int | None:
