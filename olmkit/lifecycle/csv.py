@@ -46,9 +46,11 @@ from olmkit.lifecycle.kinds import (
     SERVICE_ACCOUNT,
 )
 from olmkit.lifecycle.operatorgroups import (
+    CLEANUP_FINALIZER,
     PROVIDED_APIS_ANNOTATION,
     Membership,
     descriptions,
+    group_annotations,
     is_copied,
     operator_csvs,
     parse_apis,
@@ -70,7 +72,6 @@ from olmkit.store import NotFound, Object, WatchEvent
 
 __all__ = ["CLEANUP_FINALIZER", "ClusterServiceVersionController", "upgradeable"]
 
-CLEANUP_FINALIZER: Final = "operators.coreos.com/csv-cleanup"
 #: how often an Installing CSV re-checks its workload while it waits
 INSTALL_POLL: Final = 5.0
 #: how many phase transitions ``status.conditions`` keeps
@@ -226,9 +227,11 @@ class ClusterServiceVersionController(Controller):
         if is_copied(csv):
             return DONE
         if CLEANUP_FINALIZER not in (meta.get("finalizers") or ()):
-            store.update(
-                {**csv, "metadata": {**meta, "finalizers": [*(meta.get("finalizers") or ()), CLEANUP_FINALIZER]}}
-            )
+            claimed = {**meta, "finalizers": [*(meta.get("finalizers") or ()), CLEANUP_FINALIZER]}
+            groups = list(store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, namespace))
+            if len(groups) == 1:  # the group's member annotations, which the membership check writes next
+                claimed["annotations"] = {**(meta.get("annotations") or {}), **group_annotations(groups[0])}
+            store.update({**csv, "metadata": claimed})
             return DONE  # the update wakes the next pass
 
         phase = status.get("phase") or ""

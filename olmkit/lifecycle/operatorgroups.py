@@ -35,6 +35,7 @@ from olmkit.lifecycle.strategy import OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMES
 from olmkit.store import AlreadyExists, NotFound, Object, Store, WatchEvent
 
 __all__ = [
+    "CLEANUP_FINALIZER",
     "COPIED_FROM_LABEL",
     "GROUP_FAILURE_REASONS",
     "OPERATOR_GROUP_ANNOTATION",
@@ -59,6 +60,8 @@ __all__ = [
     "target_namespaces",
 ]
 
+#: the finalizer the CSV controller puts on every CSV (with its first write) to clean up after it
+CLEANUP_FINALIZER: Final = "operators.coreos.com/csv-cleanup"
 OPERATOR_GROUP_ANNOTATION: Final = "olm.operatorGroup"
 OPERATOR_NAMESPACE_ANNOTATION: Final = "olm.operatorNamespace"
 TARGET_NAMESPACES_ANNOTATION: Final = "olm.targetNamespaces"
@@ -459,6 +462,8 @@ class OperatorGroupController(Controller):
         members = [c for c in store.list(CSV.api_version, CSV.kind, namespace) if not is_copied(c)]
         wanted = group_annotations(group)
         for csv in members:
+            if CLEANUP_FINALIZER not in (csv["metadata"].get("finalizers") or ()):
+                continue  # a new CSV: the CSV controller writes these annotations with its finalizer
             with contextlib.suppress(NotFound):
                 _annotate(store, csv, wanted)
         self._prune(group, members)

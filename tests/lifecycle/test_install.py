@@ -232,6 +232,29 @@ def test_an_install_plan_records_its_steps_after_its_crds_and_at_its_end(olmkit_
     assert 3 == store.asked["status", "InstallPlan"]
 
 
+def test_a_new_csv_gets_its_finalizer_and_group_annotations_in_one_write(olmkit_pm: Any) -> None:
+    """The CSV controller's first write to a new CSV carries both its cleanup finalizer and its OperatorGroup's
+    member annotations: one update per CSV besides its status."""
+    store = Counting()
+    cluster = Cluster(None, olmkit_pm, store=store)
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.operator_group(targets=["operators"])
+    cluster.subscribe("postgres-operator", channel="stable")
+    assert cluster.reconcile().stable
+
+    for name in ("postgres-operator.v2.3.0", "cert-manager-lite.v1.2.0"):
+        csv = cluster.get("csv", name)
+        assert "Succeeded" == csv["status"]["phase"]
+        assert ["operators.coreos.com/csv-cleanup"] == csv["metadata"]["finalizers"]
+        annotations = csv["metadata"]["annotations"]
+        assert ("og", "operators", "operators") == (
+            annotations["olm.operatorGroup"],
+            annotations["olm.operatorNamespace"],
+            annotations["olm.targetNamespaces"],
+        )
+    assert 2 == store.asked["update", "ClusterServiceVersion"]
+
+
 def _lease_requests(cluster: Cluster) -> int | None:
     """API requests for Leases the served side answered so far (``None`` on an embedded store)."""
     from prometheus_client.parser import text_string_to_metric_families
