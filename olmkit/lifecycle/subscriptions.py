@@ -192,10 +192,14 @@ class SubscriptionController(Controller):
         sources = self.ctx.catalogs.catalog_sources(namespaces)
         csvs = {c["metadata"]["name"]: c for c in store.list(CSV.api_version, CSV.kind, ns)}
 
-        # 1. status upkeep
+        # 1. status upkeep (written before any resolution: a process waiting for the namespace's
+        # Lease then finds nothing to write here, so it cannot make the resolver's writes conflict)
         changed = False
         for sub in subs:
-            changed |= self._upkeep(sub, csvs, sources)
+            kept = self._upkept(sub, csvs, sources)
+            if kept is not None:
+                store.update_status({**sub, "status": kept})
+                changed = True
         if changed:
             return DONE  # the status writes wake the next pass
 
@@ -342,12 +346,15 @@ class SubscriptionController(Controller):
                     lastUpdated=now,
                 )
             status["conditions"] = conditions
+            # with what the next pass's upkeep would add at once (InstallPlanPending ...)
+            status = self._upkept({**sub, "status": status}, csvs, sources) or status
             self._write_status(sub, status)
         return DONE
 
     # -- status upkeep ------------------------------------------------------------------
 
-    def _upkeep(self, sub: Object, csvs: Mapping[str, Object], sources: list[Object]) -> bool:
+    def _upkept(self, sub: Object, csvs: Mapping[str, Object], sources: list[Object]) -> dict[str, Any] | None:
+        """The subscription's status brought up to date with the cluster; ``None`` when it is up to date."""
         store, now = self.ctx.store, self.ctx.now()
         ns = sub["metadata"]["namespace"]
         status = status_of(sub)
@@ -481,10 +488,9 @@ class SubscriptionController(Controller):
             )
         status["conditions"] = conditions
         if orjson.dumps(status, option=orjson.OPT_SORT_KEYS) == before:
-            return False
+            return None
         status["lastUpdated"] = now
-        self._write_status(sub, status)
-        return True
+        return status
 
     def _upgrade_available(self, sub: Object, csv: Object) -> bool:
         """Whether the subscribed channel has a bundle that upgrades the installed CSV."""

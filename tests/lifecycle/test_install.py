@@ -255,6 +255,44 @@ def test_a_new_csv_gets_its_finalizer_and_group_annotations_in_one_write(olmkit_
     assert 2 == store.asked["update", "ClusterServiceVersion"]
 
 
+def test_a_subscription_is_written_with_its_install_plan_and_when_installed(olmkit_pm: Any) -> None:
+    """An install writes a Subscription's status three times: the catalogs' health (before any resolution),
+    the InstallPlan with InstallPlanPending in the same write (not one after the other), and the installed
+    CSV (AtLatestKnown)."""
+
+    class Recording(Counting):
+        def __init__(self) -> None:
+            super().__init__()
+            self.written: list[dict[str, Any]] = []
+
+        def update_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+            if obj.get("kind") == "Subscription":
+                self.written.append(dict(obj["status"]))
+            return super().update_status(obj)
+
+    store = Recording()
+    cluster = Cluster(None, olmkit_pm, store=store)
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.operator_group()
+    cluster.subscribe("storage-operator", channel="stable")
+    assert cluster.reconcile().stable
+
+    health, planned, installed = store.written
+    assert [True] == [h["healthy"] for h in health["catalogHealth"]]
+    assert "installPlanRef" not in health
+    assert ("UpgradePending", "storage-operator.v0.5.0") == (planned["state"], planned["currentCSV"])
+    assert planned["installPlanRef"]["name"] == cluster.plans()[0]["metadata"]["name"]
+    assert [True] == [h["healthy"] for h in planned["catalogHealth"]]
+    conditions = {c["type"]: (c["status"], c.get("reason")) for c in planned["conditions"]}
+    assert {
+        "CatalogSourcesUnhealthy": ("False", "AllCatalogSourcesHealthy"),
+        "InstallPlanPending": ("True", "Installing"),
+    } == conditions
+    assert ("AtLatestKnown", "storage-operator.v0.5.0") == (installed["state"], installed["installedCSV"])
+    assert ["CatalogSourcesUnhealthy"] == [c["type"] for c in installed["conditions"]]
+    assert installed == cluster.get("sub", "storage-operator")["status"]
+
+
 def _lease_requests(cluster: Cluster) -> int | None:
     """API requests for Leases the served side answered so far (``None`` on an embedded store)."""
     from prometheus_client.parser import text_string_to_metric_families
