@@ -44,7 +44,7 @@ from olmkit.lifecycle.kinds import (
     SUBSCRIPTION,
     kind_of,
 )
-from olmkit.lifecycle.operatorgroups import install_plan_problem
+from olmkit.lifecycle.operatorgroups import CLEANUP_FINALIZER, group_annotations, install_plan_problem
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import owner_reference, set_condition, spec_of, status_of
 from olmkit.lifecycle.strategy import owner_labels
@@ -282,6 +282,13 @@ class InstallPlanController(Controller):
         if kind.kind == CRD.kind and kind.group == CRD.group:
             return self._apply_crd(ns, step, obj, self._replaces.get(str(step.get("resolving"))))
         if kind.kind == CSV.kind and kind.group == CSV.group:
+            # made as the CSV controller's first write would leave it: with its cleanup
+            # finalizer and its OperatorGroup's member annotations (one write less per CSV)
+            finalizers = [f for f in meta.get("finalizers") or () if f != CLEANUP_FINALIZER]
+            meta["finalizers"] = [*finalizers, CLEANUP_FINALIZER]
+            groups = store.list(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, ns).items
+            if len(groups) == 1:
+                meta["annotations"] = {**(meta.get("annotations") or {}), **group_annotations(groups[0])}
             status, stored = self._create_or_update(obj)
             csvs[meta["name"]] = stored
             return status

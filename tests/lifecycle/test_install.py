@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from olmkit.store import MemoryStore
-from tests.lifecycle.harness import EXAMPLES, Cluster
+from tests.lifecycle.harness import EXAMPLES, B, Cluster, csv_manifest
 
 
 @pytest.mark.kube
@@ -232,9 +232,9 @@ def test_an_install_plan_records_its_steps_after_its_crds_and_at_its_end(olmkit_
     assert 3 == store.asked["status", "InstallPlan"]
 
 
-def test_a_new_csv_gets_its_finalizer_and_group_annotations_in_one_write(olmkit_pm: Any) -> None:
-    """The CSV controller's first write to a new CSV carries both its cleanup finalizer and its OperatorGroup's
-    member annotations: one update per CSV besides its status."""
+def test_a_new_csv_gets_its_finalizer_and_group_annotations_without_an_update(olmkit_pm: Any) -> None:
+    """An InstallPlan creates each CSV with the cleanup finalizer and its OperatorGroup's member annotations
+    (no update follows); a CSV made otherwise gets both in the CSV controller's first write (one update)."""
     store = Counting()
     cluster = Cluster(None, olmkit_pm, store=store)
     cluster.catalog_source("examples", EXAMPLES / "catalog")
@@ -252,7 +252,16 @@ def test_a_new_csv_gets_its_finalizer_and_group_annotations_in_one_write(olmkit_
             annotations["olm.operatorNamespace"],
             annotations["olm.targetNamespaces"],
         )
-    assert 2 == store.asked["update", "ClusterServiceVersion"]
+    assert 0 == store.asked["update", "ClusterServiceVersion"]
+
+    by_hand = csv_manifest(B("by-hand", "1.0.0"))
+    cluster.apply(by_hand | {"metadata": {"name": "by-hand.v1.0.0", "namespace": "operators"}})
+    cluster.reconcile()
+
+    csv = cluster.get("csv", "by-hand.v1.0.0")
+    assert ["operators.coreos.com/csv-cleanup"] == csv["metadata"]["finalizers"]
+    assert "og" == csv["metadata"]["annotations"]["olm.operatorGroup"]
+    assert 1 == store.asked["update", "ClusterServiceVersion"]
 
 
 def test_a_subscription_is_written_with_its_install_plan_and_when_installed(olmkit_pm: Any) -> None:
