@@ -178,6 +178,19 @@ class Counting(MemoryStore):
         return super().update_status(obj)
 
 
+def _installed(
+    olmkit_pm: Any, package: str, store: Counting | None = None, targets: list[str] | None = None
+) -> tuple[Counting, Cluster]:
+    """``package`` installed in ``operators`` (an OperatorGroup of ``targets``) on a fresh counting store."""
+    store = store if store is not None else Counting()
+    cluster = Cluster(None, olmkit_pm, store=store)
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.operator_group(targets=targets)
+    cluster.subscribe(package, channel="stable")
+    assert cluster.reconcile().stable
+    return store, cluster
+
+
 def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> None:
     """Installing the same operator in a second namespace finds its CRDs as they are: no update is sent.
 
@@ -203,12 +216,7 @@ def test_a_crd_already_as_the_bundle_has_it_gets_no_update(olmkit_pm: Any) -> No
 
 def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(olmkit_pm: Any) -> None:
     """The InstallPlan creates the CSV's service account; the strategy finds it and sends no create (refused)."""
-    store = Counting()
-    cluster = Cluster(None, olmkit_pm, store=store)
-    cluster.catalog_source("examples", EXAMPLES / "catalog")
-    cluster.operator_group()
-    cluster.subscribe("cert-manager-lite", channel="stable")
-    assert cluster.reconcile().stable
+    store, cluster = _installed(olmkit_pm, "cert-manager-lite")
 
     assert "Succeeded" == cluster.phase("cert-manager-lite.v1.2.0")
     assert ["cert-manager-lite"] == cluster.names("sa")
@@ -218,12 +226,7 @@ def test_the_install_strategy_does_not_create_the_service_account_the_plan_made(
 def test_an_install_plan_records_its_steps_after_its_crds_and_at_its_end(olmkit_pm: Any) -> None:
     """A plan's status is written when it is planned, once its CRDs are in (a killed process redoes the rest)
     and when it is Complete: three writes, however many steps it has."""
-    store = Counting()
-    cluster = Cluster(None, olmkit_pm, store=store)
-    cluster.catalog_source("examples", EXAMPLES / "catalog")
-    cluster.operator_group()
-    cluster.subscribe("postgres-operator", channel="stable")
-    assert cluster.reconcile().stable
+    store, cluster = _installed(olmkit_pm, "postgres-operator")
 
     (plan,) = cluster.plans()
     assert "Complete" == plan["status"]["phase"]
@@ -235,12 +238,7 @@ def test_an_install_plan_records_its_steps_after_its_crds_and_at_its_end(olmkit_
 def test_a_new_csv_gets_its_finalizer_and_group_annotations_without_an_update(olmkit_pm: Any) -> None:
     """An InstallPlan creates each CSV with the cleanup finalizer and its OperatorGroup's member annotations
     (no update follows); a CSV made otherwise gets both in the CSV controller's first write (one update)."""
-    store = Counting()
-    cluster = Cluster(None, olmkit_pm, store=store)
-    cluster.catalog_source("examples", EXAMPLES / "catalog")
-    cluster.operator_group(targets=["operators"])
-    cluster.subscribe("postgres-operator", channel="stable")
-    assert cluster.reconcile().stable
+    store, cluster = _installed(olmkit_pm, "postgres-operator", targets=["operators"])
 
     for name in ("postgres-operator.v2.3.0", "cert-manager-lite.v1.2.0"):
         csv = cluster.get("csv", name)
@@ -280,11 +278,7 @@ def test_a_subscription_is_written_with_its_install_plan_and_when_installed(olmk
             return super().update_status(obj)
 
     store = Recording()
-    cluster = Cluster(None, olmkit_pm, store=store)
-    cluster.catalog_source("examples", EXAMPLES / "catalog")
-    cluster.operator_group()
-    cluster.subscribe("storage-operator", channel="stable")
-    assert cluster.reconcile().stable
+    _, cluster = _installed(olmkit_pm, "storage-operator", store)
 
     health, planned, installed = store.written
     assert [True] == [h["healthy"] for h in health["catalogHealth"]]
