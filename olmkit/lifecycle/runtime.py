@@ -587,8 +587,15 @@ class ControllerManager:
         """
         if self.store.embedded:
             return True
-        version = version or self.store.server_resource_version
-        latest = version()
+        asked = version or self.store.server_resource_version
+
+        def version_now() -> str | None:
+            try:
+                return asked()
+            except StoreError:  # the server did not answer: settle on the quiet alone
+                return None
+
+        latest = version_now()
         if quiet is None:
             quiet = SETTLE if latest is None else QUIET
         while latest is None or latest != self._quiet_at:
@@ -601,7 +608,7 @@ class ControllerManager:
                 return False
             if latest is None:
                 return True
-            now = version()
+            now = version_now()
             if now == latest:
                 self._quiet_at = latest
             latest = now

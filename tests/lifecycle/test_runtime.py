@@ -18,7 +18,7 @@ from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import Controller, ControllerManager, Key, Result, WatchSpec, WorkQueue
 from olmkit.lifecycle.status import parse_duration, set_condition
 from olmkit.model import Bundle, Property
-from olmkit.store import Conflict, MemoryStore
+from olmkit.store import Conflict, MemoryStore, StoreError
 from tests.lifecycle.harness import B, Cluster, write_catalog
 
 K = Key("c", "ns", "a")
@@ -233,6 +233,11 @@ def test_settled_waits_until_the_servers_resource_version_holds_through_a_pause(
     store.create(_cm("late"))
     assert not manager.settled(5.0)  # the event is queued for the run
     assert manager.queue.has_ready()
+
+    def unreachable() -> str | None:
+        raise StoreError("cannot reach the API server")
+
+    assert manager.settled(0.05, version=unreachable)  # on the quiet alone
 
 
 def test_settle_hook_decides_when_a_run_is_stable() -> None:
