@@ -55,17 +55,26 @@ def _succeeded(store: Store) -> int:
     return sum(1 for c in csvs if (c.get("status") or {}).get("phase") == "Succeeded")
 
 
+def process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) a process has used so far (``None`` where ``/proc`` cannot tell)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def embedded_round(namespaces: int, workdir: Path) -> dict[str, Any]:
     """Install on a fresh SQLite store, every controller in this process, a fake clock."""
     with SqliteStore(str(Path(tempfile.mkdtemp(dir=workdir)) / "c.db")) as store:
         _seed(store, namespaces, "catalog", PACKAGES)  # type: ignore[arg-type]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with build_manager(store, get_plugin_manager(entrypoints=False), clock=FakeClock()) as manager:
             outcome = manager.run_until_stable(timeout=3600)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         assert outcome.stable, outcome.pending
         assert 3 * namespaces == _succeeded(store)
-        return {"seconds": seconds, "reconciles": outcome.reconciles}
+        return {"seconds": seconds, "reconciles": outcome.reconciles, "cpu": cpu, "server_cpu": 0.0}
 
 
 def requests_made(served: ServeProcess) -> Counter[tuple[str, str]]:
@@ -98,10 +107,13 @@ def kube_round(namespaces: int, workdir: Path) -> dict[str, Any]:
         before = requests_made(served)
         store = connect(served.kubeconfig)
         try:
-            start = time.perf_counter()
+            start, cpu, server_cpu = time.perf_counter(), time.process_time(), process_cpu(served.process.pid)
             with build_manager(store, get_plugin_manager(entrypoints=False), clock=RealClock()) as manager:
                 outcome = manager.run_until_stable(timeout=600)
             seconds = time.perf_counter() - start  # with the release of the Leases, as `olmkit reconcile`
+            cpu = time.process_time() - cpu  # this process: the controllers, the client, its informers
+            server_after = process_cpu(served.process.pid)
+            server_cpu = None if server_cpu is None or server_after is None else server_after - server_cpu
             assert outcome.stable, outcome.pending
             during = requests_made(served) - before
             client_requests = store.request_count
@@ -113,6 +125,8 @@ def kube_round(namespaces: int, workdir: Path) -> dict[str, Any]:
             "reconciles": outcome.reconciles,
             "requests": during,
             "client_requests": client_requests,
+            "cpu": cpu,
+            "server_cpu": server_cpu,
         }
     finally:
         served.stop()
@@ -134,13 +148,16 @@ def main() -> int:
     operators = 3 * args.namespaces
     median = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
     print(f"install, {args.namespaces} namespaces x 3 operators, {args.rounds} interleaved rounds\n")
-    print("| store | wall median s | min-max s | per operator ms | reconciles |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| store | wall median s | min-max s | per operator ms | reconciles | CPU s, this process + server |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, rs in runs.items():
         seconds = [r["seconds"] for r in rs]
+        cpu = statistics.median(r["cpu"] for r in rs)
+        server = [r["server_cpu"] for r in rs]
+        server_text = "?" if None in server else f"{statistics.median(server):.1f}"
         print(
             f"| {name} | {median[name]:.2f} | {min(seconds):.2f}-{max(seconds):.2f} | "
-            f"{median[name] / operators * 1000:.1f} | {rs[-1]['reconciles']} |"
+            f"{median[name] / operators * 1000:.1f} | {rs[-1]['reconciles']} | {cpu:.1f} + {server_text} |"
         )
     ratio = median["kube"] / median["embedded"]
     rounds = zip(runs["embedded"], runs["kube"], strict=True)
