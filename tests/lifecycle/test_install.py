@@ -339,3 +339,37 @@ def test_a_namespace_resolves_again_under_the_lease_it_holds(cluster: Cluster) -
 
     released = cluster.store.get("coordination.k8s.io/v1", "Lease", "olmkit-resolver", "operators")
     assert "" == released["spec"]["holderIdentity"]
+
+
+def test_a_lease_held_between_resolutions_keeps_another_process_out_until_released(
+    olmkit_pm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process keeps the namespace's Lease after resolving; another process (another holder identity)
+    with work for that namespace waits instead of resolving, and resolves as soon as the first one's
+    controllers stop (they release the Lease)."""
+    from olmkit.lifecycle import build_manager, lease
+
+    cluster = Cluster(None, olmkit_pm, store=MemoryStore())
+    cluster.catalog_source("examples", EXAMPLES / "catalog")
+    cluster.operator_group()
+    cluster.subscribe("legacy-monitor", channel="stable", starting_csv="legacy-monitor.v0.1.0")  # deprecated
+    assert cluster.reconcile().stable
+    monkeypatch.setattr(lease, "_IDENTITY", "another-host/1/other")
+    other = build_manager(cluster.store, olmkit_pm, clock=cluster.clock)
+
+    cluster.subscribe("no-such-operator", channel="stable")
+    waiting = other.run_until_stable(timeout=5)
+
+    assert not waiting.stable
+    assert any("another olmkit process is resolving this namespace" in p for p in waiting.pending)
+    assert cluster.condition(cluster.get("sub", "no-such-operator"), "ResolutionFailed") is None
+
+    cluster.manager.close()
+    assert other.run_until_stable(timeout=5).stable
+
+    failed = cluster.condition(cluster.get("sub", "no-such-operator"), "ResolutionFailed")
+    assert failed is not None
+    assert "ConstraintsNotSatisfiable" == failed["reason"]
+    held = cluster.store.get("coordination.k8s.io/v1", "Lease", "olmkit-resolver", "operators")["spec"]
+    assert "another-host/1/other" == held["holderIdentity"]
+    other.close()
