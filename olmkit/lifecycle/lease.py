@@ -69,9 +69,11 @@ class Lease:
             clocks that disagree between machines, at the price of waiting a full duration
             after the first look); otherwise from the ``renewTime`` written in the Lease.
         hold: seconds after its own last renewal during which :meth:`acquire` finds the lease
-            still held by this holder and writes nothing (``None``: every acquire renews). Keep
-            it well under ``duration``: the work done under the lease must end before another
-            holder may take it (``duration`` after that renewal).
+            still held by this holder and sends nothing (``None``: every acquire reads and
+            renews). Keep it well under ``duration``: the work done under the lease must end
+            before another holder may take it (``duration`` after that renewal). With it, the
+            holder also renews and releases the Lease as it last wrote it, without reading it
+            first (a write in between makes that a conflict, and the Lease is read).
 
     :attr:`seen` is the Lease's spec as last read (who holds it).
     """
@@ -97,6 +99,7 @@ class Lease:
         self.observe = observe
         self.hold = hold
         self.seen: dict[str, Any] = {}
+        self._written: dict[str, Any] | None = None  # the Lease as this holder last wrote it (with hold)
         self._observed: tuple[tuple[Any, ...], float] | None = None
 
     @property
@@ -124,15 +127,26 @@ class Lease:
     def acquire(self) -> bool:
         """Take (or renew) the lease; ``False`` when another live holder has it or another writer was first.
 
-        With ``hold``, a lease this holder renewed less than ``hold`` seconds ago is not written again.
+        With ``hold``, a lease this holder renewed less than ``hold`` seconds ago is not read or
+        written again, and an older one is renewed as this holder last wrote it.
         """
         now = self.clock.now()
+        if self.hold is not None and self._written is not None:
+            mine = self._written
+            if 0 <= now - self._renewed(mine["spec"]) < self.hold:
+                return True  # renewed recently enough: nobody may have taken it since
+            spec = self._spec(now, acquired=mine["spec"]["acquireTime"], transitions=mine["spec"]["leaseTransitions"])
+            try:
+                self._wrote(self.store.update({**mine, "spec": spec}))
+                return True
+            except (Conflict, NotFound):
+                self._written = None  # written by someone else since: read it
         try:
             current = self.store.get(LEASE.api_version, LEASE.kind, self.name, self.namespace)
         except NotFound:
             spec = self._spec(now, acquired=now, transitions=0)
             try:
-                self.store.create(
+                created = self.store.create(
                     {
                         "apiVersion": LEASE.api_version,
                         "kind": LEASE.kind,
@@ -142,7 +156,7 @@ class Lease:
                 )
             except AlreadyExists:
                 return False
-            self.seen = spec
+            self._wrote(created)
             return True
         spec = dict(current.get("spec") or {})
         self.seen = spec
@@ -150,6 +164,7 @@ class Lease:
         if holder and holder != self.holder and not self._expired(spec, now):
             return False
         if holder == self.holder and self.hold is not None and 0 <= now - self._renewed(spec) < self.hold:
+            self._written = current
             return True  # renewed recently enough: still ours, no write
         transitions = int(spec.get("leaseTransitions") or 0)
         if holder == self.holder:
@@ -158,11 +173,15 @@ class Lease:
             acquired, transitions = micro_time(now), transitions + 1
         current["spec"] = self._spec(now, acquired=acquired, transitions=transitions)
         try:
-            self.store.update(current)
+            self._wrote(self.store.update(current))
         except (Conflict, NotFound):
             return False
-        self.seen = current["spec"]
         return True
+
+    def _wrote(self, stored: dict[str, Any]) -> None:
+        self.seen = dict(stored.get("spec") or {})
+        if self.hold is not None:
+            self._written = stored
 
     def _spec(self, now: float, *, acquired: float | str, transitions: int) -> dict[str, Any]:
         return {
@@ -175,18 +194,30 @@ class Lease:
 
     def release(self) -> None:
         """Give the lease up (best effort): no holder, so the next candidate takes it at once."""
+        mine, self._written = self._written, None
+        if mine is not None and self._give_up(mine):
+            return
         try:
             current = self.store.get(LEASE.api_version, LEASE.kind, self.name, self.namespace)
-            if (current.get("spec") or {}).get("holderIdentity") != self.holder:
-                return
-            now = micro_time(self.clock.now())
-            current["spec"] = {
-                **current["spec"],
-                "holderIdentity": "",
-                "leaseDurationSeconds": 1,
-                "renewTime": now,
-                "acquireTime": now,
-            }
-            self.store.update(current)
-        except (Conflict, NotFound):
-            pass
+        except NotFound:
+            return
+        if (current.get("spec") or {}).get("holderIdentity") == self.holder:
+            self._give_up(current)
+
+    def _give_up(self, current: dict[str, Any]) -> bool:
+        """Write ``current`` without a holder; whether it was written (not a conflict)."""
+        now = micro_time(self.clock.now())
+        spec = {
+            **current["spec"],
+            "holderIdentity": "",
+            "leaseDurationSeconds": 1,
+            "renewTime": now,
+            "acquireTime": now,
+        }
+        try:
+            self.store.update({**current, "spec": spec})
+        except Conflict:
+            return False
+        except NotFound:
+            return True  # gone: nothing to give up
+        return True

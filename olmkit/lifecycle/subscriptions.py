@@ -40,7 +40,7 @@ from olmkit.lifecycle.bundles import BundleUnpackError, bundle_content
 from olmkit.lifecycle.catalogs import source_label
 from olmkit.lifecycle.context import LifecycleContext
 from olmkit.lifecycle.events import approval_message
-from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, LEASE, NAMESPACE, OPERATOR_GROUP, SUBSCRIPTION
+from olmkit.lifecycle.kinds import CATALOG_SOURCE, CSV, INSTALL_PLAN, NAMESPACE, OPERATOR_GROUP, SUBSCRIPTION
 from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import (
@@ -151,21 +151,11 @@ class SubscriptionController(Controller):
             WatchSpec(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, _namespace_of),
             WatchSpec(OPERATOR_GROUP.api_version, OPERATOR_GROUP.kind, _namespace_of),
             WatchSpec(CATALOG_SOURCE.api_version, CATALOG_SOURCE.kind, self._catalog_changed),
-            WatchSpec(LEASE.api_version, LEASE.kind, self._lease_released),
         )
         # inputs of the last resolution per namespace that needed nothing (or failed for good)
         self._settled: dict[str, bytes] = {}
         # the namespaces' resolution Leases, kept between resolutions and released by close()
         self._leases: dict[str, Lease] = {}
-
-    def _lease_released(self, event: WatchEvent) -> list[tuple[str, str]]:
-        """A namespace's resolution Lease given up by another holder: its namespace may resolve now."""
-        meta = event.object.get("metadata") or {}
-        if meta.get("name") != LEASE_NAME or event.type == "DELETED":
-            return []
-        if (event.object.get("spec") or {}).get("holderIdentity"):
-            return []
-        return [("", str(meta.get("namespace") or ""))]
 
     def _catalog_changed(self, event: WatchEvent) -> list[tuple[str, str]]:
         ns = str((event.object.get("metadata") or {}).get("namespace") or "")

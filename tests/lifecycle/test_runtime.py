@@ -282,31 +282,50 @@ def test_lease_has_one_holder_until_it_expires() -> None:
 
 
 def test_a_held_lease_is_renewed_only_half_way_to_expiry() -> None:
-    """With ``hold``, the holder's acquire writes nothing while its last renewal is recent; it renews after;
-    another holder still cannot take the lease until it expires or is released."""
-    store = MemoryStore()
+    """With ``hold``, the holder's acquire sends nothing while its last renewal is recent, and renews (and
+    releases) the Lease as it last wrote it, without reading it; another holder still cannot take the lease
+    until it expires or is released, and a write by another holder in between makes the holder read it."""
+
+    class Reads(MemoryStore):
+        reads = 0
+
+        def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+            Reads.reads += 1
+            return super().get(api_version, kind, name, namespace)
+
+    store = Reads()
     clock = FakeClock()
     first = Lease(store, "ns", "l", clock, duration=15, holder="one", hold=7.5)
     second = Lease(store, "ns", "l", clock, duration=15, holder="two", hold=7.5)
 
     def version() -> str:
-        return str(store.get("coordination.k8s.io/v1", "Lease", "l", "ns")["metadata"]["resourceVersion"])
+        return str(MemoryStore.get(store, "coordination.k8s.io/v1", "Lease", "l", "ns")["metadata"]["resourceVersion"])
 
     assert first.acquire()
-    created = version()
+    created, reads = version(), Reads.reads
     clock.advance(7)
     assert first.acquire()
-    assert created == version()
+    assert (created, reads) == (version(), Reads.reads)  # nothing sent
     assert not second.acquire()
     clock.advance(1)
+    reads = Reads.reads
     assert first.acquire()
     renewed = version()
     assert created != renewed
+    assert reads == Reads.reads  # renewed without a read
     clock.advance(14)
     assert not second.acquire()  # 14 s after the renewal: still live
     first.release()
     assert second.acquire()
     assert not first.acquire()
+
+    clock.advance(16)  # the second holder's lease expired: the first takes it
+    assert first.acquire()
+    clock.advance(16)
+    assert second.acquire()  # and expired again: the second takes it back
+    clock.advance(8)
+    assert not first.acquire()  # its renewal as it last wrote the Lease conflicts; read: the second holds it
+    assert "two" == first.current_holder
 
 
 def test_set_condition_keeps_the_transition_time_while_the_status_holds() -> None:
