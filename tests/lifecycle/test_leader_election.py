@@ -237,6 +237,7 @@ def test_two_runs_one_leads_kill_it_and_the_other_takes_over(
     relost = sum("lost lease" in rec["msg"] for rec in second.lines)
     assert (takeover["holder"], 1 + relost) == (after["holderIdentity"], after["leaseTransitions"]), second.raw
     assert takeover["holder"] != leader["holder"]
+    second.wait_for_line(lambda rec: rec["msg"].startswith("ready"))  # its controllers' first idle, as for the first
     assert (200, "ok: leader (lease olm/olmkit-run)\n") == _get(f"{second.url}/readyz")
     assert 1 == value(scrape(second.url), "leader_election_master_status", name="olmkit-run")
 
