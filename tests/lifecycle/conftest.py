@@ -88,8 +88,8 @@ def make_cluster(
       cluster-scoped objects (CRDs, ClusterRoles) that would collide, and a server starts in
       about 0.35 s, while the previous test runs (:class:`~tests.lifecycle.served.ServerPool`).
 
-    Tests marked ``kube`` run on kube too: 29 of the 105 cluster tests, because all of them
-    there take about 2.5 minutes (each install goes through HTTP, the informers and the served
+    Tests marked ``kube`` run on kube too: 31 of the 80 cluster tests that can, because all of
+    them there take about 2.5 minutes (each install goes through HTTP, the informers and the served
     side's kubelet); ``OLMKIT_TEST_KUBE=all`` runs every one (they all pass). The marked set
     covers each part of the lifecycle through the API at least once: installs (a dependency,
     the workload and RBAC a CSV owns, manual approval, an unsatisfiable subscription, one
