@@ -172,10 +172,42 @@ class WatchHub:
             if latest is None or latest != seen:
                 with self._lock:
                     kinds = list(self._kinds.values())
-                for state in kinds:
-                    self._scan(state)
+                if not self._scan_all(kinds):
+                    for state in kinds:
+                        self._scan(state)
                 seen = latest
             self.store.wait_for_change(latest, 0.5)
+
+    def _scan_all(self, kinds: list[_Kind]) -> bool:
+        """Read the changes of every followed kind at once and hand them to the loop in one call.
+
+        Returns ``False`` when the store cannot read across kinds, or when a kind fell behind
+        the store's history (each kind is then read alone, and the one behind expires).
+        """
+        if not kinds:
+            return True
+        by_kind = {(group_of(state.api_version), state.kind): state for state in kinds}
+        start = min(state.rv for state in kinds)
+        try:
+            found = self.store.changes_after(start, by_kind.keys())
+        except Expired:
+            return False
+        except StoreError:
+            return True  # the store is busy or closing; the next round tries again
+        if found is None:
+            return False
+        changes, last = found
+        events: dict[tuple[str, str], list[WatchEvent]] = {key: [] for key in by_kind}
+        for group, event in changes:
+            key = (group, str(event.object.get("kind")))
+            state = by_kind.get(key)
+            if state is not None and int(event.resource_version) > state.rv:
+                event.object["apiVersion"] = state.api_version  # as a watch of the kind reads it
+                events[key].append(event)
+        for state in kinds:
+            state.rv = max(state.rv, last)
+        self._call(self._deliver_all, [(state, events[key]) for key, state in by_kind.items()], last)
+        return True
 
     def _scan(self, state: _Kind) -> None:
         try:
@@ -225,6 +257,10 @@ class WatchHub:
         if events:
             for listener in self.listeners:
                 listener(state.api_version, state.kind)
+
+    def _deliver_all(self, batches: list[tuple[_Kind, list[WatchEvent]]], progress: int) -> None:
+        for state, events in batches:
+            self._deliver(state, events, progress)
 
     def _expire(self, state: _Kind, error: Expired) -> None:
         for sub in state.subscribers:

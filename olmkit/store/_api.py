@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from types import TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -152,6 +152,10 @@ class Watch:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+#: changes across kinds, each with its API group (see :meth:`Store.changes_after`)
+Changes = list[tuple[str, WatchEvent]]
 
 
 class Store(abc.ABC):
@@ -303,6 +307,24 @@ class Store(abc.ABC):
         cannot tell. A run of the controllers compares it before and after a pause to tell
         whether the server is still changing things (a change whose watch event has not
         arrived yet moves it too). Compare it for equality only.
+
+        .. versionadded:: 0.4
+        """
+        return None
+
+    def changes_after(
+        self, resource_version: int, kinds: Collection[tuple[str, str]]
+    ) -> tuple[Changes, int] | None:
+        """Every change to objects of ``kinds`` after ``resource_version``, across kinds, oldest first.
+
+        For a reader that follows many kinds (the API server's watches): one read instead of
+        one watch per kind. ``kinds`` are ``(API group, kind)`` pairs. Returns each event with
+        its API group (objects keep the apiVersion they were stored with) and the
+        resourceVersion read up to, or ``None`` (the default) when the backend cannot read
+        changes across kinds: read each kind's watch instead.
+
+        Raises:
+            Expired: ``resource_version`` is older than the store's history.
 
         .. versionadded:: 0.4
         """

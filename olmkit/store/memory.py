@@ -11,9 +11,9 @@ import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
-from olmkit.store._api import EventType, Object
+from olmkit.store._api import EventType, Object, WatchEvent
 from olmkit.store._local import Key, LocalStore, Txn, dumps, loads
 from olmkit.store.errors import Expired
 
@@ -163,6 +163,23 @@ class MemoryStore(LocalStore):
             ]
             last = self._rv
         return [(e[1], loads(e[5])) for e in picked], last
+
+    def changes_after(
+        self, resource_version: int, kinds: Collection[tuple[str, str]]
+    ) -> tuple[list[tuple[str, WatchEvent]], int]:
+        wanted = set(kinds)
+        with self._cond:
+            oldest = self._oldest()
+            if resource_version < oldest:
+                raise Expired(kind="", resource_version=str(resource_version), oldest=str(oldest))
+            first = self._events[0][0] if self._events else resource_version + 1
+            picked = [
+                e
+                for e in itertools.islice(self._events, max(0, resource_version + 1 - first), None)
+                if (e[2], e[3]) in wanted
+            ]
+            last = self._rv
+        return [(e[2], WatchEvent(e[1], loads(e[5]))) for e in picked], last
 
     def _wait(self, rv: int, timeout: float) -> None:
         with self._cond:

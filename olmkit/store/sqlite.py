@@ -14,10 +14,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-from olmkit.store._api import EventType, Object
+from olmkit.store._api import EventType, Object, WatchEvent
 from olmkit.store._local import Key, LocalStore, Txn, dumps, loads
 from olmkit.store.errors import Expired, StoreError
 
@@ -243,6 +243,21 @@ class SqliteStore(LocalStore):
             rows = db.execute(sql + " ORDER BY rv LIMIT ?", (*args, limit)).fetchall()
         last = rows[-1][0] if len(rows) == limit else current
         return [(r[1], loads(r[2])) for r in rows], int(last)
+
+    def changes_after(
+        self, resource_version: int, kinds: Collection[tuple[str, str]]
+    ) -> tuple[list[tuple[str, WatchEvent]], int]:
+        wanted = set(kinds)
+        with self._snapshot() as db:
+            compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+            if resource_version < compacted:
+                raise Expired(kind="", resource_version=str(resource_version), oldest=str(compacted))
+            current = db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0]
+            rows = db.execute(
+                "SELECT type, grp, kind, data FROM events WHERE rv>? ORDER BY rv", (resource_version,)
+            ).fetchall()
+        found = [(r[1], WatchEvent(r[0], loads(r[3]))) for r in rows if (r[1], r[2]) in wanted]
+        return found, int(current)
 
     def _wait(self, rv: int, timeout: float) -> None:
         # a write in this process wakes the watch at once; other processes' writes are polled

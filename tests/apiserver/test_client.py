@@ -281,3 +281,54 @@ def test_delete_propagation_policies(api: Any) -> None:
     assert results["Background"] is None
     assert results["Orphan"] is not None
     assert results["Orphan"].metadata.owner_references is None
+
+
+def test_watchers_of_several_kinds_each_get_their_events_intact(tmp_path: Any) -> None:
+    """Changes of several kinds, read from the store in one pass, reach every watcher of each kind
+    whole and in order, whether written through the API or straight into the store (as the
+    server's own controllers write)."""
+    from olmkit.store import MemoryStore
+    from tests.apiserver.conftest import start_in_process
+
+    store = MemoryStore()
+    server = start_in_process(store, tmp_path, bookmark_interval=60)
+    try:
+        server.http.json("POST", "/api/v1/namespaces/ns/configmaps", _cm("seed"))
+        start = server.http.json("GET", "/api/v1/namespaces/ns/configmaps")[1]["metadata"]["resourceVersion"]
+        paths = {"ConfigMap": "/api/v1/namespaces/ns/configmaps", "Secret": "/api/v1/namespaces/ns/secrets"}
+        streams = [
+            (kind, server.http.request("GET", f"{path}?watch=true&resourceVersion={start}", preload=False))
+            for kind, path in paths.items()
+            for _ in range(2)
+        ]
+        written: dict[str, list[dict[str, Any]]] = {"ConfigMap": [], "Secret": []}
+        for n in range(6):
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"s{n}"}, "data": {"n": "MQ=="}}
+            _, made = server.http.json("POST", paths["Secret"], secret)
+            written["Secret"].append(made)
+            if n % 2:
+                written["ConfigMap"].append(server.http.json("POST", paths["ConfigMap"], _cm(f"c{n}", n=str(n)))[1])
+            else:  # straight into the store, between two API writes
+                made = store.create({**_cm(f"c{n}", n=str(n)), "metadata": {"name": f"c{n}", "namespace": "ns"}})
+                written["ConfigMap"].append(made)
+
+        for kind, response in streams:
+            received = []
+            lines = response.stream(amt=None)
+            buffer = b""
+            for chunk in lines:
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    received.append(orjson.loads(line))
+                if len(received) >= 6:
+                    break
+            response.release_conn()
+
+            assert ["ADDED"] * 6 == [e["type"] for e in received]
+            names = [o["metadata"]["name"] for o in written[kind]]
+            assert names == [e["object"]["metadata"]["name"] for e in received]
+            for sent, event in zip(written[kind], received, strict=True):
+                assert {**sent, "apiVersion": "v1", "kind": kind} == event["object"]
+    finally:
+        server.close()

@@ -332,3 +332,54 @@ def test_retry_on_conflict_gives_up(store):
     assert 4 == len(calls)
     with pytest.raises(Invalid):
         retry_on_conflict(always, attempts=0)
+
+
+# -- changes across kinds (the API server's watch hub) --------------------------------------------
+
+
+def test_changes_after_reads_the_kinds_asked_for_in_order(local_store):
+    """changes_after: every change of the kinds asked for, across kinds, oldest first, with its group."""
+    start = int(local_store.latest_resource_version())
+    local_store.create(cm("a"))
+    local_store.create(RBAC_ROLE)
+    local_store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+    local_store.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "default")
+    local_store.delete("rbac.authorization.k8s.io/v1", "ClusterRole", "r")
+
+    found, last = local_store.changes_after(start, {("", "ConfigMap"), ("rbac.authorization.k8s.io", "ClusterRole")})
+    later, _ = local_store.changes_after(start + 3, {("", "ConfigMap"), ("", "Secret")})
+
+    assert [
+        ("", "ADDED", "a"),
+        ("rbac.authorization.k8s.io", "ADDED", "r"),
+        ("", "MODIFIED", "a"),
+        ("rbac.authorization.k8s.io", "DELETED", "r"),
+    ] == [(group, e.type, e.object["metadata"]["name"]) for group, e in found]
+    assert {"k": "v"} == found[2][1].object["data"]
+    assert [str(start + n) for n in (1, 2, 4, 5)] == [e.resource_version for _, e in found]
+    assert start + 5 == last == int(local_store.latest_resource_version())
+    assert [("", "MODIFIED", "a")] == [(g, e.type, e.object["metadata"]["name"]) for g, e in later]
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_changes_after_compacted_history_expires(backend, tmp_path):
+    """changes_after from before the kept history raises Expired (the reader must list again)."""
+    from olmkit.store import MemoryStore, SqliteStore
+
+    store = MemoryStore(history=20) if backend == "memory" else SqliteStore(tmp_path / "c.db", history=20)
+    with store:
+        for i in range(60):
+            store.create(cm(f"o{i}"))
+
+        with pytest.raises(Expired):
+            store.changes_after(1, {("", "ConfigMap")})
+        recent, _ = store.changes_after(55, {("", "ConfigMap")})
+
+    assert ["o55", "o56", "o57", "o58", "o59"] == [e.object["metadata"]["name"] for _, e in recent]
+
+
+def test_changes_after_is_optional(store):
+    """A backend that cannot read across kinds answers None (the kube backend: its informers are per kind)."""
+    found = store.changes_after(0, {("", "ConfigMap")})
+
+    assert (found is None) == (not store.embedded)
