@@ -766,7 +766,12 @@ class ApiServer:
         """The object as ``olmkit apply`` would write it, or 422 with every problem."""
         try:
             prepared = prepare_manifests(
-                self.store, self.registry, [("<api>", obj)], namespace=target.namespace, stored_crds=self._stored_crds
+                self.store,
+                self.registry,
+                [("<api>", obj)],
+                namespace=target.namespace,
+                stored_crds=self._stored_crds,
+                owned=True,  # the request's body: nothing else holds it
             )
         except InputError as exc:
             name = str((obj.get("metadata") or {}).get("name") or "")

@@ -122,6 +122,25 @@ def _covers(owned: set[Path], path: Path) -> Path | None:
     return None
 
 
+def _changed_paths(old: Any, new: Any, prefix: Path) -> Iterator[Path]:
+    """The leaf paths of ``new`` (as :func:`field_paths` walks it) whose value differs in ``old``.
+
+    Subtrees equal in both are skipped whole: an update usually changes a few fields of a
+    large object.
+    """
+    if not (isinstance(new, Mapping) and new):
+        if prefix and old != new:
+            yield prefix
+        return
+    for key, value in new.items():
+        path = (*prefix, str(key))
+        if path in _IGNORED:
+            continue
+        before = old.get(key, _MISSING) if isinstance(old, Mapping) else _MISSING
+        if before is _MISSING or before != value:
+            yield from _changed_paths(before, value, path)
+
+
 def record_update(
     old: Mapping[str, Any] | None, new: dict[str, Any], manager: str, *, resource: Resource, status: bool = False
 ) -> None:
@@ -133,11 +152,8 @@ def record_update(
     """
     entries = [dict(e) for e in (old or {}).get("metadata", {}).get("managedFields") or [] if isinstance(e, Mapping)]
     scope = "status" if status else ""
-    changed = {
-        path
-        for path in field_paths(new)
-        if (path[0] == "status") == status and (old is None or _get(old, path) != _get(new, path))
-    }
+    top = {key: value for key, value in new.items() if (key == "status") == status}
+    changed = set(_changed_paths(_MISSING if old is None else old, top, ()))
     if not changed:
         if entries or "managedFields" in new.get("metadata", {}):
             new["metadata"]["managedFields"] = entries

@@ -42,10 +42,49 @@ def _key(obj: Object) -> Key:
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def _copy(obj: Object) -> Object:
-    """A deep copy (cached objects are shared by every reader)."""
-    copied: Object = orjson.loads(orjson.dumps(obj))
+def _copy(data: bytes) -> Object:
+    """A private copy of a cached object from its encoding (cached objects are shared by every reader)."""
+    copied: Object = orjson.loads(data)
     return copied
+
+
+class _Cache:
+    """The objects of a kind: shared parsed objects (read-only), their encodings (for private
+    copies) and an index by namespace, so that a namespace's list touches only its objects."""
+
+    __slots__ = ("_sorted", "by_namespace", "encoded", "items")
+
+    def __init__(self, objects: list[Object]) -> None:
+        self.items: dict[Key, Object] = {}
+        self.encoded: dict[Key, bytes] = {}
+        self.by_namespace: dict[str, dict[str, Object]] = {}
+        self._sorted: list[Key] | None = None
+        for obj in objects:
+            self.put(_key(obj), obj, orjson.dumps(obj))
+
+    def put(self, key: Key, obj: Object, data: bytes) -> None:
+        if key not in self.items:
+            self._sorted = None
+        self.items[key] = obj
+        self.encoded[key] = data
+        self.by_namespace.setdefault(key[0], {})[key[1]] = obj
+
+    def pop(self, key: Key) -> None:
+        if self.items.pop(key, None) is not None:
+            self._sorted = None
+            del self.encoded[key]
+            names = self.by_namespace[key[0]]
+            del names[key[1]]
+            if not names:
+                del self.by_namespace[key[0]]
+
+    def ordered(self, namespace: str | None = None) -> list[Key]:
+        """The keys (of one namespace, or all) by namespace, then name."""
+        if namespace is not None:
+            return [(namespace, name) for name in sorted(self.by_namespace.get(namespace, ()))]
+        if self._sorted is None:
+            self._sorted = sorted(self.items)
+        return self._sorted
 
 
 def _rv(obj: Object) -> int:
@@ -81,8 +120,9 @@ class Informer:
         self.api_version = api_version
         self.kind = kind
         self.cond = threading.Condition()
-        self.items: dict[Key, Object] = {}
-        self.events: collections.deque[tuple[int, WatchEvent]] = collections.deque(maxlen=max(1, history))
+        self.cache = _Cache([])
+        #: buffered events: position, event (its object shared), the object's encoding
+        self.events: collections.deque[tuple[int, WatchEvent, bytes]] = collections.deque(maxlen=max(1, history))
         #: the last resourceVersion this informer has seen (events, lists and bookmarks)
         self.rv = 0
         #: the oldest position a watcher can resume from
@@ -115,8 +155,9 @@ class Informer:
         longer has that history, such watchers get ``Expired``.
         """
         items, rv = self._list()
+        cache = _Cache(items)
         with self.cond:
-            self.items = {_key(o): o for o in items}
+            self.cache = cache
             self.listed_at = rv
             self.rv = self.oldest = rv
             if since is not None and since < rv:
@@ -144,25 +185,29 @@ class Informer:
         return self._stream is not None
 
     def snapshot(self) -> tuple[list[Object], int]:
-        """The cached objects (by namespace, then name) and the resourceVersion they are at."""
+        """The cached objects (by namespace, then name; shared: not to be changed) and the
+        resourceVersion they are at."""
         with self.cond:
-            return [self.items[k] for k in sorted(self.items)], max(self.rv, self.listed_at)
+            return [self.cache.items[k] for k in self.cache.ordered()], max(self.rv, self.listed_at)
 
     def lookup(self, namespace: str, name: str) -> Object | None:
         """A private copy of the cached object, or ``None``."""
         with self.cond:
-            found = self.items.get((namespace, name))
-            return None if found is None else _copy(found)
+            found = self.cache.encoded.get((namespace, name))
+        return None if found is None else _copy(found)
 
-    def select(self, wanted: Callable[[Object], bool]) -> tuple[list[Object], int]:
-        """Private copies of the cached objects ``wanted`` accepts (by namespace, then name), and
-        the resourceVersion the cache is at."""
+    def select(self, wanted: Callable[[Object], bool], namespace: str | None = None) -> tuple[list[Object], int]:
+        """Private copies of the cached objects (of ``namespace``, or all) that ``wanted`` accepts
+        (by namespace, then name), and the resourceVersion the cache is at."""
         with self.cond:
-            found = [_copy(self.items[k]) for k in sorted(self.items) if wanted(self.items[k])]
-            return found, max(self.rv, self.listed_at)
+            cache = self.cache
+            found = [cache.encoded[k] for k in cache.ordered(namespace) if wanted(cache.items[k])]
+            at = max(self.rv, self.listed_at)
+        return [_copy(data) for data in found], at
 
-    def events_after(self, after: int) -> tuple[list[WatchEvent], int]:
-        """The buffered events after position ``after``, and the position they reach.
+    def events_after(self, after: int) -> tuple[list[tuple[WatchEvent, bytes]], int]:
+        """The buffered events after position ``after`` (each with its object's encoding, for a
+        private copy: the event's object is shared), and the position they reach.
 
         Raises:
             Expired: ``after`` is older than the buffer.
@@ -174,10 +219,10 @@ class Informer:
             if after < self.oldest:
                 raise Expired(kind=self.kind, resource_version=str(after), oldest=str(self.oldest))
             found = []
-            for position, event in reversed(self.events):
+            for position, event, data in reversed(self.events):
                 if position <= after:
                     break
-                found.append(event)
+                found.append((event, data))
             found.reverse()
             return found, max(after, self.rv)
 
@@ -191,7 +236,7 @@ class Informer:
         key, last = _key(obj), _rv(obj)
         with self.cond:
             # absent although the informer is past the object's last state: its DELETED event is in
-            if key in self.items or self.rv < last:
+            if key in self.cache.items or self.rv < last:
                 self.pending_deletes[key] = last
 
     def catch_up(self, timeout: float = CATCH_UP) -> None:
@@ -303,18 +348,19 @@ class Informer:
             return
         obj["apiVersion"], obj["kind"] = self.api_version, self.kind
         key = _key(obj)
+        data = orjson.dumps(obj)
         with self.cond:
             if rv <= self.listed_at:
                 pass  # replaying history before the list: the cache is past it
             elif etype == "DELETED":
-                self.items.pop(key, None)
+                self.cache.pop(key)
             else:
-                self.items[key] = obj
+                self.cache.put(key, obj, data)
             # the DELETED event carries the deletion's resourceVersion: the one DELETE answered
             # with (olmkit serve) or a later one (the object's last state, as Kubernetes answers)
             if key in self.pending_deletes and (rv > self.pending_deletes[key] or etype == "DELETED"):
                 del self.pending_deletes[key]
-            self.events.append((rv, WatchEvent(etype, obj)))
+            self.events.append((rv, WatchEvent(etype, obj), data))
             self.rv = max(self.rv, rv)
             self._trim()
             self.cond.notify_all()
@@ -337,31 +383,32 @@ class Informer:
                 delay = min(delay * 2, BACKOFF[1])
         else:
             return
-        fresh = {_key(o): o for o in items}
+        fresh = _Cache(items)
         with self.cond:
             self.relists += 1
             position = max(rv, self.rv)
-            changed: list[WatchEvent] = []
-            for key, obj in sorted(fresh.items()):
-                old = self.items.get(key)
+            changed: list[tuple[WatchEvent, bytes]] = []
+            for key in fresh.ordered():
+                obj, old = fresh.items[key], self.cache.items.get(key)
                 if old is None:
-                    changed.append(WatchEvent("ADDED", obj))
+                    changed.append((WatchEvent("ADDED", obj), fresh.encoded[key]))
                 elif _rv(old) != _rv(obj):
-                    changed.append(WatchEvent("MODIFIED", obj))
-            for key, old in sorted(self.items.items()):
-                if key not in fresh:
+                    changed.append((WatchEvent("MODIFIED", obj), fresh.encoded[key]))
+            for key in self.cache.ordered():
+                if key not in fresh.items:
+                    old = self.cache.items[key]
                     gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(position)}}
-                    changed.append(WatchEvent("DELETED", gone))
+                    changed.append((WatchEvent("DELETED", gone), orjson.dumps(gone)))
             if self.rv < self.listed_at:
                 # the history before the first list was gone before it was replayed: watchers
                 # from there would miss changes the cache already holds
                 self.oldest = max(self.oldest, self.listed_at)
-            self.items = fresh
+            self.cache = fresh
             self.listed_at = max(self.listed_at, rv)
             self._listed = True
             self.pending_deletes.clear()
-            for event in changed:
-                self.events.append((position, event))
+            for event, data in changed:
+                self.events.append((position, event, data))
                 self._trim()
             self.rv = position
             self.cond.notify_all()

@@ -337,10 +337,9 @@ class KubeStore(Store):
         if cache is not None:
 
             def wanted(obj: Object) -> bool:
-                meta = obj["metadata"]
-                return (ns is None or meta.get("namespace") == ns) and selector.matches(meta.get("labels"))
+                return selector.matches(obj["metadata"].get("labels"))
 
-            found, at = cache.select(wanted)
+            found, at = cache.select(wanted, ns)
             return ObjectList(items=[self._view(o, api_version, kind) for o in found], resource_version=str(at))
         ref = Ref(kind, ns)
         items: list[Object] = []
@@ -523,15 +522,15 @@ class KubeStore(Store):
             meta = obj.get("metadata") or {}
             return (ns is None or meta.get("namespace") == ns) and selector.matches(meta.get("labels"))
 
-        def view(event: WatchEvent) -> WatchEvent:
-            obj: Object = orjson.loads(orjson.dumps(event.object))  # buffered objects are shared
+        def view(event: WatchEvent, data: bytes) -> WatchEvent:
+            obj: Object = orjson.loads(data)  # a private copy: buffered objects are shared
             obj["apiVersion"] = api_version
             return WatchEvent(event.type, obj)
 
         informer.catch_up()
         initial: list[WatchEvent] = []
         if start_rv is None:
-            items, start = informer.select(wanted)
+            items, start = informer.select(wanted, ns)
             initial = [WatchEvent("ADDED", {**o, "apiVersion": api_version}) for o in items]
         else:
             start = start_rv
@@ -540,7 +539,7 @@ class KubeStore(Store):
         def fetch(after: int) -> tuple[list[WatchEvent], int]:
             informer.catch_up()
             events, last = informer.events_after(after)
-            return [view(e) for e in events if wanted(e.object)], last
+            return [view(e, data) for e, data in events if wanted(e.object)], last
 
         return Watch(fetch, informer.wait, start, initial, timeout)
 

@@ -385,6 +385,7 @@ def prepare_manifests(
     namespace: str | None = None,
     strict: bool = True,
     stored_crds: Iterable[Mapping[str, Any]] | None = None,
+    owned: bool = False,
 ) -> list[PreparedObject]:
     """Validate every object and make it ready to write; nothing is written.
 
@@ -400,9 +401,14 @@ def prepare_manifests(
         namespace: the namespace asked for with ``-n``; an object naming another one is refused.
         strict: run :func:`object_problems` (``False``: shape and admission checks only).
         stored_crds: the stored CRDs, when the caller keeps them current (else they are listed).
+        owned: the objects are the caller's to give away (an API server's decoded request
+            bodies): they are prepared in place instead of copied first.
 
     .. versionchanged:: 0.2
         Strict validation (``strict``).
+
+    .. versionchanged:: 0.3
+        ``owned``.
 
     Raises:
         InputError: an object is refused; names the file, ``Kind/name`` and every problem, and
@@ -412,7 +418,7 @@ def prepare_manifests(
     refused: list[InputError] = []
     kinds = KnownKinds.of(store, [raw for _, raw in manifests], stored_crds) if strict else None
     for path, raw in manifests:
-        obj = copy.deepcopy(dict(raw))
+        obj = dict(raw) if owned else copy.deepcopy(dict(raw))
         problems = shape_problems(obj)
         if not problems and kinds is not None:
             problems = object_problems(store, obj, kinds=kinds)

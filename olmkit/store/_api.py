@@ -312,9 +312,7 @@ class Store(abc.ABC):
         """
         return None
 
-    def changes_after(
-        self, resource_version: int, kinds: Collection[tuple[str, str]]
-    ) -> tuple[Changes, int] | None:
+    def changes_after(self, resource_version: int, kinds: Collection[tuple[str, str]]) -> tuple[Changes, int] | None:
         """Every change to objects of ``kinds`` after ``resource_version``, across kinds, oldest first.
 
         For a reader that follows many kinds (the API server's watches): one read instead of

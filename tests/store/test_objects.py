@@ -177,6 +177,36 @@ def test_returned_objects_are_private_copies(store):
     assert {"k": "v"} == store.get("v1", "ConfigMap", "a", "default")["data"]
 
 
+def test_listed_and_watched_objects_are_private_copies(store):
+    """Changing an object a list or a watch returned changes neither the store nor later reads
+    (on the kube backend they come from its informer's shared cache)."""
+    store.create(cm("a", "ns1", data={"k": "x"}))
+    start = store.list("v1", "ConfigMap").resource_version
+    store.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "ns1")
+    store.create(cm("b", "ns2", data={"k": "v"}))
+    for _ in range(2):
+        with store.watch("v1", "ConfigMap", resource_version=start, timeout=0) as changes:
+            seen = [(e.type, e.object["metadata"]["name"], dict(e.object["data"])) for e in changes]
+        assert [("MODIFIED", "a", {"k": "v"}), ("ADDED", "b", {"k": "v"})] == seen
+        with store.watch("v1", "ConfigMap", resource_version=start, timeout=0) as changes:
+            for event in changes:
+                event.object["data"]["k"] = "changed"
+        for listed in (store.list("v1", "ConfigMap", "ns1"), store.list("v1", "ConfigMap")):
+            for obj in listed:
+                obj["data"]["k"] = "changed"
+                obj["metadata"]["namespace"] = "elsewhere"
+        with store.watch("v1", "ConfigMap", resource_version="0", timeout=0) as watch:
+            for event in watch:
+                event.object["data"]["k"] = "changed"
+                event.object["metadata"]["name"] = "renamed"
+
+    assert [("a", "ns1", {"k": "v"})] == [
+        (o["metadata"]["name"], o["metadata"]["namespace"], o["data"]) for o in store.list("v1", "ConfigMap", "ns1")
+    ]
+    assert ["a", "b"] == [o["metadata"]["name"] for o in store.list("v1", "ConfigMap")]
+    assert {"k": "v"} == store.get("v1", "ConfigMap", "b", "ns2")["data"]
+
+
 # -- list and selectors -------------------------------------------------------------------
 
 
