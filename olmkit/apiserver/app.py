@@ -38,7 +38,7 @@ from olmkit.apiserver.status import ApiError, from_store_error, status_object
 from olmkit.apiserver.table import json_path, partial_metadata, table
 from olmkit.apiserver.watch import Delivered, WatchHub, relabelled
 from olmkit.errors import InputError, OlmkitError
-from olmkit.lifecycle.apply import prepare_manifests
+from olmkit.lifecycle.apply import STORED, prepare_manifests
 from olmkit.lifecycle.observe import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from olmkit.store import Conflict, Expired, Invalid, NotFound, Store, StoreError, parse_selector
 from olmkit.store.patches import json_patch, merge_patch, strategic_merge_patch
@@ -762,8 +762,11 @@ class ApiServer:
             meta["name"] = target.name
         return body
 
-    def _admit(self, obj: dict[str, Any], target: Target) -> dict[str, Any]:
-        """The object as ``olmkit apply`` would write it, or 422 with every problem."""
+    def _admit(self, obj: dict[str, Any], target: Target, current: Any = STORED) -> dict[str, Any]:
+        """The object as ``olmkit apply`` would write it, or 422 with every problem.
+
+        ``current``: the stored object it replaces, when just read (else admission reads it).
+        """
         try:
             prepared = prepare_manifests(
                 self.store,
@@ -772,6 +775,7 @@ class ApiServer:
                 namespace=target.namespace,
                 stored_crds=self._stored_crds,
                 owned=True,  # the request's body: nothing else holds it
+                current=current,
             )
         except InputError as exc:
             name = str((obj.get("metadata") or {}).get("name") or "")
@@ -802,50 +806,80 @@ class ApiServer:
         name = str(meta.get("name") or "")
         if not name:
             raise ApiError.invalid(r, "", [("metadata.name", "Required value: name or generateName is required")])
-        prepared = await self.run(self._admit, obj, target)
-        record_update(None, prepared, _manager(request), resource=r)
-        if self._dry_run(request):
-            return _json(self._view(prepared, r), 201)
+        dry_run = self._dry_run(request)
         try:
-            created = await self.write(self.store.create, prepared)
-            if (r.group, r.kind) == ("", "Namespace"):  # as the API server's namespace strategy does
-                created = await self.write(self.store.update_status, {**created, "status": {"phase": "Active"}})
+            # admitted and written in one call to the writer thread: each hand-over costs
+            created = await (self.run if dry_run else self.write)(
+                self._admit_and_create, target, obj, _manager(request), dry_run
+            )
         except StoreError as exc:
             raise from_store_error(exc, r, name) from None
-        return _json(self._written(target, created), 201)
+        return _json(self._view(created, r) if dry_run else self._written(target, created), 201)
+
+    def _admit_and_create(self, target: Target, obj: dict[str, Any], manager: str, dry_run: bool) -> dict[str, Any]:
+        """Admit and create an object (blocking); with ``dry_run``, only admit it."""
+        r = target.resource
+        prepared = self._admit(obj, target)
+        record_update(None, prepared, manager, resource=r)
+        if dry_run:
+            return prepared
+        created = self.store.create(prepared)
+        if (r.group, r.kind) == ("", "Namespace"):  # as the API server's namespace strategy does
+            created = self.store.update_status({**created, "status": {"phase": "Active"}})
+        return created
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         assert target.name is not None
         obj = self._object_body(await self._body(request), target)
+        dry_run = self._dry_run(request)
         try:
-            old = await self.run(self.store.get, r.api_version, r.kind, target.name, target.namespace)
+            # read, admitted and written in one call to the writer thread: each hand-over costs
+            written = await (self.run if dry_run else self.write)(
+                self._replace, target, None, obj, _manager(request), dry_run
+            )
         except StoreError as exc:
             raise from_store_error(exc, r, target.name) from None
-        try:
-            return await self._write_over(request, target, old, obj)
-        except StoreError as exc:
-            raise from_store_error(exc, r, target.name) from None
+        return _json(self._view(written, r) if dry_run else self._written(target, written))
 
     async def _write_over(
         self, request: web.Request, target: Target, old: dict[str, Any], new: dict[str, Any]
     ) -> web.Response:
-        """Replace ``old`` by ``new``: admitted, fields recorded, written (only the status, or all but it).
+        """Replace ``old`` by ``new`` (see :meth:`_replace`) and answer the result.
 
         Raises:
             StoreError: the write failed (``Conflict`` when ``old`` is stale).
         """
+        dry_run = self._dry_run(request)
+        written = await (self.run if dry_run else self.write)(
+            self._replace, target, old, new, _manager(request), dry_run
+        )
+        return _json(self._view(written, target.resource) if dry_run else self._written(target, written))
+
+    def _replace(
+        self, target: Target, old: dict[str, Any] | None, new: dict[str, Any], manager: str, dry_run: bool
+    ) -> dict[str, Any]:
+        """Replace ``old`` (``None``: read it now) by ``new``: admitted, fields recorded, written
+        (only the status, or all but it); with ``dry_run``, not written. Blocking.
+
+        Raises:
+            StoreError: the read or the write failed (``Conflict`` when ``old`` is stale).
+        """
+        r = target.resource
+        if old is None:
+            assert target.name is not None
+            old = self.store.get(r.api_version, r.kind, target.name, target.namespace)
         status = target.subresource == "status"
         if not status:  # the main resource never changes the status
             new.pop("status", None)
             if "status" in old:
                 new["status"] = old["status"]
-        prepared = await self.run(self._admit, new, target)
-        record_update(old, prepared, _manager(request), resource=target.resource, status=status)
-        if self._dry_run(request):
-            return _json(self._view(prepared, target.resource))
+        prepared = self._admit(new, target, current=old)
+        record_update(old, prepared, manager, resource=r, status=status)
+        if dry_run:
+            return prepared
         write = self.store.update_status if status else self.store.update
-        return _json(self._written(target, await self.write(write, prepared)))
+        return write(prepared)
 
     def _patched(self, old: dict[str, Any], patch: Any, ctype: str, target: Target) -> dict[str, Any]:
         ref = {"kind": target.resource.kind, "namespace": target.namespace, "name": target.name or ""}

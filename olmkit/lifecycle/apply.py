@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "MANIFEST_SUFFIXES",
     "OBJECT_META_FIELDS",
+    "STORED",
     "KnownKinds",
     "PreparedObject",
     "apply_object",
@@ -377,6 +378,10 @@ def object_problems(store: Store, obj: Mapping[str, Any], *, kinds: KnownKinds |
     )
 
 
+#: ``prepare_manifests(current=...)``'s default: read each object's stored version from the store
+STORED: Final[Any] = object()
+
+
 def prepare_manifests(
     store: Store,
     registry: Registry,
@@ -386,6 +391,7 @@ def prepare_manifests(
     strict: bool = True,
     stored_crds: Iterable[Mapping[str, Any]] | None = None,
     owned: bool = False,
+    current: Any = STORED,
 ) -> list[PreparedObject]:
     """Validate every object and make it ready to write; nothing is written.
 
@@ -403,17 +409,21 @@ def prepare_manifests(
         stored_crds: the stored CRDs, when the caller keeps them current (else they are listed).
         owned: the objects are the caller's to give away (an API server's decoded request
             bodies): they are prepared in place instead of copied first.
+        current: for a single object, its stored version (``None``: there is none), when the
+            caller has just read it; by default each object's is read from the store.
 
     .. versionchanged:: 0.2
         Strict validation (``strict``).
 
     .. versionchanged:: 0.3
-        ``owned``.
+        ``owned`` and ``current``.
 
     Raises:
         InputError: an object is refused; names the file, ``Kind/name`` and every problem, and
             how many other objects were refused too.
     """
+    if current is not STORED and len(manifests) != 1:
+        raise ValueError("current is the stored version of a single object")
     prepared: list[PreparedObject] = []
     refused: list[InputError] = []
     kinds = KnownKinds.of(store, [raw for _, raw in manifests], stored_crds) if strict else None
@@ -438,7 +448,7 @@ def prepare_manifests(
                 base = Path.cwd() if path == STDIN else Path(path).resolve().parent
                 meta["annotations"] = {**(meta.get("annotations") or {}), MANIFEST_DIR_ANNOTATION: str(base)}
         if not problems:
-            old = _stored(store, obj)
+            old = _stored(store, obj) if current is STORED else current
             problems += admit(registry, obj, store=store, old=old)
         if problems:
             refused.append(InputError("; ".join(problems), path=path, obj=object_label(obj)))
