@@ -656,7 +656,7 @@ class ApiServer:
                         kind, item = sub.queue.get_nowait()
                 except TimeoutError:
                     if bookmarks and time.monotonic() - last_bookmark >= self.options.bookmark_interval:
-                        await response.write(self._bookmark(r, sub.progress))
+                        await response.write(self._bookmark(r, sub.position))
                         last_bookmark = time.monotonic()
                     continue
                 # send what is queued in one write: fewer TLS records when many events arrive at once

@@ -139,6 +139,8 @@ class RequestMetrics:
             _LONGRUNNING_LABELS,
             registry=self.registry,
         )
+        #: the counter's child of each (request, code) seen: a request counts with one dict lookup
+        self._counted: dict[tuple[RequestInfo, int], Any] = {}
 
     def _longrunning(self, info: RequestInfo) -> Any:
         return self.longrunning.labels(
@@ -159,17 +161,20 @@ class RequestMetrics:
 
     def record(self, info: RequestInfo, code: int) -> None:
         """Count one answered request."""
-        self.requests.labels(
-            info.verb,
-            info.dry_run,
-            info.group,
-            info.version,
-            info.resource,
-            info.subresource,
-            info.scope,
-            COMPONENT,
-            str(code),
-        ).inc()
+        child = self._counted.get((info, code))
+        if child is None:
+            child = self._counted[(info, code)] = self.requests.labels(
+                info.verb,
+                info.dry_run,
+                info.group,
+                info.version,
+                info.resource,
+                info.subresource,
+                info.scope,
+                COMPONENT,
+                str(code),
+            )
+        child.inc()
 
     def render(self) -> bytes:
         """The Prometheus text format of the metrics now."""

@@ -84,6 +84,19 @@ class Subscriber:
         self.limit = limit
         self.progress = start
         self.closed = False
+        #: the kind followed, once subscribed: its delivery position counts as this watch's
+        self.kind: _Kind | None = None
+
+    @property
+    def position(self) -> int:
+        """The resourceVersion this watch has seen every matching change up to (for bookmarks).
+
+        Every event of the kind is offered to each subscriber before the kind's position passes
+        it, so the kind's position is each subscriber's too (kinds with no change in a round are
+        not walked subscriber by subscriber).
+        """
+        kind = self.kind
+        return self.progress if kind is None else max(self.progress, kind.progress)
 
     def offer(self, rv: int, delivered: Delivered) -> None:
         if self.closed or rv <= self.start:
@@ -232,6 +245,9 @@ class WatchHub:
     # -- the loop side ----------------------------------------------------------------
 
     def _deliver(self, state: _Kind, events: list[WatchEvent], progress: int) -> None:
+        if not events:
+            state.progress = max(state.progress, progress)
+            return
         for event in events:
             rv = int(event.resource_version)
             if rv <= state.progress:
@@ -252,11 +268,8 @@ class WatchHub:
                 sub.offer(rv, delivered)
             state.progress = rv
         state.progress = max(state.progress, progress)
-        for sub in state.subscribers:
-            sub.advance(state.progress)
-        if events:
-            for listener in self.listeners:
-                listener(state.api_version, state.kind)
+        for listener in self.listeners:
+            listener(state.api_version, state.kind)
 
     def _deliver_all(self, batches: list[tuple[_Kind, list[WatchEvent]]], progress: int) -> None:
         for state, events in batches:
@@ -317,6 +330,7 @@ class WatchHub:
             if rv > position:
                 sub.offer(rv, event)
         sub.advance(max(position, state.progress))
+        sub.kind = state
         state.subscribers.add(sub)
         return sub
 

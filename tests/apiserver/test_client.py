@@ -332,3 +332,30 @@ def test_watchers_of_several_kinds_each_get_their_events_intact(tmp_path: Any) -
                 assert {**sent, "apiVersion": "v1", "kind": kind} == event["object"]
     finally:
         server.close()
+
+
+def test_a_bookmark_passes_the_changes_of_other_kinds(in_process: InProcessServer) -> None:
+    """A watch's BOOKMARK carries the latest resourceVersion the server has read, past writes of
+    other kinds made after the watch's last event (a client resuming from it skips them)."""
+    base = "/api/v1/namespaces/ns"
+    in_process.http.json("POST", f"{base}/configmaps", _cm("seen"))
+    start = in_process.http.json("GET", f"{base}/configmaps")[1]["metadata"]["resourceVersion"]
+    response = in_process.http.request(
+        "GET", f"{base}/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion={start}", preload=False
+    )
+    in_process.http.json("POST", f"{base}/configmaps", _cm("last"))
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    written = in_process.http.json("POST", f"{base}/secrets", secret)[1]["metadata"]["resourceVersion"]
+
+    events, buffer = [], b""
+    for chunk in response.stream(amt=None):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            events.append(orjson.loads(line))
+        if events and events[-1]["type"] == "BOOKMARK":
+            break
+    response.release_conn()
+
+    assert [("ADDED", "last"), ("BOOKMARK", None)] == [(e["type"], e["object"]["metadata"].get("name")) for e in events]
+    assert int(events[-1]["object"]["metadata"]["resourceVersion"]) >= int(written)
