@@ -181,34 +181,37 @@ class WatchHub:
     def _run(self) -> None:
         seen: str | None = None
         while not self._stop.is_set():
+            with self._lock:
+                kinds = list(self._kinds.values())
+            position = self._scan_all(kinds)
+            if position is not None:
+                self.store.wait_for_change(str(position), 0.5)
+                continue
             latest = self.store.latest_resource_version()
             if latest is None or latest != seen:
-                with self._lock:
-                    kinds = list(self._kinds.values())
-                if not self._scan_all(kinds):
-                    for state in kinds:
-                        self._scan(state)
+                for state in kinds:
+                    self._scan(state)
                 seen = latest
             self.store.wait_for_change(latest, 0.5)
 
-    def _scan_all(self, kinds: list[_Kind]) -> bool:
-        """Read the changes of every followed kind at once and hand them to the loop in one call.
+    def _scan_all(self, kinds: list[_Kind]) -> int | None:
+        """Read the changes of every followed kind at once and hand them to the loop in one call;
+        returns the resourceVersion read up to.
 
-        Returns ``False`` when the store cannot read across kinds, or when a kind fell behind
-        the store's history (each kind is then read alone, and the one behind expires).
+        Returns ``None`` when the store cannot read across kinds, when a kind fell behind the
+        store's history or the store failed (each kind is then read alone, and the one behind
+        expires), or when no kind is followed yet.
         """
         if not kinds:
-            return True
+            return None
         by_kind = {(group_of(state.api_version), state.kind): state for state in kinds}
         start = min(state.rv for state in kinds)
         try:
             found = self.store.changes_after(start, by_kind.keys())
-        except Expired:
-            return False
-        except StoreError:
-            return True  # the store is busy or closing; the next round tries again
+        except StoreError:  # Expired among them
+            return None
         if found is None:
-            return False
+            return None
         changes, last = found
         events: dict[tuple[str, str], list[WatchEvent]] = {key: [] for key in by_kind}
         for group, event in changes:
@@ -220,7 +223,7 @@ class WatchHub:
         for state in kinds:
             state.rv = max(state.rv, last)
         self._call(self._deliver_all, [(state, events[key]) for key, state in by_kind.items()], last)
-        return True
+        return last
 
     def _scan(self, state: _Kind) -> None:
         try:
