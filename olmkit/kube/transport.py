@@ -13,16 +13,17 @@ again. The generated per-kind API classes cannot address custom resources at all
 model (de)serialisation is slower than orjson on plain dicts. So: discovery one group version at
 a time, as needed (:class:`~olmkit.kube.store.KubeStore`), and plain REST calls for every kind.
 
-A request that is not a watch is one HTTP/1.1 exchange written and read by :class:`_Exchange`
-on a connection the client's pool opened (its TLS settings, certificates and proxy-less
-address): urllib3's request and response machinery (``http.client``'s header parser among it)
-cost about 0.25 ms of CPU per request, four times the exchange itself. Watches, and every
-request through a proxy, go through urllib3.
+A request is one HTTP/1.1 exchange written and read by :class:`_Exchange` on a connection the
+client's pool opened (its TLS settings, certificates and proxy-less address): urllib3's request
+and response machinery (``http.client``'s header parser among it) cost about 0.25 ms of CPU per
+request, four times the exchange itself. A watch keeps its connection and reads its chunks as
+they come. Requests through a proxy go through urllib3.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -145,6 +146,8 @@ class Transport:
             self.requests[method] = self.requests.get(method, 0) + 1
         if self.direct and not stream:
             return self._exchange(method, path, query, data, content_type, read_timeout)
+        if self.direct:
+            return self._open_stream(path, query, read_timeout)
         try:
             return self._pool.request(
                 method,
@@ -197,6 +200,25 @@ class Transport:
             return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _open_stream(self, path: str, query: Mapping[str, Any] | None, read_timeout: float | None) -> Any:
+        """A watch on a connection of its own: an error's complete :class:`_Answer`, or a :class:`_RawWatch`."""
+        import urllib3
+
+        target = self.url(path, query)[len(self.host) - len(self._path_prefix) :]
+        exchange = None
+        try:
+            exchange = _Exchange(self._pool.connection_from_url(self.host))
+            status, fields = exchange.start("GET", target, self._headers(None), None, read_timeout)
+            if status >= 400:
+                answer = _Answer(status, exchange.body(status, fields)[0], False)
+                exchange.close()
+                return answer
+        except (OSError, urllib3.exceptions.HTTPError) as exc:
+            if exchange is not None:
+                exchange.close()
+            raise ApiUnreachable(f"cannot reach the API server at {self.host} ({self.where}): {_cause(exc)}") from None
+        return _RawWatch(exchange, fields)
+
     def request(
         self,
         method: str,
@@ -220,12 +242,15 @@ class Transport:
     def stream_lines(self, path: str, ref: Ref, query: Mapping[str, Any], read_timeout: float) -> StreamedWatch:
         """Open a watch; its lines are JSON watch events."""
         response = self._send("GET", path, query, None, None, stream=True, read_timeout=read_timeout)
+        if isinstance(response, _RawWatch):
+            return response
         if response.status >= 400:
             try:
                 answer = orjson.loads(response.data) if response.data else None
             except orjson.JSONDecodeError:
                 answer = None
-            response.release_conn()
+            if not isinstance(response, _Answer):
+                response.release_conn()
             raise error_from_status(response.status, answer, ref)
         return StreamedWatch(response)
 
@@ -237,7 +262,7 @@ class Transport:
         self._pool.clear()
 
 
-class _Broken(Exception):
+class _Broken(ConnectionError):
     """The connection failed mid-exchange; ``unanswered``: before any byte of an answer arrived."""
 
     def __init__(self, message: str, *, unanswered: bool) -> None:
@@ -269,6 +294,14 @@ class _Exchange:
     def send(
         self, method: str, target: str, headers: Mapping[str, str], data: bytes | None, timeout: float | None
     ) -> _Answer:
+        status, fields = self.start(method, target, headers, data, timeout)
+        body, keep_alive = self.body(status, fields)
+        return _Answer(status, body, keep_alive)
+
+    def start(
+        self, method: str, target: str, headers: Mapping[str, str], data: bytes | None, timeout: float | None
+    ) -> tuple[int, dict[str, str]]:
+        """Send a request and read its answer's status and header fields."""
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self.host}"]
         lines += [f"{key}: {value}" for key, value in headers.items()]
         if data is not None or method in ("POST", "PUT", "PATCH"):
@@ -288,7 +321,12 @@ class _Exchange:
             status = int(code)
             if not 100 <= status < 200:  # skip interim answers (100 Continue)
                 break
-        keep_alive = version == "HTTP/1.1" and "close" not in fields.get("connection", "").lower()
+        fields[":version"] = version
+        return status, fields
+
+    def body(self, status: int, fields: Mapping[str, str]) -> tuple[bytes, bool]:
+        """The answer's body, and whether the connection can take another request."""
+        keep_alive = fields.get(":version") == "HTTP/1.1" and "close" not in fields.get("connection", "").lower()
         if "chunked" in fields.get("transfer-encoding", "").lower():
             body = self._chunked()
         elif "content-length" in fields:
@@ -297,7 +335,7 @@ class _Exchange:
             body = b""
         else:  # until the server closes the connection
             body, keep_alive = self.reader.read(), False
-        return _Answer(status, body, keep_alive)
+        return body, keep_alive
 
     def _fields(self) -> dict[str, str]:
         fields: dict[str, str] = {}
@@ -317,18 +355,28 @@ class _Exchange:
         return bytes(data)
 
     def _chunked(self) -> bytes:
-        parts: list[bytes] = []
+        return b"".join(self.chunks())
+
+    def chunks(self) -> Iterator[bytes]:
+        """The chunks of a chunked body, as they arrive."""
         while True:
             size_line = self.reader.readline(65537)
+            if not size_line:
+                raise _Broken("the answer ended early", unanswered=False)
             try:
                 size = int(size_line.split(b";", 1)[0].strip(), 16)
             except ValueError:
                 raise _Broken(f"a bad chunk size {size_line[:40]!r}", unanswered=False) from None
             if size == 0:
                 self._fields()  # trailers, up to the empty line
-                return b"".join(parts)
-            parts.append(self._exactly(size))
+                return
+            yield self._exactly(size)
             self._exactly(2)  # the chunk's CRLF
+
+    def shutdown(self) -> None:
+        """Unblock a read in another thread (it ends with an error)."""
+        with contextlib.suppress(Exception):
+            self.sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -355,6 +403,38 @@ class StreamedWatch:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.response.release_conn()
+
+
+class _RawWatch(StreamedWatch):
+    """A watch answer read from an :class:`_Exchange`: its lines, chunk by chunk as they arrive."""
+
+    def __init__(self, exchange: _Exchange, fields: Mapping[str, str]) -> None:
+        self.exchange = exchange
+        self.chunked = "chunked" in fields.get("transfer-encoding", "").lower()
+
+    def _data(self) -> Iterator[bytes]:
+        if self.chunked:
+            yield from self.exchange.chunks()
+            return
+        while data := self.exchange.reader.read1(65536):  # until the server closes the connection
+            yield data
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        pending = b""
+        for data in self._data():
+            lines = (pending + data).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if line.strip():
+                    yield orjson.loads(line)
+        if pending.strip():
+            yield orjson.loads(pending)
+
+    def shutdown(self) -> None:
+        self.exchange.shutdown()
+
+    def close(self) -> None:
+        self.exchange.close()
 
 
 def _cause(exc: BaseException) -> str:

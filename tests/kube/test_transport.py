@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client  # a test dependency (pyproject's test extra)
 
 from olmkit.kube.transport import ApiUnreachable, Ref, Transport
-from olmkit.store import NotFound
+from olmkit.store import Expired, NotFound
 
 
 class Scripted:
@@ -158,10 +158,40 @@ def test_error_answers_become_store_errors(scripted) -> None:
 
 
 def test_a_closed_port_is_unreachable(scripted) -> None:
-    server, transport = transport_for(scripted, [])
-    server.close()
+    with socket.socket() as bound:  # bound, not listening: nothing accepts there while it is held
+        bound.bind(("127.0.0.1", 0))
+        transport = Transport(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{bound.getsockname()[1]}")))
+        scripted.append(transport)
 
-    with pytest.raises(ApiUnreachable) as info:
-        transport.request("GET", "/x", Ref())
+        with pytest.raises(ApiUnreachable) as info:
+            transport.request("GET", "/x", Ref())
 
     assert "connection refused" in str(info.value)
+
+
+def test_a_watch_reads_events_chunk_by_chunk(scripted) -> None:
+    """A watch answer's lines are read as their chunks arrive, lines split across chunks too."""
+    events = [orjson.dumps({"type": "ADDED", "object": {"n": n}}) + b"\n" for n in range(3)]
+    stream = events[0] + events[1][:7]
+    chunks = [stream, events[1][7:], events[2]]
+    body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    server, transport = transport_for(scripted, [answer])
+
+    watch = transport.stream_lines("/api/v1/configmaps", Ref("ConfigMap"), {"watch": "1"}, read_timeout=5)
+    try:
+        seen = list(watch)
+    finally:
+        watch.close()
+
+    assert [{"type": "ADDED", "object": {"n": n}} for n in range(3)] == seen
+    assert server.requests[0][1].startswith(b"GET /api/v1/configmaps?watch=1 HTTP/1.1\r\n")
+
+
+def test_a_refused_watch_is_the_store_error(scripted) -> None:
+    body = orjson.dumps({"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"})
+    answer = b"HTTP/1.1 410 Gone\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    _, transport = transport_for(scripted, [answer])
+
+    with pytest.raises(Expired):
+        transport.stream_lines("/api/v1/configmaps", Ref("ConfigMap"), {"watch": "1"}, read_timeout=5)
