@@ -188,6 +188,7 @@ class ApiServer:
         #: the stored CRDs the catalog was built from (every resource request refreshes it when stale)
         self._stored_crds: list[dict[str, Any]] | None = None
         self._catalog_dirty = True
+        self._catalog_builds = 0  # catalogs started: only the latest one started is kept
         self.address = ""
 
     # -- plumbing ---------------------------------------------------------------------
@@ -227,9 +228,15 @@ class ApiServer:
     async def catalog(self, refresh: bool = False) -> Catalog:
         if self._catalog is None or self._catalog_dirty or refresh:
             self._catalog_dirty = False
+            self._catalog_builds += 1
+            build = self._catalog_builds
             listed = await self.run(self.store.list, CRD_API_VERSION, CRD_KIND)
-            self._catalog = Catalog.build(listed.items)
-            self._stored_crds = listed.items
+            built = Catalog.build(listed.items)
+            # a build started earlier that ends later (it listed before a CRD was written) must
+            # not replace this one
+            if build == self._catalog_builds:
+                self._catalog, self._stored_crds = built, listed.items
+            return built
         return self._catalog
 
     def _authenticated(self, request: web.Request) -> bool:

@@ -359,3 +359,55 @@ def test_a_bookmark_passes_the_changes_of_other_kinds(in_process: InProcessServe
 
     assert [("ADDED", "last"), ("BOOKMARK", None)] == [(e["type"], e["object"]["metadata"].get("name")) for e in events]
     assert int(events[-1]["object"]["metadata"]["resourceVersion"]) >= int(written)
+
+
+def test_a_slow_catalog_build_does_not_replace_a_newer_one(tmp_path: Any) -> None:
+    """Discovery that listed the CRDs before one was written, and ends after a later discovery
+    saw it, leaves the newer catalog in place: the new kind stays served."""
+    from olmkit.store import MemoryStore
+    from tests.apiserver.conftest import start_in_process
+
+    gate, entered = threading.Event(), threading.Event()
+
+    class SlowFirstCrdList(MemoryStore):
+        hold = False
+
+        def list(self, api_version: str, kind: str, namespace: Any = None, label_selector: Any = None) -> Any:
+            listed = super().list(api_version, kind, namespace, label_selector)
+            if kind == "CustomResourceDefinition" and self.hold:
+                self.hold = False
+                entered.set()
+                gate.wait(10)
+            return listed
+
+    store = SlowFirstCrdList()
+    server = start_in_process(store, tmp_path)
+    try:
+        store.hold = True
+        server.api._catalog_dirty = True
+        slow = threading.Thread(target=server.http.json, args=("GET", "/apis"))
+        slow.start()
+        assert entered.wait(10)
+        crd = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.example.io"},
+            "spec": {
+                "group": "example.io",
+                "scope": "Namespaced",
+                "names": {"kind": "Gadget", "plural": "gadgets"},
+                "versions": [{"name": "v1", "served": True, "storage": True}],
+            },
+        }
+        assert 201 == server.http.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0]
+        assert 200 == server.http.json("GET", "/apis/example.io/v1")[0]
+        gate.set()
+        slow.join(10)
+
+        status, listed = server.http.json("GET", "/apis/example.io/v1")
+    finally:
+        gate.set()
+        server.close()
+
+    assert 200 == status
+    assert ["gadgets"] == [r["name"] for r in listed["resources"]]

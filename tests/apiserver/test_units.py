@@ -185,3 +185,25 @@ def test_every_kind_the_lifecycle_uses_is_accepted_by_apply_and_the_api() -> Non
     missing = [k.kind for k in KINDS.values() if (k.api_version.rpartition("/")[0], k.kind) not in SERVED]
 
     assert [] == missing
+
+
+def test_changed_paths_are_the_leaves_whose_value_changed() -> None:
+    """An update's changed fields (skipping equal subtrees) are exactly the leaves of the new
+    object whose value differs from the old one's, as a walk of every leaf finds them."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from olmkit.apiserver.apply import _MISSING, _changed_paths, _get, field_paths
+
+    keys = st.sampled_from(["a", "b", "c", "metadata", "name", "uid"])
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["x", "y"]), st.just({}))
+    trees = st.recursive(leaves, lambda inner: st.dictionaries(keys, inner, max_size=3), max_leaves=12)
+    objects = st.dictionaries(keys, trees, max_size=4)
+
+    @settings(max_examples=300, deadline=None)
+    @given(old=st.one_of(st.none(), objects), new=objects)
+    def check(old, new) -> None:
+        walked = {p for p in field_paths(new) if old is None or _get(old, p) != _get(new, p)}
+        assert walked == set(_changed_paths(_MISSING if old is None else old, new, ()))
+
+    check()
