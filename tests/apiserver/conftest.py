@@ -33,6 +33,20 @@ ROOT = Path(__file__).resolve().parents[2]
 OLMKIT = [sys.executable, "-m", "olmkit"]
 
 
+#: a namespaced custom resource's CRD (group example.io, kind Gadget, version v1)
+GADGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.io"},
+    "spec": {
+        "group": "example.io",
+        "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [{"name": "v1", "served": True, "storage": True}],
+    },
+}
+
+
 def kubectl_path() -> str:
     """The kubectl to drive the server with (fails under CI, skips elsewhere, when there is none)."""
     found = shutil.which("kubectl")

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from kubernetes import client, config, dynamic, watch  # a test dependency (pyproject's test extra)
 
-from tests.apiserver.conftest import InProcessServer
+from tests.apiserver.conftest import GADGET_CRD, InProcessServer
 
 SUB = ("operators.coreos.com", "v1alpha1", "subscriptions")
 
@@ -388,18 +388,7 @@ def test_a_slow_catalog_build_does_not_replace_a_newer_one(tmp_path: Any) -> Non
         slow = threading.Thread(target=server.http.json, args=("GET", "/apis"))
         slow.start()
         assert entered.wait(10)
-        crd = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": "gadgets.example.io"},
-            "spec": {
-                "group": "example.io",
-                "scope": "Namespaced",
-                "names": {"kind": "Gadget", "plural": "gadgets"},
-                "versions": [{"name": "v1", "served": True, "storage": True}],
-            },
-        }
-        assert 201 == server.http.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0]
+        assert 201 == server.http.json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GADGET_CRD)[0]
         assert 200 == server.http.json("GET", "/apis/example.io/v1")[0]
         gate.set()
         slow.join(10)

@@ -10,21 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.apiserver.conftest import ServeProcess, start_serve
+from tests.apiserver.conftest import GADGET_CRD, ServeProcess, start_serve
 
 pytestmark = pytest.mark.slow
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.example.io"},
-    "spec": {
-        "group": "example.io",
-        "scope": "Namespaced",
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-        "versions": [{"name": "v1", "served": True, "storage": True}],
-    },
-}
 SUB = {
     "apiVersion": "operators.coreos.com/v1alpha1",
     "kind": "Subscription",
@@ -48,7 +37,7 @@ def test_no_controllers_keeps_the_simulated_cluster_only(tmp_path: Path) -> None
     server = start_serve(tmp_path / "store", "--no-controllers", "--kubeconfig-out", str(out))
     try:
         server.kubeconfig = out
-        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([CRD, SUB]))
+        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([GADGET_CRD, SUB]))
         established = _eventually(
             "True", server, "get", "crd", "gadgets.example.io", "-o",
             "jsonpath={.status.conditions[?(@.type=='Established')].status}",
