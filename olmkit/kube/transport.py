@@ -438,11 +438,12 @@ class _RawWatch(StreamedWatch):
 
 
 def _cause(exc: BaseException) -> str:
-    """The innermost reason of a urllib3 error, in a few words."""
-    reason: Any = getattr(exc, "reason", None)
-    while isinstance(reason, BaseException) and getattr(reason, "reason", None) is not None:
-        reason = getattr(reason, "reason", None)
-    text = str(reason or exc)
+    """The innermost reason of a connection error (urllib3's wrap others), in a few words."""
+    reason: BaseException = exc
+    while isinstance(getattr(reason, "reason", None), BaseException):
+        reason = reason.reason  # type: ignore[attr-defined]
+    verify = getattr(reason, "verify_message", None)  # ssl: why the certificate was refused
+    text = f"certificate verify failed: {verify}" if verify else str(reason)
     if "Connection refused" in text:
         return "connection refused"
     return text

@@ -225,3 +225,28 @@ def test_the_servers_resource_version_moves_with_any_clients_write(kube: KubeSto
     assert written["metadata"]["resourceVersion"] == after != before
     assert after == kube.server_resource_version()
     assert 2 == kube.request_count - requests
+
+
+def test_a_server_certificate_of_another_ca_is_refused(serve, tmp_path) -> None:
+    """The requests olmkit writes itself go over connections the client's pool opened with the
+    kubeconfig's CA: a server whose certificate that CA did not sign is not talked to."""
+    import base64
+
+    import yaml
+
+    from olmkit.apiserver.certs import ensure_credentials
+    from olmkit.kube import ApiUnreachable
+
+    other = ensure_credentials(tmp_path / "other-pki", "127.0.0.1")
+    config = yaml.safe_load(serve.kubeconfig.read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["certificate-authority-data"] = base64.b64encode(other.ca.read_bytes()).decode()
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    store = connect(tmp_path / "kubeconfig")
+    try:
+        with pytest.raises(ApiUnreachable) as info:
+            store.get("v1", "Namespace", "default")
+    finally:
+        store.close()
+
+    assert "certificate verify failed" in str(info.value)
