@@ -187,8 +187,10 @@ class ApiServer:
         self._catalog: Catalog | None = None
         #: the stored CRDs the catalog was built from (every resource request refreshes it when stale)
         self._stored_crds: list[dict[str, Any]] | None = None
-        self._catalog_dirty = True
-        self._catalog_builds = 0  # catalogs started: only the latest one started is kept
+        #: CRD changes seen (written here, or seen by the watch hub); the catalog's own is the count
+        #: it was listed after: they differ while it is stale
+        self._crd_changes = 1
+        self._catalog_at = 0
         self.address = ""
 
     # -- plumbing ---------------------------------------------------------------------
@@ -213,7 +215,7 @@ class ApiServer:
 
     def _on_change(self, api_version: str, kind: str) -> None:
         if kind == CRD_KIND:
-            self._catalog_dirty = True
+            self._crd_changes += 1
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking call (a store call) in the thread pool."""
@@ -226,16 +228,14 @@ class ApiServer:
         return await loop.run_in_executor(self.writer, lambda: fn(*args, **kwargs))
 
     async def catalog(self, refresh: bool = False) -> Catalog:
-        if self._catalog is None or self._catalog_dirty or refresh:
-            self._catalog_dirty = False
-            self._catalog_builds += 1
-            build = self._catalog_builds
+        if self._catalog is None or refresh or self._catalog_at != self._crd_changes:
+            # requests arriving while this list runs see the catalog still stale and list too: none
+            # is answered from a catalog listed before a CRD change it came after
+            changes = self._crd_changes
             listed = await self.run(self.store.list, CRD_API_VERSION, CRD_KIND)
             built = Catalog.build(listed.items)
-            # a build started earlier that ends later (it listed before a CRD was written) must
-            # not replace this one
-            if build == self._catalog_builds:
-                self._catalog, self._stored_crds = built, listed.items
+            if changes >= self._catalog_at:  # one listed earlier that ends later keeps the newer
+                self._catalog, self._stored_crds, self._catalog_at = built, listed.items, changes
             return built
         return self._catalog
 
@@ -797,7 +797,7 @@ class ApiServer:
 
     def _written(self, target: Target, obj: dict[str, Any]) -> dict[str, Any]:
         if target.resource.kind == CRD_KIND and target.resource.group == "apiextensions.k8s.io":
-            self._catalog_dirty = True
+            self._crd_changes += 1
         return self._view(obj, target.resource)
 
     async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:

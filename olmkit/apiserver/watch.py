@@ -298,6 +298,9 @@ class WatchHub:
             state.labels = {_object_key(o["metadata"]): o["metadata"].get("labels") for o in listed.items}
             with self._lock:
                 self._kinds[key] = state
+            # the dispatcher may have read past the list already and now waits for the next
+            # change: read the kind's changes since the list at once instead
+            self.loop.run_in_executor(self.executor, self._scan, state)
 
     def _history(self, api_version: str, kind: str, after: int, until: int) -> list[tuple[int, Delivered]]:
         with self.store.watch(api_version, kind, resource_version=str(after), timeout=0) as watch:

@@ -384,7 +384,7 @@ def test_a_slow_catalog_build_does_not_replace_a_newer_one(tmp_path: Any) -> Non
     server = start_in_process(store, tmp_path)
     try:
         store.hold = True
-        server.api._catalog_dirty = True
+        server.api._crd_changes += 1  # as after a CRD change
         slow = threading.Thread(target=server.http.json, args=("GET", "/apis"))
         slow.start()
         assert entered.wait(10)
