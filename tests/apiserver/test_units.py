@@ -207,3 +207,48 @@ def test_changed_paths_are_the_leaves_whose_value_changed() -> None:
         assert walked == set(_changed_paths(_MISSING if old is None else old, new, ()))
 
     check()
+
+
+def test_a_kind_followed_after_the_dispatcher_read_past_its_list_gets_its_changes_at_once() -> None:
+    """A kind the hub starts following from a list older than what its dispatcher has read
+    already gets the changes since that list without waiting for another change."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    from typing import Any
+
+    from olmkit.apiserver.watch import WatchHub
+    from olmkit.store import MemoryStore, ObjectList
+
+    class Store(MemoryStore):
+        stale_list_rv: str | None = None
+
+        def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
+            super().wait_for_change(resource_version, 30)  # only a change wakes the dispatcher
+
+        def list(self, api_version: str, kind: str, namespace: Any = None, label_selector: Any = None) -> Any:
+            if kind == "ConfigMap" and self.stale_list_rv is not None:  # listed before the write
+                return ObjectList(items=[], resource_version=self.stale_list_rv)
+            return super().list(api_version, kind, namespace, label_selector)
+
+    store = Store()
+    late = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": "ns"}}
+
+    async def follow_late() -> tuple[str, str]:
+        hub = WatchHub(store, asyncio.get_running_loop(), ThreadPoolExecutor(2))
+        try:
+            await hub.ensure("v1", "Secret")
+            before = str(store.latest_resource_version())
+            store.create(late)
+            while hub._kinds[("", "Secret")].rv <= int(before):  # the dispatcher read past the write
+                await asyncio.sleep(0.01)
+            store.stale_list_rv = before
+            await hub.ensure("v1", "ConfigMap")
+            sub = await hub.subscribe("v1", "ConfigMap", int(before), lambda obj: True)
+            _, (delivered, etype) = await asyncio.wait_for(sub.queue.get(), 10)
+            return etype, delivered.event.object["metadata"]["name"]
+        finally:
+            hub._stop.set()
+            store.create({**late, "metadata": {"name": "wake", "namespace": "ns"}})
+            hub.stop()
+
+    assert ("ADDED", "late") == asyncio.run(follow_late())
