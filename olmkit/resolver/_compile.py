@@ -272,12 +272,7 @@ class _Compiler:
                 # an entry without a bundle
                 name = g.class_name[cls]
                 package = g.packages[g.class_package[cls]]
-                err = g.add_error(
-                    CatalogError(
-                        f'bundle "{name}" of package "{package}" is listed in a channel but not defined '
-                        f"in catalog {self.catalog.name}"
-                    )
-                )
+                err = g.add_error(_undefined(name, package, self.catalog.name))
                 codes.append(-2 - 2 * err)
                 class_start.append(len(codes))
                 ukey_start.append(len(ukeys))
@@ -787,6 +782,13 @@ def _contiguous(props: list[Property]) -> bool:
             seen.add(p.type)
             previous = p.type
     return True
+
+
+def _undefined(name: str, package: str, catalog: str) -> CatalogError:
+    """The error of a channel entry naming a bundle the catalog does not define (its class's only template)."""
+    return CatalogError(
+        f'bundle "{name}" of package "{package}" is listed in a channel but not defined in catalog {catalog}'
+    )
 
 
 #: a requirement value whose predicate is built with the bundle's name

@@ -32,10 +32,9 @@ from typing import Any
 import orjson
 
 from olmkit.catalog.semver import Range, parse_version
-from olmkit.errors import CatalogError
 from olmkit.model import Property
 from olmkit.registry import Registry
-from olmkit.resolver._compile import _Compiler, _json, compile_general
+from olmkit.resolver._compile import _Compiler, _json, _undefined, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context
 from olmkit.types import PackageIdentity
@@ -423,12 +422,7 @@ class _ColumnCompiler(_Compiler):
         for cls in range(n, len(g.class_name)):
             name = g.class_name[cls]
             package = g.packages[g.class_package[cls]]
-            err = g.add_error(
-                CatalogError(
-                    f'bundle "{name}" of package "{package}" is listed in a channel but not defined '
-                    f"in catalog {self.catalog.name}"
-                )
-            )
+            err = g.add_error(_undefined(name, package, self.catalog.name))
             codes.append(-2 - 2 * err)
             code_start.append(len(codes))
             ukey_start.append(len(ukeys))
