@@ -7,10 +7,16 @@ draws new examples each run (and keeps failing ones in ``.hypothesis/`` to try f
 """
 
 import os
+import sys
 
 from hypothesis import settings
 
 pytest_plugins = ["olmkit.testing"]
+
+# cel-python's Environment sets the recursion limit to 2500 each time one is made; a
+# hypothesis test whose example makes the first one (a CEL constraint) would then fail with
+# "the recursion limit will not be reset". Setting it here first makes that a no-op.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 2500))
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev")
