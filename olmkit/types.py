@@ -27,11 +27,16 @@ __all__ = [
     "CatalogSourceType",
     "CatalogTemplate",
     "ConstraintEvaluator",
+    "EachForm",
+    "FieldsForm",
     "InstallStrategy",
+    "KeyedForm",
     "PackageIdentity",
+    "PatternForm",
     "Predicate",
     "PropertyType",
     "PropertyView",
+    "RangeForm",
     "RequirementContext",
     "SolverBackend",
     "TemplateContext",
@@ -177,6 +182,100 @@ class RequirementContext(Protocol):
     def build_constraint(self, value: Any) -> Predicate: ...
 
 
+# -- requirement forms ----------------------------------------------------------------
+#
+# What a requirement builds, described as data: the graph compiler reads a plainly
+# shaped value through its form instead of calling the plugin's parse and builder for
+# each distinct value. A form is a promise about the builder: for every value the form
+# calls *plain*, the builder succeeds without reading the bundle's name, and its
+# predicate is equal to another plain value's exactly when the two read to the same
+# *key* (the form's ``tag`` and what it read), matches the bundles the form's *program*
+# selects, and narrows its candidates to the form's lookups. A value that is not plain
+# (or a catalog with any such value) is built by the plugin's callables, as without forms.
+
+
+@attrs.frozen
+class FieldsForm:
+    """An object of string fields whose predicate matches the bundles filed under one index key.
+
+    Plain: a JSON object with no key outside ``fields``, each field a string, non-empty
+    unless it is in ``may_be_empty`` (such a field may also be absent: ``""``). The
+    predicate's lookup is ``(lookup_type, key)``, the key being the fields' values in
+    order (one field: its value), and it matches exactly the bundles filed under it.
+    """
+
+    tag: str
+    fields: tuple[str, ...]
+    lookup_type: str
+    may_be_empty: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class RangeForm:
+    """An object naming a package and a version range, matched against identity properties.
+
+    Plain: a JSON object with no key but ``name_field`` and ``range_field``, both
+    non-empty strings, the range one that :func:`olmkit.catalog.semver.parse_range`
+    reads. The predicate's lookup is ``(identity_type, name)``; it matches the bundles
+    with a property of ``identity_type`` parsing to a :class:`PackageIdentity` of that
+    package whose version, read tolerantly, is in the range.
+    """
+
+    tag: str
+    name_field: str
+    range_field: str
+    identity_type: str
+
+
+@attrs.frozen
+class PatternForm:
+    """An object with one string field that ``pattern`` matches whole: bundles carrying a property type.
+
+    Plain: a JSON object with no key but ``field``, a string that the regular expression
+    ``pattern`` matches entirely. The predicate matches the bundles carrying a property
+    of the type the pattern's group ``group`` captured (inline types are not seen); it
+    has no lookup. Its key holds the text and, when given, the message of the enclosing
+    :class:`KeyedForm`.
+    """
+
+    tag: str
+    field: str
+    pattern: str
+    group: int
+
+
+@attrs.frozen
+class EachForm:
+    """An object holding a non-empty list of nested keyed objects (see :class:`KeyedForm`).
+
+    Plain: a JSON object with no key but ``field``, a non-empty list of objects each
+    plain for the constraint evaluators' forms. ``combine`` says what the predicate is:
+    ``"all"`` (every child matches; the lookup of the first child that has a single
+    lookup), ``"any"`` (at least one; every child's lookups when each child has some) or
+    ``"none"`` (no child matches; no lookup).
+    """
+
+    tag: str
+    field: str
+    combine: str
+
+
+@attrs.frozen
+class KeyedForm:
+    """An object with one key (besides ``ignore``) naming a constraint evaluator, whose form reads its value.
+
+    Plain: a JSON object whose text is at most ``max_bytes`` long, whose ``message``
+    field (if any) is a string, with exactly one key outside ``ignore``, registered as a
+    constraint evaluator with a form for which its value is plain. Nested objects are
+    read the same way (``ignore`` too, without the message). The message is part of the
+    key of a :class:`PatternForm` when it is the only key (the message shown for it).
+    """
+
+    ignore: tuple[str, ...]
+    message: str
+    max_bytes: int
+
+
 @attrs.frozen
 class PropertyType:
     """A property type bundles may carry.
@@ -205,6 +304,11 @@ class PropertyType:
             reused from one compiled under other settings. ``None``: only on the catalog.
 
             .. versionadded:: 0.2
+        form: what ``requirement`` builds, described as data (:class:`FieldsForm`,
+            :class:`RangeForm` or :class:`KeyedForm`): the graph compiler then reads
+            plain values without calling ``parse`` and ``requirement``. ``None``: it calls them.
+
+            .. versionadded:: 0.3
 
     Example:
         PropertyType(name="example.io/tier", parse=str, index_keys=lambda v: (v,))
@@ -221,6 +325,7 @@ class PropertyType:
     prohibits: str | None = None
     validate: Callable[[Any], Iterable[str]] | None = None
     settings: Callable[[], Hashable] | None = None
+    form: FieldsForm | RangeForm | KeyedForm | None = None
 
 
 @attrs.frozen
@@ -239,6 +344,11 @@ class ConstraintEvaluator:
             reused from one compiled under other settings. ``None``: only on the catalog.
 
             .. versionadded:: 0.2
+        form: what ``build`` builds, described as data (:class:`FieldsForm`,
+            :class:`RangeForm`, :class:`PatternForm` or :class:`EachForm`), for the
+            graph compiler (see :attr:`PropertyType.form`).
+
+            .. versionadded:: 0.3
 
     Example:
         ConstraintEvaluator(key="tier", build=lambda value, ctx: TierPredicate(value))
@@ -248,6 +358,7 @@ class ConstraintEvaluator:
     build: Callable[[Any, RequirementContext], Predicate]
     description: str = ""
     settings: Callable[[], Hashable] | None = None
+    form: FieldsForm | RangeForm | PatternForm | EachForm | None = None
 
 
 @attrs.frozen

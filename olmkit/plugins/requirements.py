@@ -46,9 +46,14 @@ from olmkit.catalog.semver import Range, Version, parse_range, parse_version
 from olmkit.types import (
     CandidateBatch,
     ConstraintEvaluator,
+    EachForm,
+    FieldsForm,
+    KeyedForm,
     PackageIdentity,
+    PatternForm,
     PropertyType,
     PropertyView,
+    RangeForm,
     RequirementContext,
 )
 
@@ -494,6 +499,14 @@ _CEL_RESERVED: Final = frozenset(
 )
 
 
+#: the has-type rules :func:`_certainly_valid` accepts, as one pattern (the CEL key's form):
+#: an identifier that is not a reserved word, a one-line string without escapes
+HAS_TYPE_PATTERN: Final = (
+    r"\s*properties\.exists\(\s*(?!(?:" + "|".join(sorted(_CEL_RESERVED)) + r")(?![_a-zA-Z0-9]))"
+    r'([_a-zA-Z][_a-zA-Z0-9]*)\s*,\s*\1\.type\s*==\s*"([^"\\\r\n]*)"\s*\)\s*'
+)
+
+
 def _certainly_valid(fast: re.Match[str]) -> bool:
     """Whether a ``_HAS_TYPE`` match is valid CEL: an identifier variable and a plain one-line string."""
     var, text = fast.group(1), fast.group(2)
@@ -703,6 +716,18 @@ def constraint_requirement(value: Mapping[str, Any], context: RequirementContext
 # --------------------------------------------------------------------------- registration
 
 
+# What the builders build, as data (see olmkit.types.FieldsForm): the graph compiler reads
+# plain values through these instead of calling the builders. The tags name the predicate
+# classes: equal tags and readings, equal predicates.
+GVK_FORM: Final = FieldsForm(tag="gvk", fields=("group", "version", "kind"), lookup_type=GVK, may_be_empty=("group",))
+PACKAGE_FORM: Final = RangeForm(
+    tag="package", name_field="packageName", range_field="versionRange", identity_type=PACKAGE
+)
+LABEL_FORM: Final = FieldsForm(tag="label", fields=("label",), lookup_type=LABEL)
+CEL_FORM: Final = PatternForm(tag="cel", field="rule", pattern=HAS_TYPE_PATTERN, group=2)
+CONSTRAINT_FORM: Final = KeyedForm(ignore=("failureMessage",), message="failureMessage", max_bytes=MAX_CONSTRAINT_SIZE)
+
+
 @hookimpl
 def olmkit_property_types() -> Iterator[PropertyType]:
     yield PropertyType(
@@ -710,35 +735,55 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         parse=lambda v: build_gvk(v),
         requirement=lambda pred, ctx: pred,
         description="requires a provider of an API (group, version, kind)",
+        form=GVK_FORM,
     )
     yield PropertyType(
         name="olm.package.required",
         parse=lambda v: build_package(v),
         requirement=lambda pred, ctx: pred,
         description="requires a bundle of a package in a version range",
+        form=PACKAGE_FORM,
     )
     yield PropertyType(
         name="olm.label.required",
         parse=lambda v: build_label(v),
         requirement=lambda pred, ctx: pred,
         description="requires a bundle carrying an olm.label",
+        form=LABEL_FORM,
     )
     yield PropertyType(
         name=CONSTRAINT,
         parse=parse_constraint,
         requirement=constraint_requirement,
         description="a generic constraint: gvk, package, cel, all, any, not (or a plugin's key)",
+        form=CONSTRAINT_FORM,
     )
 
 
 @hookimpl
 def olmkit_constraint_evaluators() -> Iterator[ConstraintEvaluator]:
-    yield ConstraintEvaluator(key="gvk", build=build_gvk, description="a provider of an API")
-    yield ConstraintEvaluator(key="package", build=build_package, description="a package in a version range")
-    yield ConstraintEvaluator(key="cel", build=build_cel, description="a CEL rule over the candidate's properties")
-    yield ConstraintEvaluator(key="all", build=build_all, description="every nested constraint")
-    yield ConstraintEvaluator(key="any", build=build_any, description="at least one nested constraint")
-    yield ConstraintEvaluator(key="not", build=build_not, description="none of the nested constraints")
+    yield ConstraintEvaluator(key="gvk", build=build_gvk, description="a provider of an API", form=GVK_FORM)
+    yield ConstraintEvaluator(
+        key="package", build=build_package, description="a package in a version range", form=PACKAGE_FORM
+    )
+    yield ConstraintEvaluator(
+        key="cel", build=build_cel, description="a CEL rule over the candidate's properties", form=CEL_FORM
+    )
+    yield ConstraintEvaluator(
+        key="all", build=build_all, description="every nested constraint", form=EachForm("all", "constraints", "all")
+    )
+    yield ConstraintEvaluator(
+        key="any",
+        build=build_any,
+        description="at least one nested constraint",
+        form=EachForm("any", "constraints", "any"),
+    )
+    yield ConstraintEvaluator(
+        key="not",
+        build=build_not,
+        description="none of the nested constraints",
+        form=EachForm("not", "constraints", "none"),
+    )
 
 
 # --------------------------------------------------------------------------- installed CSVs

@@ -22,22 +22,23 @@ list's answer, and which one depends on the candidates' order).
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
 from itertools import accumulate, chain, islice
 from operator import gt
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-from olmkit.catalog.semver import Range, parse_version
+from olmkit.catalog.semver import Range, parse_range, parse_version
 from olmkit.model import Property
 from olmkit.registry import Registry
 from olmkit.resolver._compile import _Compiler, _json, _undefined, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context
-from olmkit.types import PackageIdentity
+from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
 
 __all__ = ["compile_columns", "compile_graph"]
 
@@ -95,8 +96,8 @@ class _ColumnView:
             return ()
         if type_name not in c.registry.property_types:
             return tuple([c.columns.value(d) for d in self._atoms() if types[d] == type_name])
-        values = c.values
-        return tuple([values[d] for d in self._atoms() if types[d] == type_name])
+        value = c.value
+        return tuple([value(d) for d in self._atoms() if types[d] == type_name])
 
     @property
     def property_key(self) -> bytes:
@@ -110,6 +111,9 @@ class _ColumnView:
 class _NoProgram(Exception):
     """A predicate's program holds a node the compiler does not evaluate: it is asked instead."""
 
+
+#: a value not parsed yet (read through its form): parsed when a view asks
+_UNREAD: Final = object()
 
 #: the comparisons of :func:`olmkit._solver.select`'s ranked nodes, by a range's operator
 _COMPARISONS = {"=": 0, ">=": 1, "<": 2, ">": 3, "<=": 4}
@@ -149,6 +153,7 @@ class _Encoder:
         self.set_start = array("i", [0])
         self.set_rows = array("i")
         self._ranges: dict[tuple[str, Any], list[int]] = {}
+        self._range_texts: dict[tuple[str, str], list[int]] = {}
 
     def set_of(self, lookup: Any) -> int:
         """The number of a lookup's set of candidates (ascending classes)."""
@@ -179,9 +184,8 @@ class _Encoder:
             out.extend((1, self.type_id.get(type_name, -1), owners.get(package, -1)))
             out.extend(self._range(type_name, version_range))
         elif tag == "has_type" and len(program) == 2:
-            type_name = program[1]
             out.append(2)
-            out.append(-1 if type_name in self.c.inline else self.type_id.get(type_name, -1))
+            out.append(self.has_type(program[1]))
         elif tag in ("all", "any", "none"):
             out.append(3 if tag == "all" else 4 if tag == "any" else 5)
             out.append(len(program) - 1)
@@ -189,6 +193,25 @@ class _Encoder:
                 self.node(child, out)
         else:
             raise _NoProgram
+
+    def has_type(self, type_name: str) -> int:
+        """The type number a has-type node asks for (-1: no bundle carries it as seen)."""
+        return -1 if type_name in self.c.inline else self.type_id.get(type_name, -1)
+
+    def range_of_text(self, type_name: str, text: str) -> list[int]:
+        """:meth:`_range` of a range's text.
+
+        Raises:
+            ValueError: the range does not parse.
+        """
+        cache_key = (type_name, text)
+        found = self._range_texts.get(cache_key)
+        if found is None:
+            found = self._range_texts[cache_key] = self._range(type_name, parse_range(text))
+        return found
+
+    def identity(self, type_name: str) -> tuple[dict[str, int], list[Any]]:
+        return self._identity(type_name)
 
     def _identity(self, type_name: str) -> tuple[dict[str, int], list[Any]]:
         """The owners and sorted version keys of ``type_name``'s identities (ranks filled in once)."""
@@ -199,8 +222,9 @@ class _Encoder:
             owners: dict[str, int] = {}
             keyed: list[tuple[int, Any]] = []
             if type_name not in c.inline and type_name in c.registry.property_types:
+                value = c.value
                 for d in c.by_type.get(type_name, ()):
-                    identity = values[d]
+                    identity = values[d] if values[d] is not _UNREAD else value(d)
                     if not isinstance(identity, PackageIdentity) or identity.version is None:
                         continue
                     try:
@@ -232,6 +256,129 @@ class _Encoder:
         return found
 
 
+class _NotPlain(Exception):
+    """A value its form does not read (the plugin's callables build it)."""
+
+
+class _Forms:
+    """Plain requirement values read through their forms (see :class:`olmkit.types.FieldsForm`).
+
+    :meth:`read` gives a value's *reading*: ``(key, lookup, lookups, program)``, where
+    ``key`` is equal for two values exactly when their predicates are, ``lookup`` and
+    ``lookups`` are the predicate's ``lookup`` and ``lookups`` attributes and ``program``
+    its program as :meth:`_Encoder.node` encodes it (a tuple of ints).
+    """
+
+    def __init__(self, registry: Registry, encoder: _Encoder) -> None:
+        self.evaluators = {key: e.form for key, e in registry.constraint_evaluators.items()}
+        self.encoder = encoder
+        self._patterns: dict[str, Any] = {}
+
+    def read(self, form: Any, value: Any, text: bytes) -> tuple[Any, Any, Any, Any]:
+        """The reading of a property's decoded ``value`` (its JSON ``text``).
+
+        Raises:
+            _NotPlain: the form does not read it.
+        """
+        if type(form) is KeyedForm:
+            if type(value) is not dict or len(text) > form.max_bytes:
+                raise _NotPlain
+            message = value.get(form.message, "")
+            if type(message) is not str:
+                raise _NotPlain
+            return self._keyed(value, form.ignore, message)
+        return self._read(form, value, "")
+
+    def _keyed(self, value: Any, ignore: tuple[str, ...], message: str) -> tuple[Any, Any, Any, Any]:
+        if type(value) is not dict:
+            raise _NotPlain
+        keys = [k for k in value if k not in ignore]
+        if len(keys) != 1:
+            raise _NotPlain
+        form = self.evaluators.get(keys[0])
+        if form is None:
+            raise _NotPlain
+        return self._read(form, value[keys[0]], message, ignore)  # the message: a pattern's key has it
+
+    def _read(self, form: Any, value: Any, message: str, ignore: tuple[str, ...] = ()) -> tuple[Any, Any, Any, Any]:
+        if type(value) is not dict:
+            raise _NotPlain
+        kind = type(form)
+        if kind is FieldsForm:
+            fields = form.fields
+            got = []
+            for name in fields:
+                item = value.get(name)
+                if item is None and name in form.may_be_empty and name not in value:
+                    item = ""
+                if type(item) is not str or (not item and name not in form.may_be_empty):
+                    raise _NotPlain
+                got.append(item)
+            if len(value) > len(fields) and any(k not in fields for k in value):
+                raise _NotPlain
+            key = tuple(got) if len(got) > 1 else got[0]
+            lookup = (form.lookup_type, key)
+            return (form.tag, key), lookup, None, (0, self.encoder.set_of(lookup))
+        if kind is RangeForm:
+            name = value.get(form.name_field)
+            text = value.get(form.range_field)
+            if type(name) is not str or type(text) is not str or not name or not text or len(value) > 2:
+                raise _NotPlain
+            encoder = self.encoder
+            identity_type = form.identity_type
+            try:
+                ranks = encoder.range_of_text(identity_type, text)
+            except ValueError:
+                raise _NotPlain from None
+            owner = encoder.identity(identity_type)[0].get(name, -1)
+            program = (1, encoder.type_id.get(identity_type, -1), owner, *ranks)
+            return (form.tag, name, text), (identity_type, name), None, program
+        if kind is PatternForm:
+            text = value.get(form.field)
+            if type(text) is not str or len(value) != 1:
+                raise _NotPlain
+            pattern = self._patterns.get(form.pattern)
+            if pattern is None:
+                pattern = self._patterns[form.pattern] = re.compile(form.pattern)
+            found = pattern.fullmatch(text)
+            if found is None:
+                raise _NotPlain
+            return (form.tag, text, message), None, None, (2, self.encoder.has_type(found.group(form.group)))
+        if kind is EachForm:
+            items = value.get(form.field)
+            if type(items) is not list or not items or len(value) != 1:
+                raise _NotPlain
+            children = [self._keyed(item, ignore, "") for item in items]
+            return self._combine(form, children)
+        raise _NotPlain
+
+    @staticmethod
+    def _combine(form: EachForm, children: list[tuple[Any, Any, Any, Any]]) -> tuple[Any, Any, Any, Any]:
+        key = (form.tag, *[child[0] for child in children])
+        combine = form.combine
+        lookup = lookups = None
+        if combine == "all":
+            code = 3
+            lookup = next((child[1] for child in children if child[1] is not None), None)
+        elif combine == "any":
+            code = 4
+            many: list[Any] | None = []
+            for child in children:
+                if child[2] is not None:
+                    many.extend(child[2])  # type: ignore[union-attr]
+                elif child[1] is not None:
+                    many.append(child[1])  # type: ignore[union-attr]
+                else:
+                    many = None
+                    break
+            lookups = tuple(many) if many is not None else None
+        elif combine == "none":
+            code = 5
+        else:
+            raise _NotPlain
+        return key, lookup, lookups, tuple(chain((code, len(children)), *[child[3] for child in children]))
+
+
 class _GiveUp(Exception):
     """The columns hold something only the general compiler reproduces exactly."""
 
@@ -251,6 +398,10 @@ class _ColumnCompiler(_Compiler):
         self._rows = hasattr(catalog, "lookup_rows")
         #: type -> its distinct properties
         self.by_type: dict[str, list[int]] = {}
+        #: per list, the reading of its requirement (``None``: the predicates were built)
+        self.readings: list[Any] | None = None
+        #: what encoded the readings' programs (their sets' numbers)
+        self.encoder: _Encoder | None = None
 
     # -- entries --------------------------------------------------------------------
 
@@ -299,6 +450,17 @@ class _ColumnCompiler(_Compiler):
             found = self._lookups[lookup] = list(rows)  # bundles' rows are their classes
         return found
 
+    def value(self, d: int) -> Any:
+        """The parsed value of distinct property ``d`` (of a registered type, not inline)."""
+        value = self.values[d]
+        if value is _UNREAD:  # read through its form: plain, so it parses
+            cols = self.columns
+            raw = self.decoded[d]
+            value = self.values[d] = self.registry.property_types[cols.dist_type[d]].parse(
+                raw if raw is not None else cols.value(d)
+            )
+        return value
+
     def _prop(self, d: int) -> Property:
         prop = self.props[d]
         if prop is None:
@@ -308,6 +470,58 @@ class _ColumnCompiler(_Compiler):
         return prop
 
     # -- classes --------------------------------------------------------------------
+
+    def _parse_all(self, ds: list[int], pt: Any) -> list[Any]:
+        """Parse distinct properties ``ds`` of type ``pt`` (their decoded values kept)."""
+        texts = self.columns.dist_json
+        raws = [orjson.loads(texts[d]) for d in ds]
+        try:
+            parsed = list(map(pt.parse, raws))
+        except ValueError:
+            raise _GiveUp from None
+        values = self.values
+        decoded = self.decoded
+        for d, raw, value in zip(ds, raws, parsed, strict=True):
+            decoded[d] = raw
+            values[d] = value
+        return parsed
+
+    @staticmethod
+    def _keys(
+        ds: list[int], pt: Any, parsed: list[Any], group: int, keys: dict[str, int], atom_key: Any, atom_group: Any
+    ) -> None:
+        """Number the uniqueness keys of distinct properties ``ds`` (their group ``group``)."""
+        for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
+            atom_key[d] = keys.setdefault(u.key, len(keys)) if u is not None else -1
+            atom_group[d] = group
+
+    def _read_forms(self, required: list[tuple[list[int], Any]], decoded: list[Any]) -> list[Any] | None:
+        """Every requirement property's reading through its type's form, decoding them into ``decoded``.
+
+        ``required``: each type's distinct properties and its kind. ``None`` when a type
+        with a requirement has no form (or keys), or a value is not plain: the predicates
+        are then built by the plugins' callables, every one (a built predicate might equal
+        one only read).
+        """
+        if any(kind[0].form is None or kind[3] for _, kind in required):
+            return None
+        readings: list[Any] = [None] * len(decoded)
+        encoder = self.encoder = _Encoder(self)
+        forms = _Forms(self.registry, encoder)
+        texts = self.columns.dist_json
+        loads = orjson.loads
+        read = forms.read
+        for ds, kind in required:
+            form = kind[0].form
+            for d in ds:
+                text = texts[d]
+                raw = decoded[d] = loads(text)
+                try:
+                    readings[d] = read(form, raw, text)
+                except _NotPlain:
+                    self.encoder = None
+                    return None
+        return readings
 
     def classes(self) -> None:
         from olmkit._solver import lay_out
@@ -337,40 +551,49 @@ class _ColumnCompiler(_Compiler):
                 by_type[type_name] = [d]
             else:
                 found.append(d)
+        self.values = values
+        self.decoded = decoded
+        self.by_type = by_type
         texts = cols.dist_json
         distinct = getattr(self.catalog, "parsed_distinct", None)
         known = distinct({n: pt.parse for n, pt in registry.property_types.items()}) if distinct else {}
-        loads = orjson.loads
+        # (the numbers of templates, keys, groups and lists are the types' order here: lay_out
+        # numbers them again in the order bundles use them)
+        required: list[tuple[list[int], Any]] = []
         for type_name, ds in by_type.items():
             kind = kind_of(type_name)
             if kind is None:
                 continue  # ignored: unknown or inline
-            pt, template, required, has_keys = kind
-            if known and not required and all(map(known.__contains__, ds)):
+            pt, template, is_required, has_keys = kind
+            if template is not None:
+                t = templates.setdefault(template, len(templates))
+                for d in ds:
+                    atom_template[d] = t
+            if is_required:
+                required.append((ds, kind))
+                continue  # below: read through the forms, or built
+            if known and all(map(known.__contains__, ds)):
                 # what the loader parsed (the same function: parsing is deterministic)
                 parsed = [known[d] for d in ds]
                 for d, value in zip(ds, parsed, strict=True):
                     values[d] = value
             else:
-                raws = [loads(texts[d]) for d in ds]
-                try:
-                    parsed = list(map(pt.parse, raws))
-                except ValueError:
-                    raise _GiveUp from None
-                for d, raw, value in zip(ds, raws, parsed, strict=True):
-                    decoded[d] = raw
-                    values[d] = value
-            if template is not None:
-                t = templates.setdefault(template, len(templates))
-                for d in ds:
-                    atom_template[d] = t
+                parsed = self._parse_all(ds, pt)
             if has_keys:
-                group = len(groups)
-                groups[type_name] = group
-                for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
-                    atom_key[d] = keys.setdefault(u.key, len(keys)) if u is not None else -1
-                    atom_group[d] = group
-            if required:
+                self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
+        readings = self._read_forms(required, decoded) if required else None
+        if readings is not None:
+            for ds, _ in required:
+                for d in ds:
+                    values[d] = _UNREAD  # read through its form: parsed if a view asks
+                    preds[d] = reading = readings[d]
+                    atom_list[d] = lists.setdefault(reading[0], len(lists))
+        else:
+            for ds, (pt, _, _, has_keys) in required:
+                type_name = cols.dist_type[ds[0]]
+                parsed = self._parse_all(ds, pt)
+                if has_keys:
+                    self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
                 requirement = pt.requirement
                 # one context for all: a builder that reads the bundle's name makes the fast path give up
                 context = Context(registry, "")
@@ -383,11 +606,8 @@ class _ColumnCompiler(_Compiler):
                         raise _GiveUp
                     preds[d] = predicate
                     atom_list[d] = lists.setdefault(predicate, len(lists))
-        self.values = values
-        self.decoded = decoded
-        self.by_type = by_type
         n = g.n_bundles
-        (codes, code_start, ukeys, ukey_start, template_order, _, list_row, list_atom, atom_order, key_order) = lay_out(
+        laid_out = lay_out(
             cols.prop_start,
             cols.prop_ref,
             atom_template,
@@ -398,17 +618,42 @@ class _ColumnCompiler(_Compiler):
             len(lists),
             len(keys),
         )
+        (
+            codes,
+            code_start,
+            ukeys,
+            ukey_start,
+            template_order,
+            list_order,
+            list_row,
+            list_atom,
+            atom_order,
+            key_order,
+        ) = laid_out
         names = cols.bundle_name
-        for row, d in zip(list_row, list_atom, strict=True):
-            predicate = preds[d]
-            self.preds[predicate] = len(g._preds)
-            g._preds.append(predicate)
-            g.pred_source.append((cols.dist_type[d], texts[d], names[row]))  # the text is _json's for plain JSON
-        number_of = self.preds
-        pred_raw = g.pred_raw
-        for d in atom_order:
-            raw = (cols.dist_type[d], _json(decoded[d], orjson.OPT_SORT_KEYS))
-            pred_raw.setdefault(raw, number_of[preds[d]])
+        if readings is None:
+            for row, d in zip(list_row, list_atom, strict=True):
+                predicate = preds[d]
+                self.preds[predicate] = len(g._preds)
+                g._preds.append(predicate)
+                g.pred_source.append((cols.dist_type[d], texts[d], names[row]))  # the text is _json's for plain JSON
+            number_of = self.preds
+            pred_raw = g.pred_raw
+            for d in atom_order:
+                raw = (cols.dist_type[d], _json(decoded[d], orjson.OPT_SORT_KEYS))
+                pred_raw.setdefault(raw, number_of[preds[d]])
+        else:
+            # no predicate objects: the graph makes them when asked (as a graph read from disk)
+            self.readings = [preds[d] for d in list_atom]
+            types = cols.dist_type
+            g.pred_source = [(types[d], texts[d], names[row]) for row, d in zip(list_row, list_atom, strict=True)]
+            number = array("i", [0]) * len(list_order)
+            for p, lst in enumerate(list_order):
+                number[lst] = p
+            pred_raw = g.pred_raw
+            sort_keys = orjson.OPT_SORT_KEYS
+            for d in atom_order:
+                pred_raw.setdefault((types[d], _json(decoded[d], sort_keys)), number[atom_list[d]])
         template_text = list(templates)
         g.templates = [template_text[t] for t in template_order]
         key_text = list(keys)
@@ -430,23 +675,102 @@ class _ColumnCompiler(_Compiler):
 
     # -- lists ----------------------------------------------------------------------
 
+    def lists(self) -> None:
+        """Every predicate's list (as the general compiler's), from the readings when the predicates were not built."""
+        readings = self.readings
+        if readings is None:
+            super().lists()
+            return
+        g = self.g
+        n = len(readings)
+        g._preds = [None] * n  # made when asked (graph.predicate)
+        lookups_of = [r[2] if r[2] is not None else [r[1]] if r[1] is not None else None for r in readings]
+        found_lists: list[Any] = [None] * n
+        whole = self._select_lists(range(n), lookups_of, found_lists, whole=True)
+        if whole is not None:  # every list selected at once, in predicate order
+            g.pred_items, g.pred_start = whole
+            g.pred_err = None
+        else:
+            pred_err = array("i")
+            pred_items = g.pred_items
+            pred_start = g.pred_start
+            for p in range(n):
+                items, err = found_lists[p]
+                found_lists[p] = None
+                if not isinstance(err, int):
+                    err = g.add_error(err)
+                pred_items.extend(items)
+                pred_start.append(len(pred_items))
+                pred_err.append(err)
+            g.pred_err = pred_err if any(e >= 0 for e in pred_err) else None
+        lookup_preds = g.lookup_preds
+        for p, lookups in enumerate(lookups_of):
+            if lookups is None:
+                g.scan_preds.append(p)
+            else:
+                for lookup in dict.fromkeys(lookups):
+                    found = lookup_preds.get(lookup)
+                    if found is None:
+                        lookup_preds[lookup] = [p]
+                    else:
+                        found.append(p)
+        g._pred_index = None  # no predicate objects: found by their requirements (pred_raw), as from disk
+
+    def _program(self, p: int) -> Any:
+        """The program of predicate ``p`` (as the predicate's ``program`` gives it)."""
+        return getattr(self.g.predicate(p, self.registry), "program", None)
+
+    def _general_lists(self, ps: Iterable[int], lookups_of: list[Any], found_lists: list[Any]) -> None:
+        """Gather as the general compiler (with the predicate objects: made now if only read)."""
+        if self.readings is not None:
+            g = self.g
+            for p in ps:
+                g.predicate(p, self.registry)
+        super()._gather_lists(ps, lookups_of, found_lists)
+
     def _gather_lists(self, ps: Iterable[int], lookups_of: list[Any], found_lists: list[Any]) -> None:
-        """Gather the lists of the predicates with a program in C (or the twin), the others as the general compiler."""
+        self._select_lists(ps, lookups_of, found_lists, whole=False)
+
+    def _select_lists(
+        self, ps: Iterable[int], lookups_of: list[Any], found_lists: list[Any], *, whole: bool
+    ) -> tuple[array[int], array[int]] | None:
+        """Gather the lists of the predicates with a program in C (or the twin), the others as the general compiler.
+
+        With ``whole``, when every list in ``ps`` was selected in C: their items and starts
+        in ``ps`` order (``found_lists`` is then left alone), else ``None``.
+        """
         from olmkit._solver import select
 
         if self.class_err:  # a broken channel's error may be what a list gives: the general way says which
-            super()._gather_lists(ps, lookups_of, found_lists)
-            return
-        preds = self.g._preds
-        encoder = _Encoder(self)
+            self._general_lists(ps, lookups_of, found_lists)
+            return None
+        program_of = self._program
         prog = array("i")
         prog_start = array("i", [0])
         cand_sets = array("i")
         cand_start = array("i", [0])
         chosen: list[int] = []
         rest: list[int] = []
+        readings = self.readings
+        encoder = self.encoder if readings is not None else None
+        if encoder is not None and readings is not None:
+            # the readings' programs are encoded already
+            chosen = list(ps)
+            set_of = encoder.set_of
+            for p in chosen:
+                prog.extend(readings[p][3])
+                prog_start.append(len(prog))
+                lookups = lookups_of[p]
+                if lookups is None:
+                    cand_sets.append(-1)
+                else:
+                    cand_sets.extend([set_of(lookup) for lookup in lookups])
+                cand_start.append(len(cand_sets))
+            ps = ()
+        else:
+            encoder = _Encoder(self)
         for p in ps:
-            program = getattr(preds[p], "program", None)
+            program = program_of(p)
             if program is not None:
                 mark = len(prog)
                 try:
@@ -485,13 +809,18 @@ class _ColumnCompiler(_Compiler):
                 item_start,
                 items,
             )
+            if whole and not rest:
+                return found, starts
             for i, p in enumerate(chosen):
                 found_lists[p] = (found[starts[i] : starts[i + 1]], -1)
         if rest:
-            super()._gather_lists(rest, lookups_of, found_lists)
+            self._general_lists(rest, lookups_of, found_lists)
+        return None
 
     def release(self) -> None:
         super().release()
+        self.readings = None
+        self.encoder = None
         self.values = []
         self.props = []
         self.decoded = []
