@@ -26,7 +26,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain, compress, islice
 from operator import gt
 from typing import Any, Final
 
@@ -218,25 +218,35 @@ class _Encoder:
         found = self.identities.get(type_name)
         if found is None:
             c = self.c
-            values = c.values
-            owners: dict[str, int] = {}
-            keyed: list[tuple[int, Any]] = []
+            ds: list[int] = []
+            identities: list[Any] = []
             if type_name not in c.inline and type_name in c.registry.property_types:
+                ds = c.by_type.get(type_name, [])
+                values = c.values
                 value = c.value
-                for d in c.by_type.get(type_name, ()):
-                    identity = values[d] if values[d] is not _UNREAD else value(d)
-                    if not isinstance(identity, PackageIdentity) or identity.version is None:
-                        continue
-                    try:
-                        version = parse_version(identity.version, tolerant=True)
-                    except ValueError:
-                        continue
-                    self.atom_owner[d] = owners.setdefault(identity.package, len(owners))
-                    keyed.append((d, version._key))
-            keys = sorted({key for _, key in keyed})
+                identities = [values[d] if values[d] is not _UNREAD else value(d) for d in ds]
+            if not all(type(i) is PackageIdentity for i in identities):
+                keep = [isinstance(i, PackageIdentity) for i in identities]
+                ds = list(compress(ds, keep))
+                identities = list(compress(identities, keep))
+            versions = [i.version for i in identities]
+            # each distinct version text read once (tolerantly, as ``matches`` reads it); None: unread
+            version_key: dict[Any, Any] = {}
+            for text in set(versions):
+                try:
+                    version_key[text] = parse_version(text, tolerant=True)._key if text is not None else None
+                except ValueError:
+                    version_key[text] = None
+            keys = sorted({key for key in version_key.values() if key is not None})
             rank = {key: i for i, key in enumerate(keys)}
-            for d, key in keyed:
-                self.atom_rank[d] = rank[key]
+            rank_of = {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
+            # owners: every package (one whose versions are all unread has no rank to match)
+            owners = {package: i for i, package in enumerate(dict.fromkeys([i.package for i in identities]))}
+            atom_owner = self.atom_owner
+            atom_rank = self.atom_rank
+            for d, identity, r in zip(ds, identities, map(rank_of.__getitem__, versions), strict=True):
+                atom_owner[d] = owners[identity.package]
+                atom_rank[d] = r
             found = self.identities[type_name] = (owners, keys)
         return found
 
@@ -256,6 +266,10 @@ class _Encoder:
         return found
 
 
+#: a requirement value read through its form (see :class:`_Forms`)
+_Reading = tuple[Any, Any, Any, tuple[int, ...], int, Any]
+
+
 class _NotPlain(Exception):
     """A value its form does not read (the plugin's callables build it)."""
 
@@ -263,10 +277,11 @@ class _NotPlain(Exception):
 class _Forms:
     """Plain requirement values read through their forms (see :class:`olmkit.types.FieldsForm`).
 
-    :meth:`read` gives a value's *reading*: ``(key, lookup, lookups, program)``, where
-    ``key`` is equal for two values exactly when their predicates are, ``lookup`` and
-    ``lookups`` are the predicate's ``lookup`` and ``lookups`` attributes and ``program``
-    its program as :meth:`_Encoder.node` encodes it (a tuple of ints).
+    :meth:`read` gives a value's *reading*: ``(key, lookup, lookups, program, lookup_set,
+    lookups_sets)``, where ``key`` is equal for two values exactly when their predicates
+    are, ``lookup`` and ``lookups`` are the predicate's ``lookup`` and ``lookups``
+    attributes, ``program`` its program as :meth:`_Encoder.node` encodes it (a tuple of
+    ints), and the last two the numbers of the lookups' candidate sets (:meth:`_Encoder.set_of`).
     """
 
     def __init__(self, registry: Registry, encoder: _Encoder) -> None:
@@ -274,7 +289,7 @@ class _Forms:
         self.encoder = encoder
         self._patterns: dict[str, Any] = {}
 
-    def read(self, form: Any, value: Any, text: bytes) -> tuple[Any, Any, Any, Any]:
+    def read(self, form: Any, value: Any, text: bytes) -> _Reading:
         """The reading of a property's decoded ``value`` (its JSON ``text``).
 
         Raises:
@@ -289,7 +304,7 @@ class _Forms:
             return self._keyed(value, form.ignore, message)
         return self._read(form, value, "")
 
-    def _keyed(self, value: Any, ignore: tuple[str, ...], message: str) -> tuple[Any, Any, Any, Any]:
+    def _keyed(self, value: Any, ignore: tuple[str, ...], message: str) -> _Reading:
         if type(value) is not dict:
             raise _NotPlain
         keys = [k for k in value if k not in ignore]
@@ -300,7 +315,7 @@ class _Forms:
             raise _NotPlain
         return self._read(form, value[keys[0]], message, ignore)  # the message: a pattern's key has it
 
-    def _read(self, form: Any, value: Any, message: str, ignore: tuple[str, ...] = ()) -> tuple[Any, Any, Any, Any]:
+    def _read(self, form: Any, value: Any, message: str, ignore: tuple[str, ...] = ()) -> _Reading:
         if type(value) is not dict:
             raise _NotPlain
         kind = type(form)
@@ -318,7 +333,8 @@ class _Forms:
                 raise _NotPlain
             key = tuple(got) if len(got) > 1 else got[0]
             lookup = (form.lookup_type, key)
-            return (form.tag, key), lookup, None, (0, self.encoder.set_of(lookup))
+            s = self.encoder.set_of(lookup)
+            return (form.tag, key), lookup, None, (0, s), s, None
         if kind is RangeForm:
             name = value.get(form.name_field)
             text = value.get(form.range_field)
@@ -332,7 +348,8 @@ class _Forms:
                 raise _NotPlain from None
             owner = encoder.identity(identity_type)[0].get(name, -1)
             program = (1, encoder.type_id.get(identity_type, -1), owner, *ranks)
-            return (form.tag, name, text), (identity_type, name), None, program
+            lookup = (identity_type, name)
+            return (form.tag, name, text), lookup, None, program, encoder.set_of(lookup), None
         if kind is PatternForm:
             text = value.get(form.field)
             if type(text) is not str or len(value) != 1:
@@ -343,7 +360,7 @@ class _Forms:
             found = pattern.fullmatch(text)
             if found is None:
                 raise _NotPlain
-            return (form.tag, text, message), None, None, (2, self.encoder.has_type(found.group(form.group)))
+            return (form.tag, text, message), None, None, (2, self.encoder.has_type(found.group(form.group))), -1, None
         if kind is EachForm:
             items = value.get(form.field)
             if type(items) is not list or not items or len(value) != 1:
@@ -353,30 +370,37 @@ class _Forms:
         raise _NotPlain
 
     @staticmethod
-    def _combine(form: EachForm, children: list[tuple[Any, Any, Any, Any]]) -> tuple[Any, Any, Any, Any]:
+    def _combine(form: EachForm, children: list[_Reading]) -> _Reading:
         key = (form.tag, *[child[0] for child in children])
         combine = form.combine
-        lookup = lookups = None
+        lookup = lookups = lookups_sets = None
+        lookup_set = -1
         if combine == "all":
             code = 3
-            lookup = next((child[1] for child in children if child[1] is not None), None)
+            first = next((child for child in children if child[1] is not None), None)
+            if first is not None:
+                lookup, lookup_set = first[1], first[4]
         elif combine == "any":
             code = 4
-            many: list[Any] | None = []
+            many: list[Any] = []
+            sets: list[int] = []
             for child in children:
                 if child[2] is not None:
-                    many.extend(child[2])  # type: ignore[union-attr]
+                    many.extend(child[2])
+                    sets.extend(child[5])
                 elif child[1] is not None:
-                    many.append(child[1])  # type: ignore[union-attr]
+                    many.append(child[1])
+                    sets.append(child[4])
                 else:
-                    many = None
                     break
-            lookups = tuple(many) if many is not None else None
+            else:
+                lookups, lookups_sets = tuple(many), tuple(sets)
         elif combine == "none":
             code = 5
         else:
             raise _NotPlain
-        return key, lookup, lookups, tuple(chain((code, len(children)), *[child[3] for child in children]))
+        program = tuple(chain((code, len(children)), *[child[3] for child in children]))
+        return key, lookup, lookups, program, lookup_set, lookups_sets
 
 
 class _GiveUp(Exception):
@@ -756,15 +780,14 @@ class _ColumnCompiler(_Compiler):
         if encoder is not None and readings is not None:
             # the readings' programs are encoded already
             chosen = list(ps)
-            set_of = encoder.set_of
             for p in chosen:
-                prog.extend(readings[p][3])
+                reading = readings[p]
+                prog.extend(reading[3])
                 prog_start.append(len(prog))
-                lookups = lookups_of[p]
-                if lookups is None:
-                    cand_sets.append(-1)
+                if reading[2] is not None:
+                    cand_sets.extend(reading[5])
                 else:
-                    cand_sets.extend([set_of(lookup) for lookup in lookups])
+                    cand_sets.append(reading[4])  # -1: every bundle (no lookup)
                 cand_start.append(len(cand_sets))
             ps = ()
         else:
