@@ -732,7 +732,7 @@ class _ColumnCompiler(_Compiler):
             if lookups is None:
                 g.scan_preds.append(p)
             else:
-                for lookup in dict.fromkeys(lookups):
+                for lookup in dict.fromkeys(lookups) if len(lookups) > 1 else lookups:
                     found = lookup_preds.get(lookup)
                     if found is None:
                         lookup_preds[lookup] = [p]
@@ -780,15 +780,13 @@ class _ColumnCompiler(_Compiler):
         if encoder is not None and readings is not None:
             # the readings' programs are encoded already
             chosen = list(ps)
-            for p in chosen:
-                reading = readings[p]
-                prog.extend(reading[3])
-                prog_start.append(len(prog))
-                if reading[2] is not None:
-                    cand_sets.extend(reading[5])
-                else:
-                    cand_sets.append(reading[4])  # -1: every bundle (no lookup)
-                cand_start.append(len(cand_sets))
+            read = list(map(readings.__getitem__, chosen))
+            programs = [r[3] for r in read]
+            prog = array("i", chain.from_iterable(programs))
+            prog_start = array("i", accumulate(map(len, programs), initial=0))
+            sets = [r[5] if r[2] is not None else (r[4],) for r in read]  # (-1,): every bundle (no lookup)
+            cand_sets = array("i", chain.from_iterable(sets))
+            cand_start = array("i", accumulate(map(len, sets), initial=0))
             ps = ()
         else:
             encoder = _Encoder(self)
