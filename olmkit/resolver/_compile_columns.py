@@ -304,6 +304,36 @@ class _Forms:
             return self._keyed(value, form.ignore, message)
         return self._read(form, value, "")
 
+    def read_ranges(self, form: RangeForm, values: list[Any]) -> list[_Reading]:
+        """:meth:`read` of many values of a :class:`RangeForm` (the same readings, in one loop).
+
+        Raises:
+            _NotPlain: the form does not read one of them.
+        """
+        encoder = self.encoder
+        identity_type = form.identity_type
+        owners = encoder.identity(identity_type)[0]
+        type_id = encoder.type_id.get(identity_type, -1)
+        range_of_text = encoder.range_of_text
+        set_of = encoder.set_of
+        name_field, range_field, tag = form.name_field, form.range_field, form.tag
+        out: list[_Reading] = []
+        for value in values:
+            if type(value) is not dict or len(value) > 2:
+                raise _NotPlain
+            name = value.get(name_field)
+            text = value.get(range_field)
+            if type(name) is not str or type(text) is not str or not name or not text:
+                raise _NotPlain
+            try:
+                ranks = range_of_text(identity_type, text)
+            except ValueError:
+                raise _NotPlain from None
+            lookup = (identity_type, name)
+            program = (1, type_id, owners.get(name, -1), *ranks)
+            out.append(((tag, name, text), lookup, None, program, set_of(lookup), None))
+        return out
+
     def _keyed(self, value: Any, ignore: tuple[str, ...], message: str) -> _Reading:
         if type(value) is not dict:
             raise _NotPlain
@@ -535,16 +565,22 @@ class _ColumnCompiler(_Compiler):
         texts = self.columns.dist_json
         loads = orjson.loads
         read = forms.read
-        for ds, kind in required:
-            form = kind[0].form
-            for d in ds:
-                text = texts[d]
-                raw = decoded[d] = loads(text)
-                try:
+        try:
+            for ds, kind in required:
+                form = kind[0].form
+                if type(form) is RangeForm:
+                    raws = list(map(loads, map(texts.__getitem__, ds)))
+                    for d, raw, reading in zip(ds, raws, forms.read_ranges(form, raws), strict=True):
+                        decoded[d] = raw
+                        readings[d] = reading
+                    continue
+                for d in ds:
+                    text = texts[d]
+                    raw = decoded[d] = loads(text)
                     readings[d] = read(form, raw, text)
-                except _NotPlain:
-                    self.encoder = None
-                    return None
+        except _NotPlain:
+            self.encoder = None
+            return None
         return readings
 
     def classes(self) -> None:
