@@ -304,6 +304,71 @@ class _Forms:
             return self._keyed(value, form.ignore, message)
         return self._read(form, value, "")
 
+    def read_texts(self, form: FieldsForm | RangeForm, texts: list[bytes]) -> list[_Reading | None]:
+        """:meth:`read` of JSON texts that are the form's fields as plain strings, keys sorted (``None``: another text).
+
+        Such a text is its value's JSON with sorted keys (no escape, no other key): read
+        without decoding it.
+        """
+        if isinstance(form, RangeForm):
+            fields: tuple[str, ...] = (form.name_field, form.range_field)
+            required = fields
+        else:
+            fields = form.fields
+            required = tuple(f for f in fields if f not in form.may_be_empty)
+        order = sorted(fields)
+        if len(set(order)) != len(order):
+            return [None] * len(texts)
+        # each field's value: a JSON string without escapes (its bytes are its UTF-8), non-empty if required
+        pattern = re.compile(
+            b"\\{"
+            + b",".join(
+                re.escape(orjson.dumps(f)) + b':"([^"\\\\]' + (b"+" if f in required else b"*") + b')"' for f in order
+            )
+            + b"\\}"
+        )
+        where = [order.index(f) + 1 for f in fields]
+        match = pattern.fullmatch
+        encoder = self.encoder
+        out: list[_Reading | None] = []
+        if isinstance(form, RangeForm):
+            identity_type = form.identity_type
+            owners = encoder.identity(identity_type)[0]
+            type_id = encoder.type_id.get(identity_type, -1)
+            range_of_text = encoder.range_of_text
+            set_of = encoder.set_of
+            tag = form.tag
+            name_at, range_at = where
+            for text in texts:
+                found = match(text)
+                if found is None:
+                    out.append(None)
+                    continue
+                name = found.group(name_at).decode()
+                version_range = found.group(range_at).decode()
+                try:
+                    ranks = range_of_text(identity_type, version_range)
+                except ValueError:
+                    raise _NotPlain from None
+                lookup = (identity_type, name)
+                program = (1, type_id, owners.get(name, -1), *ranks)
+                out.append(((tag, name, version_range), lookup, None, program, set_of(lookup), None))
+            return out
+        lookup_type, tag = form.lookup_type, form.tag
+        set_of = encoder.set_of
+        single = len(fields) == 1
+        for text in texts:
+            found = match(text)
+            if found is None:
+                out.append(None)
+                continue
+            got = [b.decode() for b in found.group(*where)] if not single else found.group(1).decode()
+            key = tuple(got) if not single else got
+            lookup = (lookup_type, key)
+            s = set_of(lookup)
+            out.append(((tag, key), lookup, None, (0, s), s, None))
+        return out
+
     def read_ranges(self, form: RangeForm, values: list[Any]) -> list[_Reading]:
         """:meth:`read` of many values of a :class:`RangeForm` (the same readings, in one loop).
 
@@ -456,6 +521,8 @@ class _ColumnCompiler(_Compiler):
         self.readings: list[Any] | None = None
         #: what encoded the readings' programs (their sets' numbers)
         self.encoder: _Encoder | None = None
+        #: per distinct property: 1 when read from its text, which is its JSON with sorted keys (not decoded)
+        self.canonical = bytearray()
 
     # -- entries --------------------------------------------------------------------
 
@@ -565,15 +632,26 @@ class _ColumnCompiler(_Compiler):
         texts = self.columns.dist_json
         loads = orjson.loads
         read = forms.read
+        canonical = self.canonical = bytearray(len(decoded))
         try:
             for ds, kind in required:
                 form = kind[0].form
-                if type(form) is RangeForm:
-                    raws = list(map(loads, map(texts.__getitem__, ds)))
-                    for d, raw, reading in zip(ds, raws, forms.read_ranges(form, raws), strict=True):
-                        decoded[d] = raw
-                        readings[d] = reading
-                    continue
+                if type(form) is RangeForm or type(form) is FieldsForm:
+                    # the usual text (string fields, keys sorted) read without decoding; the others decoded
+                    rest = []
+                    for d, reading in zip(ds, forms.read_texts(form, list(map(texts.__getitem__, ds))), strict=True):
+                        if reading is None:
+                            rest.append(d)
+                        else:
+                            readings[d] = reading
+                            canonical[d] = 1
+                    ds = rest
+                    if type(form) is RangeForm:
+                        raws = list(map(loads, map(texts.__getitem__, ds)))
+                        for d, raw, reading in zip(ds, raws, forms.read_ranges(form, raws), strict=True):
+                            decoded[d] = raw
+                            readings[d] = reading
+                        continue
                 for d in ds:
                     text = texts[d]
                     raw = decoded[d] = loads(text)
@@ -712,8 +790,10 @@ class _ColumnCompiler(_Compiler):
                 number[lst] = p
             pred_raw = g.pred_raw
             sort_keys = orjson.OPT_SORT_KEYS
+            canonical = self.canonical
             for d in atom_order:
-                pred_raw.setdefault((types[d], _json(decoded[d], sort_keys)), number[atom_list[d]])
+                sorted_json = texts[d] if canonical[d] else _json(decoded[d], sort_keys)  # the text is the sorted JSON
+                pred_raw.setdefault((types[d], sorted_json), number[atom_list[d]])
         template_text = list(templates)
         g.templates = [template_text[t] for t in template_order]
         key_text = list(keys)

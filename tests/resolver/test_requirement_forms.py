@@ -290,3 +290,30 @@ def test_a_plugin_constraint_key_is_built_by_its_plugin(olmkit_pm, olmkit_regist
     assert graph is not None
     assert all(p is not None for p in graph._preds)
     assert compare(catalog, registry)
+
+
+def test_requirement_texts_read_without_decoding_compile_alike(olmkit_pm, tmp_path):
+    """Plain sorted JSON texts are read without decoding, other spellings decoded: one graph, one pred_raw."""
+    gvk = "olm.gvk.required"
+    package = "olm.package.required"
+    catalog = _catalog(
+        olmkit_pm,
+        tmp_path,
+        [
+            {"type": gvk, "value": {"group": "g", "kind": "B", "version": "v1"}},  # sorted: read from the text
+            {"type": gvk, "value": {"version": "v1", "kind": "B", "group": "g"}},  # same predicate, other text
+            {"type": gvk, "value": {"kind": "B", "version": "v1"}},  # no group: decoded
+            {"type": gvk, "value": {"group": "", "kind": "B", "version": "v1"}},
+            {"type": gvk, "value": {"group": "g\u00e9", "kind": 'B"x', "version": "v1"}},  # an escape: decoded
+            {"type": package, "value": {"packageName": "b", "versionRange": ">=1.0.0"}},
+            {"type": package, "value": {"versionRange": ">=1.0.0", "packageName": "b"}},
+            {"type": package, "value": {"packageName": "b\u00e9", "versionRange": "1.x"}},
+            {"type": "olm.label.required", "value": {"label": "x"}},
+        ],
+    )
+    registry = olmkit_pm.registry
+    graph = compile_columns(catalog, catalog.columns(), registry)
+
+    assert graph is not None
+    assert all(p is None for p in graph._preds)  # every one read, none built
+    assert compare(catalog, registry)  # the same lists, sources and pred_raw as the general compiler
