@@ -615,25 +615,8 @@ class _Compiler:
         lookups_of = [predicate_lookups(predicate) for predicate in preds]
         found_lists: list[Any] = [None] * len(preds)
         self._gather_lists(range(len(preds)), lookups_of, found_lists)
-        pred_err = array("i")
-        any_err = False
-        pred_items = g.pred_items
-        pred_start = g.pred_start
-        for p, lookups in enumerate(lookups_of):
-            items, err = found_lists[p]
-            found_lists[p] = None
-            if not isinstance(err, int):
-                err = g.add_error(err)
-            pred_items.extend(items)
-            pred_start.append(len(pred_items))
-            pred_err.append(err)
-            any_err = any_err or err >= 0
-            if lookups is None:
-                g.scan_preds.append(p)
-            else:
-                for lookup in dict.fromkeys(lookups):
-                    g.lookup_preds.setdefault(lookup, []).append(p)
-        g.pred_err = pred_err if any_err else None
+        _append_lists(g, found_lists)
+        _file_lists(g, lookups_of)
         g._pred_index = dict(self.preds)
 
     def _gather_lists(self, ps: Iterable[int], lookups_of: list[Any], found_lists: list[Any]) -> None:
@@ -757,6 +740,38 @@ class _Compiler:
 
 #: orjson options for requirement values compared exactly (datetimes are not their text)
 _EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _append_lists(g: CatalogGraph, found_lists: list[Any]) -> None:
+    """Lay out the gathered lists (items and error, in predicate order) in the graph, numbering their errors."""
+    pred_err = array("i")
+    any_err = False
+    pred_items = g.pred_items
+    pred_start = g.pred_start
+    for p, (items, err) in enumerate(found_lists):
+        found_lists[p] = None
+        if not isinstance(err, int):
+            err = g.add_error(err)
+        pred_items.extend(items)
+        pred_start.append(len(pred_items))
+        pred_err.append(err)
+        any_err = any_err or err >= 0
+    g.pred_err = pred_err if any_err else None
+
+
+def _file_lists(g: CatalogGraph, lookups_of: list[Any]) -> None:
+    """File each list under its predicate's lookups (or as a scan)."""
+    lookup_preds = g.lookup_preds
+    for p, lookups in enumerate(lookups_of):
+        if lookups is None:
+            g.scan_preds.append(p)
+        else:
+            for lookup in dict.fromkeys(lookups) if len(lookups) > 1 else lookups:
+                found = lookup_preds.get(lookup)
+                if found is None:
+                    lookup_preds[lookup] = [p]
+                else:
+                    found.append(p)
 
 
 def _append_keys(out: array[int], keys: list[int]) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from itertools import accumulate, chain, compress, islice
 from operator import gt
 from typing import Any, Final
@@ -35,7 +35,7 @@ import orjson
 from olmkit.catalog.semver import Range, parse_range, parse_version
 from olmkit.model import Property
 from olmkit.registry import Registry
-from olmkit.resolver._compile import _Compiler, _json, _undefined, compile_general
+from olmkit.resolver._compile import _append_lists, _Compiler, _file_lists, _json, _undefined, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context
 from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
@@ -332,27 +332,14 @@ class _Forms:
         encoder = self.encoder
         out: list[_Reading | None] = []
         if isinstance(form, RangeForm):
-            identity_type = form.identity_type
-            owners = encoder.identity(identity_type)[0]
-            type_id = encoder.type_id.get(identity_type, -1)
-            range_of_text = encoder.range_of_text
-            set_of = encoder.set_of
-            tag = form.tag
+            ranged = self._ranged(form)
             name_at, range_at = where
             for text in texts:
                 found = match(text)
                 if found is None:
                     out.append(None)
                     continue
-                name = found.group(name_at).decode()
-                version_range = found.group(range_at).decode()
-                try:
-                    ranks = range_of_text(identity_type, version_range)
-                except ValueError:
-                    raise _NotPlain from None
-                lookup = (identity_type, name)
-                program = (1, type_id, owners.get(name, -1), *ranks)
-                out.append(((tag, name, version_range), lookup, None, program, set_of(lookup), None))
+                out.append(ranged(found.group(name_at).decode(), found.group(range_at).decode()))
             return out
         lookup_type, tag = form.lookup_type, form.tag
         set_of = encoder.set_of
@@ -375,13 +362,8 @@ class _Forms:
         Raises:
             _NotPlain: the form does not read one of them.
         """
-        encoder = self.encoder
-        identity_type = form.identity_type
-        owners = encoder.identity(identity_type)[0]
-        type_id = encoder.type_id.get(identity_type, -1)
-        range_of_text = encoder.range_of_text
-        set_of = encoder.set_of
-        name_field, range_field, tag = form.name_field, form.range_field, form.tag
+        ranged = self._ranged(form)
+        name_field, range_field = form.name_field, form.range_field
         out: list[_Reading] = []
         for value in values:
             if type(value) is not dict or len(value) > 2:
@@ -390,14 +372,29 @@ class _Forms:
             text = value.get(range_field)
             if type(name) is not str or type(text) is not str or not name or not text:
                 raise _NotPlain
+            out.append(ranged(name, text))
+        return out
+
+    def _ranged(self, form: RangeForm) -> Callable[[str, str], _Reading]:
+        """The reading of a package name and a range text (both non-empty) of ``form``."""
+        encoder = self.encoder
+        identity_type = form.identity_type
+        owners = encoder.identity(identity_type)[0]
+        type_id = encoder.type_id.get(identity_type, -1)
+        range_of_text = encoder.range_of_text
+        set_of = encoder.set_of
+        tag = form.tag
+
+        def ranged(name: str, text: str) -> _Reading:
             try:
                 ranks = range_of_text(identity_type, text)
             except ValueError:
                 raise _NotPlain from None
             lookup = (identity_type, name)
             program = (1, type_id, owners.get(name, -1), *ranks)
-            out.append(((tag, name, text), lookup, None, program, set_of(lookup), None))
-        return out
+            return (tag, name, text), lookup, None, program, set_of(lookup), None
+
+        return ranged
 
     def _keyed(self, value: Any, ignore: tuple[str, ...], message: str) -> _Reading:
         if type(value) is not dict:
@@ -431,20 +428,7 @@ class _Forms:
             s = self.encoder.set_of(lookup)
             return (form.tag, key), lookup, None, (0, s), s, None
         if kind is RangeForm:
-            name = value.get(form.name_field)
-            text = value.get(form.range_field)
-            if type(name) is not str or type(text) is not str or not name or not text or len(value) > 2:
-                raise _NotPlain
-            encoder = self.encoder
-            identity_type = form.identity_type
-            try:
-                ranks = encoder.range_of_text(identity_type, text)
-            except ValueError:
-                raise _NotPlain from None
-            owner = encoder.identity(identity_type)[0].get(name, -1)
-            program = (1, encoder.type_id.get(identity_type, -1), owner, *ranks)
-            lookup = (identity_type, name)
-            return (form.tag, name, text), lookup, None, program, encoder.set_of(lookup), None
+            return self.read_ranges(form, [value])[0]
         if kind is PatternForm:
             text = value.get(form.field)
             if type(text) is not str or len(value) != 1:
@@ -831,29 +815,8 @@ class _ColumnCompiler(_Compiler):
             g.pred_items, g.pred_start = whole
             g.pred_err = None
         else:
-            pred_err = array("i")
-            pred_items = g.pred_items
-            pred_start = g.pred_start
-            for p in range(n):
-                items, err = found_lists[p]
-                found_lists[p] = None
-                if not isinstance(err, int):
-                    err = g.add_error(err)
-                pred_items.extend(items)
-                pred_start.append(len(pred_items))
-                pred_err.append(err)
-            g.pred_err = pred_err if any(e >= 0 for e in pred_err) else None
-        lookup_preds = g.lookup_preds
-        for p, lookups in enumerate(lookups_of):
-            if lookups is None:
-                g.scan_preds.append(p)
-            else:
-                for lookup in dict.fromkeys(lookups) if len(lookups) > 1 else lookups:
-                    found = lookup_preds.get(lookup)
-                    if found is None:
-                        lookup_preds[lookup] = [p]
-                    else:
-                        found.append(p)
+            _append_lists(g, found_lists)
+        _file_lists(g, lookups_of)
         g._pred_index = None  # no predicate objects: found by their requirements (pred_raw), as from disk
 
     def _program(self, p: int) -> Any:
