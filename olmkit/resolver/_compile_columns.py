@@ -435,7 +435,10 @@ class _Forms:
                 raise _NotPlain
             pattern = self._patterns.get(form.pattern)
             if pattern is None:
-                pattern = self._patterns[form.pattern] = re.compile(form.pattern)
+                try:
+                    pattern = self._patterns[form.pattern] = re.compile(form.pattern)
+                except (re.error, TypeError):
+                    raise _NotPlain from None  # a plugin's pattern that is none: its builder builds
             found = pattern.fullmatch(text)
             if found is None:
                 raise _NotPlain

@@ -317,3 +317,33 @@ def test_requirement_texts_read_without_decoding_compile_alike(olmkit_pm, tmp_pa
     assert graph is not None
     assert all(p is None for p in graph._preds)  # every one read, none built
     assert compare(catalog, registry)  # the same lists, sources and pred_raw as the general compiler
+
+
+def test_a_plugin_form_that_does_not_read_leaves_its_values_to_the_builder(olmkit_pm, olmkit_register, tmp_path):
+    """A plugin's form whose pattern does not compile: nothing is read, the plugin's builder builds."""
+    from olmkit import hookimpl
+    from olmkit.plugins.requirements import build_cel
+    from olmkit.types import PatternForm, PropertyType
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self):
+            yield PropertyType(
+                name="example.io/needs-type",
+                parse=lambda v: v,
+                requirement=lambda v, ctx: build_cel(v, ctx),
+                form=PatternForm(tag="cel", field="rule", pattern="(unclosed", group=1),  # type: ignore[arg-type]
+            )
+
+    olmkit_register(Plugin(), "needs-type")
+    catalog = _catalog(
+        olmkit_pm,
+        tmp_path,
+        ["needs-gvk g/v1/B", {"type": "example.io/needs-type", "value": HAS_TYPE["cel"]}],
+    )
+    registry = olmkit_pm.registry
+    graph = compile_columns(catalog, catalog.columns(), registry)
+
+    assert graph is not None
+    assert all(p is not None for p in graph._preds)
+    assert compare(catalog, registry)
