@@ -180,7 +180,7 @@ class _Encoder:
             _, type_name, package, version_range = program
             if not isinstance(type_name, str) or not isinstance(version_range, Range):
                 raise _NoProgram
-            owners, _ = self._identity(type_name)
+            owners, _ = self.identity(type_name)
             out.extend((1, self.type_id.get(type_name, -1), owners.get(package, -1)))
             out.extend(self._range(type_name, version_range))
         elif tag == "has_type" and len(program) == 2:
@@ -211,9 +211,6 @@ class _Encoder:
         return found
 
     def identity(self, type_name: str) -> tuple[dict[str, int], list[Any]]:
-        return self._identity(type_name)
-
-    def _identity(self, type_name: str) -> tuple[dict[str, int], list[Any]]:
         """The owners and sorted version keys of ``type_name``'s identities (ranks filled in once)."""
         found = self.identities.get(type_name)
         if found is None:
@@ -255,7 +252,7 @@ class _Encoder:
         cache_key = (type_name, version_range)
         found = self._ranges.get(cache_key)
         if found is None:
-            keys = self._identity(type_name)[1]
+            keys = self.identity(type_name)[1]
             found = [len(version_range.alternatives)]
             for alternative in version_range.alternatives:
                 found.append(len(alternative))
@@ -421,8 +418,8 @@ class _Forms:
                 if type(item) is not str or (not item and name not in form.may_be_empty):
                     raise _NotPlain
                 got.append(item)
-            if len(value) > len(fields) and any(k not in fields for k in value):
-                raise _NotPlain
+            if any(k not in fields for k in value):
+                raise _NotPlain  # a key outside the fields
             key = tuple(got) if len(got) > 1 else got[0]
             lookup = (form.lookup_type, key)
             s = self.encoder.set_of(lookup)

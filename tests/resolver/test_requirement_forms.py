@@ -347,3 +347,27 @@ def test_a_plugin_form_that_does_not_read_leaves_its_values_to_the_builder(olmki
     assert graph is not None
     assert all(p is not None for p in graph._preds)
     assert compare(catalog, registry)
+
+
+def test_values_the_builders_refuse_are_not_plain(olmkit_pm):
+    """Values a builder refuses, or whose predicate no form describes, are not read (nor an extra key for an absent field)."""
+    registry = olmkit_pm.registry
+    forms = _Forms(registry, _Numbers())  # type: ignore[arg-type]
+    refused = [
+        ("olm.gvk.required", {"version": "a", "extra": "a", "kind": "a"}),
+        ("olm.gvk.required", {"group": None, "version": "v1", "kind": "K"}),
+        ("olm.gvk.required", {"group": "g", "version": "", "kind": "K"}),
+        ("olm.package.required", {"packageName": "a"}),
+        ("olm.package.required", {"packageName": "a", "versionRange": "not a range"}),
+        ("olm.label.required", {"label": "x", "other": 1}),
+        ("olm.constraint", {"gvk": {"group": "g", "version": "v1", "kind": "K"}, "failureMessage": 3}),
+        ("olm.constraint", {"all": {"constraints": []}}),
+        ("olm.constraint", {"cel": {"rule": "properties.size() > 2"}}),
+    ]
+    for type_name, value in refused:
+        built = _built(registry, type_name, value)
+        try:
+            forms.read(registry.property_types[type_name].form, value, orjson.dumps(value))
+        except _NotPlain:
+            continue
+        raise AssertionError(f"{value} read, built: {built}")
