@@ -350,7 +350,7 @@ def test_a_plugin_form_that_does_not_read_leaves_its_values_to_the_builder(olmki
 
 
 def test_values_the_builders_refuse_are_not_plain(olmkit_pm):
-    """Values a builder refuses, or whose predicate no form describes, are not read (nor an extra key for an absent field)."""
+    """Values a builder refuses, or whose predicate no form describes, are not read (nor extra keys)."""
     registry = olmkit_pm.registry
     forms = _Forms(registry, _Numbers())  # type: ignore[arg-type]
     refused = [
