@@ -23,6 +23,7 @@ without an end, waiting on the store's watches when idle.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import time
@@ -35,7 +36,7 @@ from typing import Any, Protocol
 import attrs
 
 from olmkit.errors import OlmkitError, PluginError
-from olmkit.store import Conflict, Expired, Object, Store, StoreError, WatchEvent
+from olmkit.store import Conflict, Expired, Object, Store, StoreError, WatchEvent, group_of
 
 __all__ = [
     "Clock",
@@ -343,6 +344,10 @@ class ControllerManager:
             for spec in controller.watches:
                 self._routes.setdefault((spec.api_version, spec.kind), []).append((controller, spec.mapper))
         self._versions: dict[tuple[str, str], str | None] = dict.fromkeys(self._routes)
+        #: the routes of each (API group, kind), for reading changes across kinds
+        self._route_kinds: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for route in self._routes:
+            self._route_kinds.setdefault((group_of(route[0]), route[1]), []).append(route)
         self._polled_at: str | None = None
         self._quiet_at: str | None = None  # the server's resourceVersion when last seen settled
         self._polled_count = -POLL_EVERY
@@ -365,6 +370,50 @@ class ControllerManager:
         latest = self.store.latest_resource_version()
         if latest is not None and latest == self._polled_at:
             return 0  # nothing changed anywhere since the last poll
+        count = self._poll_across_kinds()
+        if count is None:
+            count = self._poll_each_kind()
+        self._polled_at = latest
+        return count
+
+    def _poll_across_kinds(self) -> int | None:
+        """Read every watched kind's changes with one :meth:`~olmkit.store.Store.changes_after`.
+
+        Delivered route by route, each route's in order, as :meth:`_poll_each_kind` delivers
+        them. ``None`` when that cannot be done: a route not listed yet, a store that cannot
+        read across kinds, or a history that no longer reaches back to a route's position
+        (each kind is then watched alone, and the one behind lists again).
+        """
+        if not self._routes or None in self._versions.values():
+            return None
+        try:
+            positions = {route: int(str(version)) for route, version in self._versions.items()}
+            found = self.store.changes_after(min(positions.values()), self._route_kinds.keys())
+        except (ValueError, Expired):
+            return None
+        if found is None:
+            return None
+        changes, last = found
+        events: dict[tuple[str, str], list[WatchEvent]] = {route: [] for route in self._routes}
+        for group, event in changes:
+            rv = int(event.resource_version)
+            shared = True  # the first route to take the event gets its object, the others copies
+            for route in self._route_kinds.get((group, str(event.object.get("kind"))), ()):
+                if rv > positions[route]:
+                    obj = event.object if shared else copy.deepcopy(event.object)
+                    obj["apiVersion"] = route[0]  # as a watch of the route's apiVersion reads it
+                    events[route].append(WatchEvent(event.type, obj))
+                    shared = False
+        count = 0
+        for route, routed in events.items():
+            for event in routed:
+                self._dispatch(route, event)
+            count += len(routed)
+            self._versions[route] = str(max(positions[route], last))
+        return count
+
+    def _poll_each_kind(self) -> int:
+        """Read each watched kind's changes with a watch of its own."""
         count = 0
         for route in self._routes:
             api_version, kind = route
@@ -377,7 +426,6 @@ class ControllerManager:
                     self._dispatch(route, event)
                     count += 1
                 self._versions[route] = watch.resource_version
-        self._polled_at = latest
         return count
 
     def _poll_when_due(self) -> None:

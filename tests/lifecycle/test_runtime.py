@@ -18,7 +18,7 @@ from olmkit.lifecycle.lease import Lease
 from olmkit.lifecycle.runtime import Controller, ControllerManager, Key, Result, WatchSpec, WorkQueue
 from olmkit.lifecycle.status import parse_duration, set_condition
 from olmkit.model import Bundle, Property
-from olmkit.store import Conflict, MemoryStore, StoreError
+from olmkit.store import Conflict, MemoryStore, StoreError, WatchEvent
 from tests.lifecycle.harness import B, Cluster, write_catalog
 
 K = Key("c", "ns", "a")
@@ -104,6 +104,113 @@ def test_manager_runs_until_nothing_is_pending() -> None:
     assert outcome.stable
     assert ["fast", "slow", "slow", "slow"] == controller.seen
     assert 60.0 == clock.now() - start
+
+
+class _Recorder(Controller):
+    """Records every event dispatched to it: (route's apiVersion as seen, type, kind, name)."""
+
+    def __init__(self, name: str, specs: list[tuple[str, str]], seen: list[tuple[str, str, str, str, str]]) -> None:
+        self.name = name
+
+        def mapper(event: WatchEvent) -> list[tuple[str, str]]:
+            obj = event.object
+            seen.append((self.name, obj["apiVersion"], event.type, obj["kind"], obj["metadata"]["name"]))
+            obj["metadata"]["name"] += "-changed by a mapper"  # each route must get an object of its own
+            return []
+
+        self.watches = tuple(WatchSpec(api_version, kind, mapper) for api_version, kind in specs)
+
+    def reconcile(self, namespace: str, name: str) -> Result | None:
+        return None
+
+
+class _PerKindMemoryStore(MemoryStore):
+    """A memory store that cannot read changes across kinds: the manager watches each kind alone."""
+
+    def changes_after(self, resource_version: int, kinds: Any) -> None:  # type: ignore[override]
+        return None
+
+
+class _CountingMemoryStore(MemoryStore):
+    """A memory store that counts its reads across kinds."""
+
+    across = 0
+
+    def changes_after(self, resource_version: int, kinds: Any) -> Any:
+        self.across += 1
+        return super().changes_after(resource_version, kinds)
+
+
+def _poll_record(store: MemoryStore) -> list[list[tuple[str, str, str, str, str]]]:
+    """What two controllers (three routes, two of them one kind in two versions) are dispatched,
+    poll by poll, over a sequence of interleaved writes across kinds."""
+    seen: list[tuple[str, str, str, str, str]] = []
+    deploys = _Recorder("deploys", [("apps/v1", "Deployment"), ("v1", "ConfigMap")], seen)
+    secrets = _Recorder("secrets", [("v1", "Secret"), ("apps/v1beta1", "Deployment")], seen)
+    manager = ControllerManager(store, [deploys, secrets], clock=FakeClock())
+
+    def obj(api_version: str, kind: str, name: str) -> dict[str, Any]:
+        return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "ns"}}
+
+    polls = []
+    store.create(obj("v1", "ConfigMap", "listed"))
+    manager.poll()  # the first poll lists every kind
+    polls.append(list(seen))
+    for round_ in range(2):
+        seen.clear()
+        store.create(obj("v1", "Secret", f"s{round_}"))
+        store.create(obj("apps/v1", "Deployment", f"d{round_}"))
+        store.create(obj("v1", "ConfigMap", f"c{round_}"))
+        store.update({**store.get("v1", "Secret", f"s{round_}", "ns"), "data": {"k": "dmFsdWU="}})
+        store.delete("v1", "ConfigMap", "listed" if round_ == 0 else "c0", "ns")
+        store.create(obj("v1", "ServiceAccount", f"unwatched{round_}"))
+        manager.poll()
+        polls.append(list(seen))
+    seen.clear()
+    manager.poll()  # nothing new
+    polls.append(list(seen))
+    return polls
+
+
+def test_poll_reads_every_kind_at_once_and_dispatches_as_watches_of_each_kind_would() -> None:
+    """A store that reads changes across kinds gets one read per poll, and the controllers see exactly
+    what one watch per kind gives them: route by route, each route's events in order, each event with
+    its route's apiVersion and an object of its own."""
+    across = _CountingMemoryStore()
+    read_across = _poll_record(across)
+    read_each = _poll_record(_PerKindMemoryStore())
+
+    assert read_each == read_across
+    assert 2 == across.across  # once per poll after the first (a listing); none when nothing changed
+    second = read_across[1]
+    assert [
+        ("deploys", "apps/v1", "ADDED", "Deployment", "d0"),
+        ("deploys", "v1", "ADDED", "ConfigMap", "c0"),
+        ("deploys", "v1", "DELETED", "ConfigMap", "listed"),
+        ("secrets", "v1", "ADDED", "Secret", "s0"),
+        ("secrets", "v1", "MODIFIED", "Secret", "s0"),
+        ("secrets", "apps/v1beta1", "ADDED", "Deployment", "d0"),
+    ] == second
+    assert [] == read_across[-1]
+
+
+def test_poll_across_kinds_falls_back_to_each_kind_after_the_history_was_compacted() -> None:
+    """A watched kind whose position the store's history no longer reaches is listed again."""
+    store = MemoryStore(history=3)
+    seen: list[tuple[str, str, str, str, str]] = []
+    manager = ControllerManager(
+        store, [_Recorder("r", [("v1", "ConfigMap"), ("v1", "Secret")], seen)], clock=FakeClock()
+    )
+    manager.poll()
+    for i in range(6):
+        store.create(_cm(f"c{i}"))
+    manager.poll()
+
+    assert [f"c{i}" for i in range(6)] == [name for *_, name in seen]  # relisted: every ConfigMap ADDED once
+    seen.clear()
+    store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}})
+    manager.poll()
+    assert [("r", "v1", "ADDED", "Secret", "s")] == seen
 
 
 def test_manager_retries_failures_and_reports_what_is_pending() -> None:
