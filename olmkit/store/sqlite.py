@@ -24,6 +24,8 @@ from olmkit.store.errors import Expired, StoreError
 __all__ = ["SqliteStore"]
 
 SCHEMA_VERSION = 1
+#: The events of this process's own writes kept in memory for :meth:`SqliteStore.changes_after`.
+RECENT = 4096
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
     grp TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -52,6 +54,8 @@ class _SqliteTxn(Txn):
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self.rv = 0
+        #: the events written: resourceVersion, type, group, kind, the object's encoding
+        self.events: list[tuple[int, EventType, str, str, bytes]] = []
 
     def get(self, key: Key) -> Object | None:
         row = self.db.execute(
@@ -87,12 +91,15 @@ class _SqliteTxn(Txn):
         if refs:
             self.db.executemany("INSERT OR IGNORE INTO owner_refs VALUES (?,?,?,?,?)", [(r["uid"], *key) for r in refs])
         self.db.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (rv, event, key[0], key[1], key[2], data))
+        self.events.append((rv, event, key[0], key[1], data))
 
     def remove(self, key: Key, obj: Object) -> None:
         self.db.execute("DELETE FROM objects WHERE grp=? AND kind=? AND namespace=? AND name=?", key)
         self._drop_refs(key)
         rv = int(obj["metadata"]["resourceVersion"])
-        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (rv, "DELETED", key[0], key[1], key[2], dumps(obj)))
+        data = dumps(obj)
+        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (rv, "DELETED", key[0], key[1], key[2], data))
+        self.events.append((rv, "DELETED", key[0], key[1], data))
 
     def set_scope(self, group: str, kind: str, namespaced: bool) -> None:
         self.db.execute("INSERT OR REPLACE INTO kinds VALUES (?,?,?)", (group, kind, int(namespaced)))
@@ -130,6 +137,10 @@ class SqliteStore(LocalStore):
         self._lock = threading.Lock()
         self._changed = threading.Condition()
         self._before_commit: Callable[[], None] | None = None  # test hook: runs inside each write
+        #: the events this store's writes committed, by resourceVersion (the last :data:`RECENT`)
+        self._recent: dict[int, tuple[EventType, str, str, bytes]] = {}
+        #: reads across kinds answered from ``_recent`` (for tests)
+        self.recent_reads = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self._db()
@@ -184,8 +195,19 @@ class SqliteStore(LocalStore):
                 raise StoreError(f"{self.path}: write failed: {exc}") from None
             raise
         if txn.rv:
+            self._remember(txn.events)
             with self._changed:
                 self._changed.notify_all()
+
+    def _remember(self, events: list[tuple[int, EventType, str, str, bytes]]) -> None:
+        """Keep a committed write's events for readers in this process (the last :data:`RECENT`)."""
+        with self._lock:
+            recent = self._recent
+            for rv, etype, group, kind, data in events:
+                recent[rv] = (etype, group, kind, data)
+            if len(recent) > RECENT + RECENT // 4:
+                for rv in sorted(recent)[: len(recent) - RECENT]:
+                    del recent[rv]
 
     def _compact(self, db: sqlite3.Connection, rv: int) -> None:
         """Keep the last ``history`` events; trim in batches of a tenth of the history."""
@@ -247,7 +269,21 @@ class SqliteStore(LocalStore):
     def changes_after(
         self, resource_version: int, kinds: Collection[tuple[str, str]]
     ) -> tuple[list[tuple[str, WatchEvent]], int]:
+        """Every change to ``kinds`` after ``resource_version`` (see :meth:`Store.changes_after`).
+
+        When every change since is one this store object committed (no other process or store
+        wrote in between) and within the kept history, the changes come from memory: the only
+        read is the latest resourceVersion. Otherwise from the ``events`` table.
+        """
         wanted = set(kinds)
+        current = int(self._db().execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
+        if resource_version >= current - self.history and current - resource_version <= RECENT:
+            with self._lock:
+                picked = [self._recent.get(rv) for rv in range(resource_version + 1, current + 1)]
+            if None not in picked:
+                self.recent_reads += 1
+                found = [(e[1], WatchEvent(e[0], loads(e[3]))) for e in picked if e is not None and e[1:3] in wanted]
+                return found, current
         with self._snapshot() as db:
             compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
             if resource_version < compacted:

@@ -383,3 +383,70 @@ def test_changes_after_is_optional(store):
     found = store.changes_after(0, {("", "ConfigMap")})
 
     assert (found is None) == (not store.embedded)
+
+
+def test_sqlite_changes_after_reads_its_own_writes_from_memory_and_others_from_the_file(tmp_path):
+    """changes_after answers from memory only while every change since is this store object's own
+    write; a write by another store on the file (another process) makes it read the file, with the
+    same answer a store with no memory of the writes gives."""
+    from olmkit.store import SqliteStore
+
+    kinds = {("", "ConfigMap"), ("rbac.authorization.k8s.io", "ClusterRole")}
+    with SqliteStore(tmp_path / "c.db") as mine, SqliteStore(tmp_path / "c.db") as other:
+        start = int(mine.latest_resource_version())
+        mine.create(cm("a"))
+        mine.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+        mine.create(RBAC_ROLE)
+        own, own_last = mine.changes_after(start, kinds)
+        assert 1 == mine.recent_reads
+        other.create(cm("b"))  # another process's write between two of this one's
+        mine.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, "default")
+        mine.delete("rbac.authorization.k8s.io/v1", "ClusterRole", "r")
+        mixed, mixed_last = mine.changes_after(start, kinds)
+        assert 1 == mine.recent_reads  # read from the file
+        since_other, _ = mine.changes_after(start + 4, kinds)
+        assert 2 == mine.recent_reads  # only its own writes since
+        from_file = other.changes_after(start, kinds)
+        assert 0 == other.recent_reads  # its one write is not all of what changed
+
+    def seen(changes):
+        return [
+            (group, e.type, e.object["metadata"]["name"], e.resource_version, e.object.get("data"))
+            for group, e in changes
+        ]
+
+    assert [("", "ADDED", "a"), ("rbac.authorization.k8s.io", "ADDED", "r")] == [c[:3] for c in seen(own)]
+    assert start + 3 == own_last
+    assert [
+        ("", "ADDED", "a", str(start + 1), {}),
+        ("rbac.authorization.k8s.io", "ADDED", "r", str(start + 3), None),
+        ("", "ADDED", "b", str(start + 4), {}),
+        ("", "MODIFIED", "a", str(start + 5), {"k": "v"}),
+        ("rbac.authorization.k8s.io", "DELETED", "r", str(start + 6), None),
+    ] == seen(mixed)
+    assert seen(mixed) == seen(from_file[0])
+    assert start + 6 == mixed_last == from_file[1]
+    assert seen(mixed)[3:] == seen(since_other)
+
+
+def test_sqlite_changes_after_keeps_nothing_of_a_rolled_back_write(tmp_path):
+    """A write that fails inside its transaction leaves no event in memory: when another process's
+    write takes its resourceVersion, that write is what is read."""
+    from olmkit.store import SqliteStore
+
+    with SqliteStore(tmp_path / "c.db") as store, SqliteStore(tmp_path / "c.db") as other:
+        start = int(store.latest_resource_version())
+        store.create(cm("a"))
+
+        def fail() -> None:
+            raise RuntimeError("the disk is full")
+
+        store._before_commit = fail
+        with pytest.raises(RuntimeError):
+            store.create(cm("b"))
+        store._before_commit = None
+        other.create(cm("x"))
+        found, last = store.changes_after(start, {("", "ConfigMap")})
+
+    assert ["a", "x"] == [e.object["metadata"]["name"] for _, e in found]
+    assert start + 2 == last
