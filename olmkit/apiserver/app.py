@@ -826,7 +826,9 @@ class ApiServer:
     def _admit_and_create(self, target: Target, obj: dict[str, Any], manager: str, dry_run: bool) -> dict[str, Any]:
         """Admit and create an object (blocking); with ``dry_run``, only admit it."""
         r = target.resource
-        prepared = self._admit(obj, target)
+        # a create has no old object (as the API server's admission of a CREATE); one already
+        # stored is the store's AlreadyExists
+        prepared = self._admit(obj, target, current=None)
         record_update(None, prepared, manager, resource=r)
         if dry_run:
             return prepared
