@@ -223,9 +223,48 @@ class ApiServer:
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
     async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a store write in the writer thread."""
+        """Run a store write in the writer thread.
+
+        The writer thread also reads the write's watch events and hands them to the loop with
+        its answer (:meth:`WatchHub.scan_now`): one wake-up of the loop, and every watcher has
+        the events before the writer has the answer, as the API server's watch cache does.
+        """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.writer, lambda: fn(*args, **kwargs))
+        done: asyncio.Future[T] = loop.create_future()
+
+        def finish(deliver: Callable[[], None] | None, result: Any, error: BaseException | None) -> None:
+            if deliver is not None:
+                deliver()
+            if done.done():  # cancelled: the client went away
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(result)
+
+        def work() -> None:
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to the awaiting request, as run_in_executor does
+                error = exc
+
+            def post(deliver: Callable[[], None]) -> None:
+                loop.call_soon_threadsafe(finish, deliver, result, None)
+
+            handed = False
+            if self.hub is not None and error is None:
+                try:
+                    handed = self.hub.scan_now(post)
+                except Exception:  # the loop closed, or a failed read: the dispatcher thread delivers
+                    handed = False
+            if not handed:
+                with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
+                    loop.call_soon_threadsafe(finish, None, result, error)
+
+        self.writer.submit(work)
+        return await done
 
     async def catalog(self, refresh: bool = False) -> Catalog:
         if self._catalog is None or refresh or self._catalog_at != self._crd_changes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -171,6 +172,8 @@ class WatchHub:
         self.queue_limit = queue_limit
         self._kinds: dict[tuple[str, str], _Kind] = {}
         self._lock = threading.Lock()
+        #: held while reading changes and handing them to the loop, so deliveries keep the store's order
+        self._scan_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="olmkit-watch", daemon=True)
         self._thread.start()
@@ -194,9 +197,13 @@ class WatchHub:
                 seen = latest
             self.store.wait_for_change(latest, 0.5)
 
-    def _scan_all(self, kinds: list[_Kind]) -> int | None:
+    def _scan_all(self, kinds: list[_Kind], post: Callable[[Callable[[], None]], None] | None = None) -> int | None:
         """Read the changes of every followed kind at once and hand them to the loop in one call;
         returns the resourceVersion read up to.
+
+        ``post`` hands the delivery to the loop instead of a call of its own (it is called with
+        the lock held, so deliveries reach the loop in the store's order); nothing is handed over
+        when nothing changed since the last read.
 
         Returns ``None`` when the store cannot read across kinds, when a kind fell behind the
         store's history or the store failed (each kind is then read alone, and the one behind
@@ -205,37 +212,66 @@ class WatchHub:
         if not kinds:
             return None
         by_kind = {(group_of(state.api_version), state.kind): state for state in kinds}
-        start = min(state.rv for state in kinds)
-        try:
-            found = self.store.changes_after(start, by_kind.keys())
-        except StoreError:  # Expired among them
-            return None
-        if found is None:
-            return None
-        changes, last = found
-        events: dict[tuple[str, str], list[WatchEvent]] = {key: [] for key in by_kind}
-        for group, event in changes:
-            key = (group, str(event.object.get("kind")))
-            state = by_kind.get(key)
-            if state is not None and int(event.resource_version) > state.rv:
-                event.object["apiVersion"] = state.api_version  # as a watch of the kind reads it
-                events[key].append(event)
-        for state in kinds:
-            state.rv = max(state.rv, last)
-        self._call(self._deliver_all, [(state, events[key]) for key, state in by_kind.items()], last)
+        with self._scan_lock:
+            start = min(state.rv for state in kinds)
+            try:
+                found = self.store.changes_after(start, by_kind.keys())
+            except StoreError:  # Expired among them
+                return None
+            if found is None:
+                return None
+            changes, last = found
+            if not changes and last <= start:
+                return last  # nothing happened since the last read
+            events: dict[tuple[str, str], list[WatchEvent]] = {key: [] for key in by_kind}
+            for group, event in changes:
+                key = (group, str(event.object.get("kind")))
+                state = by_kind.get(key)
+                if state is not None and int(event.resource_version) > state.rv:
+                    event.object["apiVersion"] = state.api_version  # as a watch of the kind reads it
+                    events[key].append(event)
+            for state in kinds:
+                state.rv = max(state.rv, last)
+            batches = [(state, events[key]) for key, state in by_kind.items()]
+            if post is None:
+                self._call(self._deliver_all, batches, last)
+            else:
+                post(functools.partial(self._deliver_all, batches, last))
         return last
 
+    def scan_now(self, post: Callable[[Callable[[], None]], None]) -> bool:
+        """Read the changes of every followed kind in the calling thread (a writer, right after
+        its write) and hand their delivery to ``post`` (called at most once), which must have
+        the loop run it: with a write's answer, one wake-up of the loop instead of two, and the
+        watch events go out before the answer. ``False`` when nothing was handed over (nothing
+        changed, or this store is read kind by kind: the dispatcher thread delivers).
+        """
+        with self._lock:
+            kinds = list(self._kinds.values())
+        handed = False
+
+        def hand(deliver: Callable[[], None]) -> None:
+            nonlocal handed
+            handed = True
+            post(deliver)
+
+        self._scan_all(kinds, hand)
+        return handed
+
     def _scan(self, state: _Kind) -> None:
-        try:
-            with self.store.watch(state.api_version, state.kind, resource_version=str(state.rv), timeout=0) as watch:
-                events = list(watch)
-            state.rv = max(state.rv, int(watch.resource_version))
-        except Expired as exc:  # fell behind the store's compaction: every subscriber must list again
-            self._call(self._expire, state, exc)
-            return
-        except StoreError:
-            return  # the store is busy or closing; the next round tries again
-        self._call(self._deliver, state, events, state.rv)
+        with self._scan_lock:
+            try:
+                with self.store.watch(
+                    state.api_version, state.kind, resource_version=str(state.rv), timeout=0
+                ) as watch:
+                    events = list(watch)
+                state.rv = max(state.rv, int(watch.resource_version))
+            except Expired as exc:  # fell behind the store's compaction: every subscriber must list again
+                self._call(self._expire, state, exc)
+                return
+            except StoreError:
+                return  # the store is busy or closing; the next round tries again
+            self._call(self._deliver, state, events, state.rv)
 
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
