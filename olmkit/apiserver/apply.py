@@ -167,8 +167,11 @@ def record_update(
     for entry in entries:
         if entry is mine:
             continue
-        remaining = _owned(entry) - changed
-        if remaining:
+        had = _owned(entry)
+        remaining = had - changed
+        if remaining == had:
+            kept.append(entry)  # none of its fields changed hands: kept as it is
+        elif remaining:
             entry["fieldsV1"] = fields_v1(remaining)
             kept.append(entry)
     owned = (_owned(mine) if mine is not None else set()) | changed

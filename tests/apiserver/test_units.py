@@ -152,6 +152,37 @@ def test_updates_record_their_fields() -> None:
     assert {"creator": {"f:data": {"f:x": {}}}, "editor": {"f:data": {"f:y": {}}}} == owners
 
 
+def test_an_update_leaves_the_entries_of_managers_whose_fields_it_does_not_take_as_they_are() -> None:
+    """Only the entries that lose fields are rewritten; another manager's entry (here with a list
+    item key as a cluster writes them) is kept as it was, the writer's own updated."""
+    cm = Catalog.build([]).lookup("", "v1", "configmaps")
+    assert cm is not None
+    other = {
+        "manager": "kubectl",
+        "operation": "Apply",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:finalizers": {".": {}, 'v:"example.com/keep"': {}}}, "f:data": {"f:x": {}}},
+    }
+    old = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "a", "finalizers": ["example.com/keep"], "managedFields": [other]},
+        "data": {"x": "1", "y": "2"},
+    }
+    new = {**old, "metadata": dict(old["metadata"]), "data": {"x": "1", "y": "3"}}
+    record_update(old, new, "editor", resource=cm)
+
+    entries = new["metadata"]["managedFields"]
+    assert [other, "editor"] == [entries[0], entries[1]["manager"]]
+    assert {"f:data": {"f:y": {}}} == entries[1]["fieldsV1"]
+    taken = {**old, "metadata": dict(new["metadata"]), "data": {"x": "2", "y": "3"}}
+    record_update(new, taken, "editor", resource=cm)
+    assert [{"f:metadata": {"f:finalizers": {}}}] == [
+        e["fieldsV1"] for e in taken["metadata"]["managedFields"] if e["manager"] == "kubectl"
+    ]
+
+
 def test_parse_address() -> None:
     """--address is HOST:PORT; anything else is a usage error."""
     assert ("127.0.0.1", 0) == parse_address("127.0.0.1:0")
