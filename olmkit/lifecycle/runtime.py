@@ -349,6 +349,8 @@ class ControllerManager:
         for route in self._routes:
             self._route_kinds.setdefault((group_of(route[0]), route[1]), []).append(route)
         self._polled_at: str | None = None
+        #: the store answered a read across kinds: later polls start with one
+        self._across = False
         self._quiet_at: str | None = None  # the server's resourceVersion when last seen settled
         self._polled_count = -POLL_EVERY
         self.reconciles = 0
@@ -367,12 +369,19 @@ class ControllerManager:
 
     def poll(self) -> int:
         """Deliver every change since the last poll to the queue; returns how many."""
+        if self._across:
+            # the store reads across kinds: one read says whether anything changed and what
+            count = self._poll_across_kinds()
+            if count is not None:
+                return count
         latest = self.store.latest_resource_version()
         if latest is not None and latest == self._polled_at:
             return 0  # nothing changed anywhere since the last poll
         count = self._poll_across_kinds()
         if count is None:
             count = self._poll_each_kind()
+        else:
+            self._across = True
         self._polled_at = latest
         return count
 
@@ -410,6 +419,7 @@ class ControllerManager:
                 self._dispatch(route, event)
             count += len(routed)
             self._versions[route] = str(max(positions[route], last))
+        self._polled_at = str(last)
         return count
 
     def _poll_each_kind(self) -> int:
