@@ -338,6 +338,19 @@ class Store(abc.ABC):
         """
         time.sleep(min(timeout, 0.05))
 
+    def add_commit_listener(self, listener: Callable[[], None]) -> bool:
+        """Have ``listener`` called after each write this store object commits, in the writing thread.
+
+        For a reader that follows the store's changes in the same process (the API server's
+        watch hub): it reads a write's changes at once instead of a thread of its own being
+        woken for each. Writes by other processes (or other store objects) are not reported:
+        poll for those. A listener's exception is not the write's (it is logged). Returns
+        whether the backend calls listeners (the default: ``False``).
+
+        .. versionadded:: 0.5
+        """
+        return False
+
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release the backend's resources."""
 

@@ -10,6 +10,7 @@ history (a watch resuming from before it gets ``Expired``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -22,6 +23,8 @@ from olmkit.store._local import Key, LocalStore, Txn, dumps, loads
 from olmkit.store.errors import Expired, StoreError
 
 __all__ = ["SqliteStore"]
+
+log = logging.getLogger("olmkit.store")
 
 SCHEMA_VERSION = 1
 #: The events of this process's own writes kept in memory for :meth:`SqliteStore.changes_after`.
@@ -141,6 +144,7 @@ class SqliteStore(LocalStore):
         self._recent: dict[int, tuple[EventType, str, str, bytes]] = {}
         #: reads across kinds answered from ``_recent`` (for tests)
         self.recent_reads = 0
+        self._listeners: list[Callable[[], None]] = []
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self._db()
@@ -198,6 +202,15 @@ class SqliteStore(LocalStore):
             self._remember(txn.events)
             with self._changed:
                 self._changed.notify_all()
+            for listener in self._listeners:
+                try:
+                    listener()
+                except Exception:  # the write is committed: a listener's failure is not its
+                    log.exception("a commit listener of %s failed", self.path)
+
+    def add_commit_listener(self, listener: Callable[[], None]) -> bool:
+        self._listeners.append(listener)
+        return True
 
     def _remember(self, events: list[tuple[int, EventType, str, str, bytes]]) -> None:
         """Keep a committed write's events for readers in this process (the last :data:`RECENT`)."""

@@ -7,7 +7,7 @@ import threading
 import pytest
 from conftest import RBAC_ROLE, cm, owner_ref, rv, settled
 
-from olmkit.store import Conflict, Expired, Invalid, NotFound, retry_on_conflict
+from olmkit.store import AlreadyExists, Conflict, Expired, Invalid, NotFound, retry_on_conflict
 
 
 def exists(store, name, namespace="default", kind="ConfigMap", api_version="v1"):
@@ -450,3 +450,31 @@ def test_sqlite_changes_after_keeps_nothing_of_a_rolled_back_write(tmp_path):
 
     assert ["a", "x"] == [e.object["metadata"]["name"] for _, e in found]
     assert start + 2 == last
+
+
+def test_sqlite_commit_listeners_hear_each_committed_write_only(tmp_path, caplog):
+    """A commit listener is called in the writing thread after each write that committed, not after
+    a failed one nor for another store object's writes; a listener that fails does not fail the write."""
+    from olmkit.store import MemoryStore, SqliteStore
+
+    with SqliteStore(tmp_path / "c.db") as store, SqliteStore(tmp_path / "c.db") as other:
+        heard: list[tuple[str | None, bool]] = []
+
+        def listener() -> None:
+            heard.append((store.latest_resource_version(), store._lock.locked()))
+            if len(heard) == 2:
+                raise RuntimeError("a listener bug")
+
+        assert store.add_commit_listener(listener)
+        store.create(cm("a"))
+        made = store.create(cm("b"))  # its listener call fails: the write stands
+        with pytest.raises(AlreadyExists):
+            store.create(cm("b"))
+        other.create(cm("c"))
+        store.update({**made, "data": {"k": "v"}})
+
+        assert [(made["metadata"]["resourceVersion"], False)] == heard[1:2]
+        assert [int(rv) for rv, _ in heard] == [int(made["metadata"]["resourceVersion"]) + n for n in (-1, 0, 2)]
+        assert "a commit listener" in caplog.text
+        assert {"k": "v"} == store.get("v1", "ConfigMap", "b", "default")["data"]
+    assert not MemoryStore().add_commit_listener(listener)  # a backend that does not report its writes
