@@ -246,15 +246,16 @@ class ApiServer:
             result: Any = None
             error: BaseException | None = None
             try:
-                result = fn(*args, **kwargs)
+                with self.hub.writing() if self.hub is not None else contextlib.nullcontext():
+                    result = fn(*args, **kwargs)
             except BaseException as exc:  # handed to the awaiting request, as run_in_executor does
                 error = exc
 
             def post(deliver: Callable[[], None]) -> None:
-                loop.call_soon_threadsafe(finish, deliver, result, None)
+                loop.call_soon_threadsafe(finish, deliver, result, error)
 
             handed = False
-            if self.hub is not None and error is None:
+            if self.hub is not None:  # also after a failure: part of the work may have been written
                 try:
                     handed = self.hub.scan_now(post)
                 except Exception:  # the loop closed, or a failed read: the dispatcher thread delivers

@@ -18,7 +18,7 @@ import collections
 import contextlib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from typing import Any
 
@@ -29,6 +29,9 @@ __all__ = ["Delivered", "Subscriber", "WatchHub", "relabelled"]
 Matcher = Callable[[dict[str, Any]], bool]
 LabelMatcher = Callable[[Any], bool]
 UNKNOWN: Any = object()
+#: How often the dispatcher reads the changes other processes made to a store that reports this
+#: process's writes itself (SQLite's own watches look as often).
+OTHERS_POLL = 0.05
 
 
 def _labels(obj: dict[str, Any]) -> Any:
@@ -175,6 +178,11 @@ class WatchHub:
         #: held while reading changes and handing them to the loop, so deliveries keep the store's order
         self._scan_lock = threading.Lock()
         self._stop = threading.Event()
+        #: set in a thread whose writes' changes it reads itself (:meth:`writing`)
+        self._writing = threading.local()
+        #: the store reports this process's writes (:meth:`Store.add_commit_listener`): the
+        #: dispatcher thread only polls for other processes' writes
+        self._pushed = store.add_commit_listener(self._committed)
         self._thread = threading.Thread(target=self._run, name="olmkit-watch", daemon=True)
         self._thread.start()
         self.listeners: list[Callable[[str, str], None]] = []
@@ -188,7 +196,10 @@ class WatchHub:
                 kinds = list(self._kinds.values())
             position = self._scan_all(kinds)
             if position is not None:
-                self.store.wait_for_change(str(position), 0.5)
+                if self._pushed:  # this process's writes are read as they commit (_committed)
+                    self._stop.wait(OTHERS_POLL)
+                else:
+                    self.store.wait_for_change(str(position), 0.5)
                 continue
             latest = self.store.latest_resource_version()
             if latest is None or latest != seen:
@@ -238,6 +249,23 @@ class WatchHub:
             else:
                 post(functools.partial(self._deliver_all, batches, last))
         return last
+
+    def _committed(self) -> None:
+        """A write of this process committed (in its thread): read its changes and post them to the loop."""
+        if self._stop.is_set() or getattr(self._writing, "active", False):
+            return  # stopped, or a writer that reads its changes itself (scan_now)
+        with self._lock:
+            kinds = list(self._kinds.values())
+        self._scan_all(kinds)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Writes of the calling thread inside this block are left to it: it calls :meth:`scan_now` after."""
+        self._writing.active = True
+        try:
+            yield
+        finally:
+            self._writing.active = False
 
     def scan_now(self, post: Callable[[Callable[[], None]], None]) -> bool:
         """Read the changes of every followed kind in the calling thread (a writer, right after

@@ -400,3 +400,51 @@ def test_a_slow_catalog_build_does_not_replace_a_newer_one(tmp_path: Any) -> Non
 
     assert 200 == status
     assert ["gadgets"] == [r["name"] for r in listed["resources"]]
+
+
+def test_a_watch_over_sqlite_gets_writes_of_this_process_and_of_others_in_order(tmp_path: Any) -> None:
+    """Over a store that reports this process's writes as they commit, a watch gets them (written
+    through the API, or straight into the store by another thread) and another process's writes
+    (another store object on the file), all in order."""
+    from olmkit.store import SqliteStore
+    from tests.apiserver.conftest import start_in_process
+
+    store = SqliteStore(tmp_path / "c.db")
+    other = SqliteStore(tmp_path / "c.db")
+    server = start_in_process(store, tmp_path, bookmark_interval=60)
+    try:
+        path = "/api/v1/namespaces/ns/configmaps"
+        start = server.http.json("GET", path)[1]["metadata"]["resourceVersion"]
+        stream = server.http.request("GET", f"{path}?watch=true&resourceVersion={start}", preload=False)
+        names = []
+        for n in range(6):
+            name = f"c{n}"
+            names.append(name)
+            if n % 3 == 0:
+                server.http.json("POST", path, _cm(name))
+            elif n % 3 == 1:
+                writer = threading.Thread(
+                    target=store.create, args=({**_cm(name), "metadata": {"name": name, "namespace": "ns"}},)
+                )
+                writer.start()
+                writer.join()
+            else:
+                other.create({**_cm(name), "metadata": {"name": name, "namespace": "ns"}})
+        received: list[dict[str, Any]] = []
+        buffer = b""
+        deadline = time.monotonic() + 10
+        for chunk in stream.stream(amt=None):
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                received.append(orjson.loads(line))
+            if len(received) >= 6 or time.monotonic() > deadline:
+                break
+        stream.release_conn()
+
+        assert names == [e["object"]["metadata"]["name"] for e in received]
+        assert ["ADDED"] * 6 == [e["type"] for e in received]
+    finally:
+        server.close()
+        other.close()
+        store.close()
