@@ -625,8 +625,8 @@ class ControllerManager:
             if self.poll():
                 return
             pause = min(step, until - self.clock.now())
-            if isinstance(self.clock, RealClock):
-                self.store.wait_for_change(self._polled_at, max(pause, 0.0))
+            if isinstance(self.clock, RealClock):  # woken by changes of the kinds watched
+                self.store.wait_for_change_of(self._route_kinds.keys(), self._polled_at, max(pause, 0.0))
             else:
                 self.clock.sleep(pause)
             step = min(step * 2, 0.5)

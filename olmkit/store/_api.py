@@ -338,6 +338,19 @@ class Store(abc.ABC):
         """
         time.sleep(min(timeout, 0.05))
 
+    def wait_for_change_of(
+        self, kinds: Collection[tuple[str, str]], resource_version: str | None, timeout: float
+    ) -> None:
+        """:meth:`wait_for_change`, for a reader of ``kinds`` only (``(API group, kind)`` pairs).
+
+        A backend may sleep through this store object's writes of other kinds (the SQLite store
+        does); other processes' writes wake it as :meth:`wait_for_change` does. The default is
+        :meth:`wait_for_change`.
+
+        .. versionadded:: 0.5
+        """
+        self.wait_for_change(resource_version, timeout)
+
     def add_commit_listener(self, listener: Callable[[], None]) -> bool:
         """Have ``listener`` called after each write this store object commits, in the writing thread.
 

@@ -142,9 +142,12 @@ class SqliteStore(LocalStore):
         self._before_commit: Callable[[], None] | None = None  # test hook: runs inside each write
         #: the events this store's writes committed, by resourceVersion (the last :data:`RECENT`)
         self._recent: dict[int, tuple[EventType, str, str, bytes]] = {}
+        self._recent_last = 0
         #: reads across kinds answered from ``_recent`` (for tests)
         self.recent_reads = 0
         self._listeners: list[Callable[[], None]] = []
+        #: threads waiting for writes of some kinds (wait_for_change_of): their wake-up, the kinds
+        self._waiters: dict[threading.Event, frozenset[tuple[str, str]]] = {}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self._db()
@@ -202,6 +205,12 @@ class SqliteStore(LocalStore):
             self._remember(txn.events)
             with self._changed:
                 self._changed.notify_all()
+            if self._waiters:
+                touched = {(group, kind) for _, _, group, kind, _ in txn.events}
+                with self._lock:
+                    for woken, kinds in self._waiters.items():
+                        if not kinds.isdisjoint(touched):
+                            woken.set()
             for listener in self._listeners:
                 try:
                     listener()
@@ -212,12 +221,36 @@ class SqliteStore(LocalStore):
         self._listeners.append(listener)
         return True
 
+    def wait_for_change_of(
+        self, kinds: Collection[tuple[str, str]], resource_version: str | None, timeout: float
+    ) -> None:
+        """Wait for a write of ``kinds`` by this store object, or ``poll_interval`` (others' writes)."""
+        wanted = frozenset(kinds)
+        try:
+            after = int(resource_version or 0)
+        except ValueError:
+            after = 0
+        woken = threading.Event()
+        with self._lock:
+            recent, last = self._recent, self._recent_last
+            if last - after > RECENT or any(
+                (recent.get(rv) or ("", "", "", b""))[1:3] in wanted for rv in range(after + 1, last + 1)
+            ):
+                return  # written since the reader looked
+            self._waiters[woken] = wanted
+        try:
+            woken.wait(min(timeout, self.poll_interval))
+        finally:
+            with self._lock:
+                self._waiters.pop(woken, None)
+
     def _remember(self, events: list[tuple[int, EventType, str, str, bytes]]) -> None:
         """Keep a committed write's events for readers in this process (the last :data:`RECENT`)."""
         with self._lock:
             recent = self._recent
             for rv, etype, group, kind, data in events:
                 recent[rv] = (etype, group, kind, data)
+                self._recent_last = max(self._recent_last, rv)
             if len(recent) > RECENT + RECENT // 4:
                 for rv in sorted(recent)[: len(recent) - RECENT]:
                     del recent[rv]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from conftest import RBAC_ROLE, cm, owner_ref, rv, settled
@@ -478,3 +479,39 @@ def test_sqlite_commit_listeners_hear_each_committed_write_only(tmp_path, caplog
         assert "a commit listener" in caplog.text
         assert {"k": "v"} == store.get("v1", "ConfigMap", "b", "default")["data"]
     assert not MemoryStore().add_commit_listener(listener)  # a backend that does not report its writes
+
+
+def test_sqlite_wait_for_change_of_sleeps_through_this_stores_writes_of_other_kinds(tmp_path):
+    """A reader of some kinds waiting on the SQLite store is woken by this store's write of one of
+    them, not by its writes of other kinds; at once when such a write came after the position it
+    gives; and within the poll interval otherwise (another process's writes are not reported)."""
+    from olmkit.store import SqliteStore
+
+    with SqliteStore(tmp_path / "c.db", poll_interval=3.0) as store:
+        kinds = {("", "ConfigMap")}
+        position = store.latest_resource_version()
+        woke: list[float] = []
+        written: list[float] = []
+
+        def reader() -> None:
+            store.wait_for_change_of(kinds, position, 3.0)
+            woke.append(time.monotonic())
+
+        waiting = threading.Thread(target=reader)
+        waiting.start()
+        time.sleep(0.2)
+        store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}})
+        time.sleep(0.3)
+        assert not woke  # a Secret does not wake a reader of ConfigMaps
+        written.append(time.monotonic())
+        store.create(cm("a"))
+        waiting.join(5)
+
+        assert woke
+        assert woke[0] - written[0] < 1.0
+        start = time.monotonic()
+        store.wait_for_change_of(kinds, position, 3.0)  # a ConfigMap was written after that position
+        assert time.monotonic() - start < 0.5
+        start = time.monotonic()
+        store.wait_for_change_of(kinds, store.latest_resource_version(), 0.3)
+        assert 0.25 < time.monotonic() - start < 2.0  # nothing: the timeout
