@@ -347,7 +347,7 @@ class Store(abc.ABC):
         does); other processes' writes wake it as :meth:`wait_for_change` does. The default is
         :meth:`wait_for_change`.
 
-        .. versionadded:: 0.5
+        .. versionadded:: 0.4
         """
         self.wait_for_change(resource_version, timeout)
 
@@ -360,7 +360,7 @@ class Store(abc.ABC):
         poll for those. A listener's exception is not the write's (it is logged). Returns
         whether the backend calls listeners (the default: ``False``).
 
-        .. versionadded:: 0.5
+        .. versionadded:: 0.4
         """
         return False
 
