@@ -38,6 +38,8 @@ WAIT_SECONDS: Final = 30.0
 
 #: the deferred writes, ``(write, big)``; ``None``: writes are not deferred
 _deferred: list[tuple[Callable[[], object], bool]] | None = None
+#: the writes handed to a detached child, kept until the process exits (see :func:`finish_writes`)
+_detached: list[Callable[[], object]] = []
 
 
 def defer_writes() -> None:
@@ -80,6 +82,10 @@ def finish_writes(*, detach: bool = False, directory: Path | None = None) -> Non
     if not writes:
         return
     if detach and _fork.can_fork() and _detach([write for write, _ in writes], directory):
+        # the process is about to exit: what the writes hold (a large catalog) is not freed
+        # here object by object, each page it lies on copied first because the child shares
+        # it (0.1-0.25 s at 200,000 bundles); the exit gives it all back at once
+        _detached.extend(write for write, _ in writes)
         return
     for write, big in writes:
         write_later(write, big=big)

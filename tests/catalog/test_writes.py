@@ -73,6 +73,29 @@ def test_a_detached_write_outlives_the_process_and_keeps_no_pipe_open(tmp_path):
     assert "done" == target.read_text()
 
 
+def test_what_detached_writes_hold_is_not_freed_before_the_exit(tmp_path):
+    """Once the child has the writes, the parent does not free what they hold (shared pages, copied if freed)."""
+    target = tmp_path / "written"
+    program = (
+        "import pathlib, weakref\n"
+        "from olmkit import catalog\n"
+        "class Big:\n"
+        "    pass\n"
+        "big = Big()\n"
+        "held = weakref.ref(big)\n"
+        "catalog.defer_writes()\n"
+        f"catalog.write_later(lambda big=big: pathlib.Path({str(target)!r}).write_text(type(big).__name__))\n"
+        "del big\n"
+        "catalog.finish_writes(detach=True)\n"
+        "print('kept' if held() is not None else 'freed')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60)
+
+    assert "kept\n" == done.stdout
+    assert _wait_for(target.exists)
+    assert "Big" == target.read_text()
+
+
 def test_a_load_waits_for_the_detached_writer_of_an_earlier_command(tmp_path):
     """The child holds the cache directory's writer lock until its writes land; waiting for it sees them."""
     target = tmp_path / "written"
