@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.metadata
 import os
 import sys
 import types
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Final
 
 import attrs
 import pluggy
 
-from olmkit import PROJECT_NAME, hookspecs
+from olmkit import PROJECT_NAME, _entry_points, hookspecs
 from olmkit.errors import OlmkitWarning, PluginError
 from olmkit.registry import Registry
 
@@ -85,6 +85,24 @@ class _Origin:
     origin: str
     distribution: str | None = None
     version: str | None = None
+    #: the distribution's metadata directory, read for its name and version when asked
+    metadata: str | None = None
+
+    def described(self) -> tuple[str | None, str | None]:
+        """The distribution's name and version."""
+        if self.metadata is None:
+            return self.distribution, self.version
+        return _described(_entry_points.distribution_of(self.metadata)) or (None, None)
+
+
+def _described(dist: Any) -> tuple[str | None, str | None] | None:
+    """A distribution's name and version (``None`` for no distribution)."""
+    return (dist.metadata["Name"], dist.version) if dist else None
+
+
+def _described_entry_point(ep: Any) -> tuple[str | None, str | None] | None:
+    """The name and version of an :mod:`importlib.metadata` entry point's distribution."""
+    return _described(ep.dist)
 
 
 def _disabled() -> frozenset[str]:
@@ -153,28 +171,45 @@ class PluginManager(pluggy.PluginManager):
 
     def load_entrypoints(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Load third-party plugins from an entry-point group; broken ones are skipped."""
-        for ep in importlib.metadata.entry_points(group=group):
-            self.known_names.add(ep.name)
-            if self.is_disabled(ep.name) or self.has_plugin(ep.name):
-                continue
-            dist = ep.dist
-            try:
-                plugin = ep.load()
-            except Exception as exc:  # a third-party plugin must never break olmkit
-                where = f"distribution {dist.metadata['Name']} {dist.version}, " if dist else ""
-                message = (
-                    f"plugin {ep.name!r} ({where}{ep.value}) failed to import and is skipped: "
-                    f"{type(exc).__name__}: {exc} (OLMKIT_DISABLE_PLUGINS={ep.name} silences this)"
-                )
-                self.load_failures.append((ep.name, message))
-                warnings.warn(message, PluginLoadWarning, stacklevel=2)
-                continue
-            self.register(plugin, ep.name)
-            self._origins[ep.name] = _Origin(
-                "distribution",
-                dist.metadata["Name"] if dist else None,
-                dist.version if dist else None,
+        found = _entry_points.entry_points(group)
+        if found is None:  # a layout only importlib.metadata reads
+            import importlib.metadata
+
+            for ep in importlib.metadata.entry_points(group=group):
+                self._load_entrypoint(ep.name, ep.value, ep.load, partial(_described_entry_point, ep))
+            return
+        for point in found:
+            origin = _Origin("distribution", metadata=point.metadata)
+            self._load_entrypoint(point.name, point.value, partial(_entry_points.load, point), origin.described, origin)
+
+    def _load_entrypoint(
+        self,
+        name: str,
+        value: str,
+        load: Callable[[], Any],
+        distribution: Callable[[], tuple[str | None, str | None] | None],
+        origin: _Origin | None = None,
+    ) -> None:
+        self.known_names.add(name)
+        if self.is_disabled(name) or self.has_plugin(name):
+            return
+        try:
+            plugin = load()
+        except Exception as exc:  # a third-party plugin must never break olmkit
+            dist = distribution()
+            where = f"distribution {dist[0]} {dist[1]}, " if dist is not None else ""
+            message = (
+                f"plugin {name!r} ({where}{value}) failed to import and is skipped: "
+                f"{type(exc).__name__}: {exc} (OLMKIT_DISABLE_PLUGINS={name} silences this)"
             )
+            self.load_failures.append((name, message))
+            warnings.warn(message, PluginLoadWarning, stacklevel=3)
+            return
+        self.register(plugin, name)
+        if origin is None:
+            dist = distribution()
+            origin = _Origin("distribution", *(dist or (None, None)))
+        self._origins[name] = origin
 
     def warn_unknown_disabled(self) -> list[str]:
         """Warn about names in ``OLMKIT_DISABLE_PLUGINS`` that match no plugin; returns them."""
@@ -214,12 +249,13 @@ class PluginManager(pluggy.PluginManager):
                 continue
             hooks = tuple(sorted(impl.name for impl in self.get_hookcallers(plugin) or ()))
             origin = self._origins.get(name, _Origin("registered"))
+            distribution, version = origin.described()
             infos.append(
                 PluginInfo(
                     name=name,
                     origin=origin.origin,
-                    distribution=origin.distribution,
-                    version=origin.version,
+                    distribution=distribution,
+                    version=version,
                     hooks=hooks,
                     registers={k: sorted(v) for k, v in sorted(by_plugin.get(name, {}).items())},
                 )

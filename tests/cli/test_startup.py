@@ -30,7 +30,7 @@ def _imports_after(*argv: str, tmp_path) -> dict[str, bool]:
         "from olmkit.cli import main\n"
         f"code = main({list(argv)!r})\n"
         "watch = ['olmkit.manager', 'pluggy', 'olmkit.resolver', 'olmkit.catalog', 'yaml', 'olmkit.cli.operators', "
-        "'attrs', 'kubernetes', 'olmkit.kube']\n"
+        "'attrs', 'kubernetes', 'olmkit.kube', 'importlib.metadata', 'email', 'subprocess']\n"
         "print(json.dumps({m: m in sys.modules for m in watch} | {'code': code}))\n"
     )
     env = {"OLMKIT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
@@ -68,7 +68,23 @@ def test_get_loads_no_plugins_and_no_resolver(tmp_path):
         "olmkit.cli.operators": False,
         "kubernetes": False,
         "olmkit.kube": False,
-    } == {k: v for k, v in seen.items() if k != "attrs"}
+    } == {k: v for k, v in seen.items() if k not in ("attrs", "importlib.metadata", "email", "subprocess")}
+
+
+def test_resolve_reads_the_plugins_entry_points_without_importlib_metadata(tmp_path):
+    """A resolution finds the third-party plugins (the contrib ones are installed where the tests run) without
+    importing importlib.metadata and the email package it parses metadata with, and starts no process."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "catalog"
+
+    seen = _imports_after(
+        "resolve", "--catalog", str(examples), "--subscribe", "cert-manager-lite", "-o", "json", tmp_path=tmp_path
+    )
+
+    assert {"code": 0, "importlib.metadata": False, "email": False, "subprocess": False} == {
+        k: seen[k] for k in ("code", "importlib.metadata", "email", "subprocess")
+    }
 
 
 def test_read_only_commands_do_not_create_a_store(tmp_path, capsys):
