@@ -21,14 +21,10 @@ minutes and gigabytes, and need ``--yes``.
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
-import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -73,6 +69,8 @@ LIBSOLV_SCRIPT: Final = Path(__file__).resolve().parents[2] / "benchmarks" / "li
 def libsolv_missing(python: str | None = None) -> str | None:
     """``None`` when ``python`` (default :data:`SYSTEM_PYTHON`) can import libsolv's ``solv``, else why not
     and how to install it."""
+    import subprocess
+
     python = python or SYSTEM_PYTHON
     if not Path(python).exists():
         return f"{python} not found; install python3-solv with {INSTALL_LIBSOLV}"
@@ -239,6 +237,8 @@ def _check_solver(name: str, pm: Any) -> None:
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(word, sorted(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -355,6 +355,8 @@ def problem_objects(workload: Path, pm: Any, *, cache: bool = True) -> list[dict
     installed CSVs carrying the bundle's properties annotation (their subscriptions point
     at them through ``status.installedCSV``).
     """
+    import json
+
     from olmkit.catalog import load_catalog
 
     problem = json.loads((workload / "problem.json").read_text())
@@ -478,6 +480,8 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
             f"--packages {args.packages} --bundles {args.bundles} is {bundles:,} bundles: generating and "
             f"resolving more than {BENCH_MAX_BUNDLES:,} takes minutes and gigabytes of memory; pass --yes to run it"
         )
+    import tempfile
+
     workload = Path(tempfile.mkdtemp(prefix="olmkit-bench-"))
     try:
         _generate(generator, workload, args)
@@ -518,6 +522,8 @@ def _progress(what: str) -> Iterator[None]:
 
 
 def _generate(generator: Path, workload: Path, args: argparse.Namespace) -> None:
+    import subprocess
+
     command = [sys.executable, str(generator), "--packages", str(args.packages), "--bundles", str(args.bundles)]
     command += ["--subscriptions", str(args.subscriptions), "--seed", str(args.seed), str(workload)]
     what = f"generating {args.packages:,} packages x {args.bundles} bundles, {args.subscriptions} subscriptions"
@@ -655,6 +661,9 @@ def _bench(args: argparse.Namespace, pm: Any, workload: Path, backend: str, engi
 
 def _libsolv(workload: Path) -> dict[str, Any]:
     """libsolv's figures on ``workload`` (``benchmarks/libsolv_resolve.py``), or why it did not run."""
+    import json
+    import subprocess
+
     missing = libsolv_missing()
     if missing:
         sys.stderr.write(f"olmkit: libsolv not run: {missing}\n")
