@@ -22,6 +22,20 @@ def _ptr(buf: array[int], ctype: str = "int *") -> Any:
     return ffi.cast(ctype, ffi.from_buffer(buf))
 
 
+def _adopt(pointer: Any, n: int) -> memoryview:
+    """``n`` ints the C part allocated, as a view of that memory (no copy), freed when the view goes.
+
+    Read and indexed as the pure twin's ``array('i')`` is (equal to it, element by element);
+    copying into an array instead cost a page fault per page of fresh memory as well as the
+    copy: 0.04 s of a cold resolution at 40k bundles, 0.15 s at 200k.
+    """
+    if not n:
+        lib.olm_free(pointer)
+        return memoryview(bytearray()).cast("i")
+    # the buffer keeps the owning pointer alive, and the view keeps the buffer
+    return memoryview(ffi.buffer(ffi.gc(pointer, lib.olm_free), 4 * n)).cast("i")
+
+
 def _take(out: Any, out_len: Any) -> array[int]:
     n = out_len[0]
     try:
@@ -33,7 +47,7 @@ def _take(out: Any, out_len: Any) -> array[int]:
     return result
 
 
-def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) -> tuple[array[int], int]:
+def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) -> tuple[memoryview, int]:
     """See :func:`olmkit._solver._pure.encode`."""
     out = ffi.new("int **")
     out_len = ffi.new("size_t *")
@@ -41,7 +55,7 @@ def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) ->
     rc = lib.olm_encode(n_vars, _ptr(nodes), _ptr(args), _ptr(top), len(top), out, out_len, top_var)
     if rc:
         raise MemoryError("olmkit._solver: out of memory while encoding")
-    return _take(out, out_len), top_var[0]
+    return _adopt(out[0], out_len[0]), top_var[0]
 
 
 def encode_counter(first_var: int, lits: array[int]) -> tuple[array[int], array[int], int]:
@@ -158,13 +172,6 @@ class Searcher:
         }
 
 
-def _out(ptr: Any, n: int) -> array[int]:
-    result = array("i")
-    if n:
-        result.frombytes(ffi.buffer(ptr, 4 * n))
-    return result
-
-
 def expand(
     blocks: Sequence[Any],
     n_items: int,
@@ -236,20 +243,26 @@ def expand(
             empty = array("i")
             return (out.error, 0, empty, empty, empty, empty, empty, empty, empty, 0, 0, array("i", [0]), empty)
         n_vars = out.n_vars
+
+        def take(field: str, n: int) -> memoryview:
+            pointer = getattr(out, field)
+            setattr(out, field, ffi.NULL)  # the view owns it now: olm_expansion_free leaves it
+            return _adopt(pointer, n)
+
         return (
             -1,
             n_vars,
-            _out(out.var_item, n_vars),
-            _out(out.group_keys, out.n_groups),
-            _out(out.nodes, out.n_nodes),
-            _out(out.args, out.n_args),
-            _out(out.top, out.n_top),
-            _out(out.top_owner, out.n_top),
-            _out(out.top_index, out.n_top),
+            take("var_item", n_vars),
+            take("group_keys", out.n_groups),
+            take("nodes", out.n_nodes),
+            take("args", out.n_args),
+            take("top", out.n_top),
+            take("top_owner", out.n_top),
+            take("top_index", out.n_top),
             out.anchor_start,
             out.n_anchors,
-            _out(out.vdep_start, n_vars + 1),
-            _out(out.vdep, out.n_vdep),
+            take("vdep_start", n_vars + 1),
+            take("vdep", out.n_vdep),
         )
     finally:
         lib.olm_expansion_free(out)

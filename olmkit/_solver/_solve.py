@@ -62,21 +62,26 @@ class _Clauses:
     When the propagator took the buffer for its own (:meth:`take`: the C searcher keeps
     its clauses there, with no copy), a SAT solver asked later gets them encoded again
     (the same clauses: encoding is deterministic, and cheap next to teaching a solver).
+    The C encoder's buffer is a view of its own memory; a SAT solver gets an ``array('i')``.
     """
 
-    def __init__(self, first: array[int], encode: Callable[[], array[int]]) -> None:
-        self._buffer: array[int] | None = first
+    def __init__(self, first: array[int] | memoryview, encode: Callable[[], array[int] | memoryview]) -> None:
+        self._buffer: array[int] | memoryview | None = first
         self._encode = encode
 
-    def take(self) -> array[int]:
-        buffer = self.get()
+    def take(self) -> array[int] | memoryview:
+        buffer = self._buffer if self._buffer is not None else self._encode()
         self._buffer = None
         return buffer
 
     def get(self) -> array[int]:
-        if self._buffer is None:
-            self._buffer = self._encode()
-        return self._buffer
+        buffer = self._buffer if self._buffer is not None else self._encode()
+        if not isinstance(buffer, array):
+            copy = array("i")
+            copy.frombytes(buffer.cast("B"))
+            buffer = copy
+        self._buffer = buffer
+        return buffer
 
 
 class _Oracle:

@@ -43,7 +43,7 @@ def test_basic_clauses(implementation):
 
     buf, top = encode(variables)
 
-    assert "i" == buf.typecode
+    assert "i" == memoryview(buf).format  # C ints: the pure array, or a view of the C encoder's buffer
     # activations: 4..8 for the five constraints
     assert [[-4, 1], [-5, -1, 2, 3], [-6, -2], [-7, -2, -3], [-8, -3]] == clauses_of(buf)
     assert 8 == top
