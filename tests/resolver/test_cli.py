@@ -307,3 +307,36 @@ def test_bench_resolve_documents_every_flag(capsys):
     undocumented = [a.option_strings for a in sub._actions if a.option_strings and not a.help]
     assert [] == undocumented
     assert "bundles per package" in next(a.help for a in sub._actions if "-B" in a.option_strings)
+
+
+@pytest.mark.parametrize(
+    ("form", "subscribe"),
+    [
+        (["-o", "json"], ["cert-manager-lite", "backup-operator"]),
+        (["-o", "json", "--explain"], ["cert-manager-lite", "nope", "backup-operator/no-such-channel"]),
+        (["-o", "text", "--explain"], ["cert-manager-lite", "nope", "backup-operator/no-such-channel"]),
+    ],
+)
+def test_the_program_answers_as_main_does_cold_and_warm(tmp_path, monkeypatch, capsys, form, subscribe):
+    """`python -m olmkit resolve` (start-up, plugins from entry points, the quick exit, the cache left to a
+    detached writer) prints what main() prints, byte for byte, on a fresh cache and on the cache it left."""
+    import subprocess
+    import sys
+
+    from olmkit.catalog import CACHE_ENV
+    from olmkit.catalog._writes import wait_for_writers
+
+    args = ["resolve", "--catalog", str(EXAMPLES), *(a for s in subscribe for a in ("--subscribe", s)), *form]
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "in-process"))
+    expected = run(capsys, *args)[:2]
+    cache = tmp_path / "program"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+
+    answers = []
+    for _ in ("cold", "warm"):
+        done = subprocess.run([sys.executable, "-m", "olmkit", *args], capture_output=True, text=True, timeout=120)
+        answers.append((done.returncode, done.stdout))
+        wait_for_writers(cache)
+
+    assert [expected, expected] == answers
+    assert (1 if "nope" in subscribe else 0) == expected[0]
