@@ -701,19 +701,13 @@ class Problem:
             if sub_id in seen:
                 raise DuplicateIdentifier(identifier=sub_id)
             seen.add(sub_id)
-        exp = self._expansion
-        for g in range(len(exp.group_keys)):
-            key = self.key_text(exp.group_keys[g])
-            if key in seen or self._is_item_id(key):
+        keys = self.cats[0].graph.keys if self.cats else []
+        base = len(keys)
+        for k in self._expansion.group_keys:  # key_text, inline: once per uniqueness rule reached
+            key = keys[k] if k < base else self._keys[k - base]
+            if key in seen or (key.count("/") == 3 and key in self.ids()):  # a catalog entry's identifier
                 raise DuplicateIdentifier(identifier=key)
             seen.add(key)
-
-    def _is_item_id(self, text: str) -> bool:
-        """Whether ``text`` is the identifier of a catalog entry variable of this problem."""
-        parts = text.split("/")
-        if len(parts) != 4:
-            return False
-        return text in self.ids()
 
     # -- identifiers and constraints, on demand ------------------------------------------
 

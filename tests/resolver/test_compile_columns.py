@@ -482,3 +482,44 @@ def test_a_program_the_compiler_does_not_know_is_asked(olmkit_pm, olmkit_registe
     assert graph is not None
     b = graph.channel_first[("b", "stable")]
     assert [[b], [b]] == [list(graph.pred_items[graph.pred_start[p] : graph.pred_start[p + 1]]) for p in range(2)]
+
+
+@pytest.mark.parametrize("key", ["subscription:a", "cat/operators/stable/b.v1.0.0"])
+def test_a_uniqueness_key_that_is_another_variables_identifier(olmkit_pm, olmkit_register, tmp_path, key):
+    """A rule whose key is a subscription's or a catalog entry's identifier shares it: the resolution fails
+    saying so."""
+    from olmkit import hookimpl
+    from olmkit.resolver import resolve
+    from olmkit.types import PropertyType, Uniqueness
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self):
+            yield PropertyType(
+                name="example.io/claim",
+                parse=str,
+                uniqueness=lambda v: Uniqueness(key=v, mandatory_text="one {key}", members_text="{ids}"),
+            )
+
+    olmkit_register(Plugin(), "claims")
+    case = {
+        "catalogs": {
+            "cat": {
+                "packages": {
+                    "a": {  # two bundles make a rule: at most one of them
+                        "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                        "bundles": {
+                            "a.v1.0.0": [{"type": "example.io/claim", "value": key}],
+                            "a.v2.0.0": [{"type": "example.io/claim", "value": key}, "needs-package b >=1.0.0"],
+                        },
+                    },
+                    "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": []}},
+                }
+            }
+        },
+        "subscriptions": [{"package": "a", "source": "cat"}],
+    }
+
+    resolution = resolve(case_request(case, tmp_path, olmkit_pm))
+
+    assert ("error", f'duplicate identifier "{key}" in input') == (resolution.status, resolution.message)
