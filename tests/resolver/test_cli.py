@@ -340,3 +340,52 @@ def test_the_program_answers_as_main_does_cold_and_warm(tmp_path, monkeypatch, c
 
     assert [expected, expected] == answers
     assert (1 if "nope" in subscribe else 0) == expected[0]
+
+
+TRICKY_YAML = """\
+apiVersion: v1
+kind: List
+items:
+- kind: Subscription
+  metadata: {name: s1, namespace: ops, labels: {a: "yes", b: on, c: ~, d: 0x1F, e: 0o17, f: 1_000}}
+  spec: {name: pkg, channel: "1.10", startingCSV: pkg.v1.0.0, config: {env: [{name: X, value: 1e3}]}}
+  status: {installedCSV: &csv pkg.v1.0.0, when: 2024-01-02T03:04:05Z, day: 2024-01-02, inf: .inf, nan: .NaN}
+- kind: ClusterServiceVersion
+  metadata:
+    name: *csv
+    namespace: ops
+    annotations:
+      operatorframework.io/properties: '{"properties":[{"type":"olm.package","value":{"packageName":"pkg"}}]}'
+      note: |
+        two lines,
+        üñïçødé and a tab\there
+      folded: >-
+        folded
+        text
+  spec: {version: 1.0.0, replaces: null, flags: [yes, no, true, False, 012, 0b11, "08"]}
+---
+kind: OperatorGroup
+metadata: {name: og, namespace: ops}
+...
+---
+"""
+
+
+def test_manifests_read_by_libyaml_equal_the_pure_python_loader(tmp_path):
+    """The C loader reads manifests (it is the one used where PyYAML has it) exactly as the pure-Python one."""
+    import yaml
+
+    from olmkit.resolver.manifests import _LOADER, load_manifests
+
+    path = tmp_path / "m.yaml"
+    path.write_text(TRICKY_YAML)
+    pure = []
+    for doc in yaml.load_all(TRICKY_YAML, Loader=yaml.SafeLoader):
+        if doc is not None:
+            pure += doc["items"] if doc.get("kind") == "List" else [doc]
+
+    read = [m.obj for m in load_manifests([path])]
+
+    assert getattr(yaml, "CSafeLoader", yaml.SafeLoader) is _LOADER
+    assert pure == read
+    assert [repr(o) for o in pure] == [repr(o) for o in read]  # types too (ints, floats, dates, bools)
