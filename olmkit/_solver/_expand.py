@@ -128,7 +128,9 @@ class Expansion:
     ``error`` is -1, or the global error that stopped the expansion (the problem arrays
     are then empty). ``var_item`` gives, per variable, the item that owns it, ``-1 - h``
     for head ``h`` and ``-1 - n_heads - g`` for at-most-one group ``g``; ``group_keys``
-    gives each group's global key.
+    gives each group's global key. The C implementation's arrays are memoryviews of C ints
+    over the memory it wrote them in (read, indexed and compared as the ``array('i')`` s of
+    the pure one).
     """
 
     error: int
