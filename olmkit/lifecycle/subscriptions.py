@@ -91,6 +91,9 @@ LEASE_DURATION: Final = 15
 LEASE_HOLD: Final = LEASE_DURATION / 2
 #: the digest of the resolution inputs an InstallPlan was made from
 INPUTS_ANNOTATION: Final = "olmkit.io/resolution-inputs"
+#: the Subscriptions an InstallPlan was made for, with the CSV it installs for each (JSON
+#: ``{"name": "csv"}``): a Subscription whose write after the plan's creation failed adopts it
+PLANNED_FOR_ANNOTATION: Final = "olmkit.io/planned-for"
 #: InstallPlans kept per namespace (older finished ones are deleted, as upstream keeps 5)
 KEEP_INSTALL_PLANS: Final = 5
 
@@ -181,12 +184,14 @@ class SubscriptionController(Controller):
         namespaces = [ns] if exclude_global else [ns, self.ctx.options.global_namespace]
         sources = self.ctx.catalogs.catalog_sources(namespaces)
         csvs = {c["metadata"]["name"]: c for c in store.list(CSV.api_version, CSV.kind, ns)}
+        all_plans = list(store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns))
 
         # 1. status upkeep (written before any resolution: a process waiting for the namespace's
-        # Lease then finds nothing to write here, so it cannot make the resolver's writes conflict)
+        # Lease then finds nothing to write here, so it cannot make the resolver's writes conflict);
+        # a subscription adopts the InstallPlan made for it whose reference was never written
         changed = False
         for sub in subs:
-            kept = self._upkept(sub, csvs, sources)
+            kept = self._upkept(sub, csvs, sources, all_plans)
             if kept is not None:
                 store.update_status({**sub, "status": kept})
                 changed = True
@@ -288,7 +293,7 @@ class SubscriptionController(Controller):
             return DONE
 
         try:
-            plan_name, plan = self._ensure_install_plan(ns, subs, resolution.steps, inputs)
+            plan_name, plan = self._ensure_install_plan(ns, subs, resolution.steps, inputs, steps_by_sub)
         except _UnpackFailed as exc:
             self._fail_unpack(subs, steps_by_sub, exc.failures)
             for failure in exc.failures.values():
@@ -343,12 +348,20 @@ class SubscriptionController(Controller):
 
     # -- status upkeep ------------------------------------------------------------------
 
-    def _upkept(self, sub: Object, csvs: Mapping[str, Object], sources: list[Object]) -> dict[str, Any] | None:
-        """The subscription's status brought up to date with the cluster; ``None`` when it is up to date."""
+    def _upkept(
+        self, sub: Object, csvs: Mapping[str, Object], sources: list[Object], plans: Sequence[Object] = ()
+    ) -> dict[str, Any] | None:
+        """The subscription's status brought up to date with the cluster; ``None`` when it is up to date.
+
+        ``plans``: the namespace's InstallPlans, for adopting one made for the subscription
+        that it does not reference yet (:meth:`_adopt`).
+        """
         store, now = self.ctx.store, self.ctx.now()
         ns = sub["metadata"]["namespace"]
         status = status_of(sub)
         before = orjson.dumps(status, option=orjson.OPT_SORT_KEYS)
+        if plans:
+            self._adopt(sub, status, plans)
         conditions = list(status.get("conditions") or ())
 
         # a subscription generated for a dependency adopts the InstallPlan that created it
@@ -482,6 +495,58 @@ class SubscriptionController(Controller):
         status["lastUpdated"] = now
         return status
 
+    def _adopt(self, sub: Object, status: dict[str, Any], plans: Sequence[Object]) -> None:
+        """Point ``status`` at the newest InstallPlan made for the subscription after the one it references.
+
+        The controller creates a plan, then writes each subscription's reference to it; when
+        that write fails (a conflict with another writer, a lost connection, a killed process)
+        the next pass must not resolve again and make a second plan for the same step. A plan
+        was made for the subscription when it is among the plan's owners (by uid) and in its
+        :data:`PLANNED_FOR_ANNOTATION`, with a generation above the subscription's
+        ``installPlanGeneration``. A plan refused as it was made (``Failed``) is referenced
+        without moving ``currentCSV``, as when it was made.
+        """
+        meta = sub["metadata"]
+        seen = int(status.get("installPlanGeneration") or 0)
+        best: tuple[int, Object, str] | None = None
+        for plan in plans:
+            generation = int(spec_of(plan).get("generation") or 0)
+            if generation <= seen or (best is not None and generation <= best[0]):
+                continue
+            bundle = _planned_for(plan, meta)
+            if bundle is not None:
+                best = (generation, plan, bundle)
+        if best is None:
+            return
+        generation, plan, bundle = best
+        plan_meta = plan["metadata"]
+        ref = {
+            "apiVersion": INSTALL_PLAN.api_version,
+            "kind": INSTALL_PLAN.kind,
+            "name": plan_meta["name"],
+            "namespace": plan_meta["namespace"],
+            "uid": plan_meta["uid"],
+            "resourceVersion": plan_meta["resourceVersion"],
+        }
+        status.update(installPlanRef=ref, installPlanGeneration=generation)
+        if status_of(plan).get("phase") == "Failed":
+            return
+        current = status.get("currentCSV")
+        if current and current != bundle:
+            message = f"upgrading from {current} to {bundle} (installplan {plan_meta['name']})"
+            self.ctx.record_event(sub, "Normal", "UpgradePending", message)
+        status.update(
+            currentCSV=bundle,
+            installplan={
+                "apiVersion": INSTALL_PLAN.api_version,
+                "kind": INSTALL_PLAN.kind,
+                "name": plan_meta["name"],
+                "uuid": plan_meta["uid"],
+            },
+            state=STATE_UPGRADE_PENDING,
+        )
+        self.ctx.event(f"subscription {meta['namespace']}/{meta['name']}: adopted installplan {plan_meta['name']}")
+
     def _upgrade_available(self, sub: Object, csv: Object) -> bool:
         """Whether the subscribed channel has a bundle that upgrades the installed CSV."""
         ref = _subscription(sub)
@@ -599,19 +664,36 @@ class SubscriptionController(Controller):
     # -- the InstallPlan ----------------------------------------------------------------
 
     def _ensure_install_plan(
-        self, ns: str, subs: list[Object], steps: Sequence[Step], inputs: bytes
+        self,
+        ns: str,
+        subs: list[Object],
+        steps: Sequence[Step],
+        inputs: bytes,
+        steps_by_sub: Mapping[str, Step],
     ) -> tuple[str, Object]:
-        """Create the InstallPlan for ``steps`` (or reuse an unfinished identical one a crash left behind)."""
+        """Create the InstallPlan for ``steps``, or reuse an unfinished one made for them.
+
+        Reused: a plan for the same CSVs whose status was never written (a crash right after
+        its creation), or an unfinished one made from these very resolution inputs (its
+        subscriptions' writes failed and it was not adopted: made by a version that did not
+        record whom it was for).
+        """
         store = self.ctx.store
         csv_names = [s.bundle for s in steps]
         plans = list(store.list(INSTALL_PLAN.api_version, INSTALL_PLAN.kind, ns))
         for plan in plans:
-            if spec_of(plan).get("clusterServiceVersionNames") == csv_names and not status_of(plan).get("phase"):
-                name = plan["metadata"]["name"]
+            if spec_of(plan).get("clusterServiceVersionNames") != csv_names:
+                continue
+            name = plan["metadata"]["name"]
+            phase = status_of(plan).get("phase")
+            if not phase:
                 try:
                     return name, self._write_plan_status(plan, self._plan_steps(ns, name, steps))
                 except AdmissionRefused as exc:
                     return name, self._refuse(plan, exc)
+            annotations = plan["metadata"].get("annotations") or {}
+            if phase in UNFINISHED_PLAN_PHASES and annotations.get(INPUTS_ANNOTATION) == inputs.hex():
+                return name, plan
         approval = "Automatic"
         if any(spec_of(s).get("installPlanApproval") == "Manual" for s in subs):
             approval = "Manual"
@@ -620,6 +702,7 @@ class SubscriptionController(Controller):
             + [int(status_of(s).get("installPlanGeneration") or 0) for s in subs]
         )
         owners = [owner_reference(s, controller=False) for s in subs]
+        planned_for = orjson.dumps({sub: step.bundle for sub, step in sorted(steps_by_sub.items())}).decode()
         while True:
             name = f"install-{_random_suffix()}"
             refusal: AdmissionRefused | None = None
@@ -636,7 +719,7 @@ class SubscriptionController(Controller):
                             "name": name,
                             "namespace": ns,
                             "ownerReferences": owners,
-                            "annotations": {INPUTS_ANNOTATION: inputs.hex()},
+                            "annotations": {INPUTS_ANNOTATION: inputs.hex(), PLANNED_FOR_ANNOTATION: planned_for},
                         },
                         "spec": {
                             "clusterServiceVersionNames": csv_names,
@@ -870,6 +953,19 @@ def _failed_with(plan: Mapping[str, Any], inputs: bytes) -> bool:
     """Whether an InstallPlan failed, and was made from these very resolution inputs."""
     annotations = plan["metadata"].get("annotations") or {}
     return status_of(plan).get("phase") == "Failed" and annotations.get(INPUTS_ANNOTATION) == inputs.hex()
+
+
+def _planned_for(plan: Mapping[str, Any], sub_meta: Mapping[str, Any]) -> str | None:
+    """The CSV an InstallPlan was made to install for a subscription (by its metadata); ``None``: not for it."""
+    meta = plan["metadata"]
+    if not any(ref.get("uid") == sub_meta.get("uid") for ref in meta.get("ownerReferences") or ()):
+        return None
+    try:
+        planned = orjson.loads((meta.get("annotations") or {}).get(PLANNED_FOR_ANNOTATION) or "{}")
+    except orjson.JSONDecodeError:
+        return None
+    bundle = planned.get(sub_meta.get("name")) if isinstance(planned, dict) else None
+    return bundle if isinstance(bundle, str) and bundle else None
 
 
 def _plan_step(step: Step, obj: Mapping[str, Any], status: str = "Unknown") -> dict[str, Any]:
