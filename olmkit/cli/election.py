@@ -6,11 +6,19 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from olmkit.cli.options import namespace_name, parse_duration
-from olmkit.lifecycle.leader import DEFAULT_LEASE_NAME, LeaderElection
+from olmkit.errors import OlmkitError
+from olmkit.lifecycle.leader import DEFAULT_LEASE_NAME, LeaderElection, live_leader
+from olmkit.store import Store, StoreError
 
-__all__ = ["add_leader_election_options", "leader_election_from_args"]
+__all__ = [
+    "add_leader_election_options",
+    "add_reconcile_election_options",
+    "leader_election_from_args",
+    "refuse_if_led",
+]
 
 
 def add_leader_election_options(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +42,10 @@ def add_leader_election_options(parser: argparse.ArgumentParser) -> None:
             metavar="DURATION",
             help=f"{what} (default {default})",
         )
+    _add_lease_options(group)
+
+
+def _add_lease_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--leader-elect-resource-name",
         default=DEFAULT_LEASE_NAME,
@@ -47,6 +59,47 @@ def add_leader_election_options(parser: argparse.ArgumentParser) -> None:
         metavar="NS",
         help="the Lease's namespace (default: the global namespace, olm)",
     )
+
+
+def add_reconcile_election_options(parser: argparse.ArgumentParser) -> None:
+    """``reconcile``'s part: the Lease of the ``run`` processes it defers to, and ``--force``.
+
+    .. versionadded:: 0.5
+    """
+    group = parser.add_argument_group(
+        "leader election",
+        "while an `olmkit run --leader-elect` leads on the store (holds its Lease, renewed within the lease "
+        "duration), reconcile refuses to run beside it (exit 3)",
+    )
+    group.add_argument("--force", action="store_true", help="reconcile even while an `olmkit run --leader-elect` leads")
+    _add_lease_options(group)
+
+
+def refuse_if_led(args: argparse.Namespace, store: Store) -> None:
+    """Raise :class:`~olmkit.lifecycle.leader.LeaderActive` when a leader holds the Lease (unless ``--force``).
+
+    Raises:
+        LeaderActive: another process leads (exit code 3).
+        OlmkitError: the Lease cannot be read (exit code 1).
+    """
+    if args.force:
+        return
+    namespace = args.leader_elect_resource_namespace or args.global_namespace
+    name = args.leader_elect_resource_name
+    try:
+        leader = live_leader(store, namespace, name, time.time())
+    except StoreError as exc:
+        raise OlmkitError(
+            f"cannot tell whether an `olmkit run --leader-elect` leads: reading lease {namespace}/{name} failed: "
+            f"{exc}; pass --force to reconcile without looking",
+            exit_code=1,
+        ) from None
+    if leader is not None:
+        leader.message = (
+            "Reconciling beside it would do its work twice: stop it (it releases the Lease at once), "
+            "or pass --force to reconcile anyway"
+        )
+        raise leader
 
 
 def leader_election_from_args(args: argparse.Namespace) -> LeaderElection | None:

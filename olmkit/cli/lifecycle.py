@@ -144,9 +144,12 @@ def options_from_args(args: argparse.Namespace, store: Store) -> LifecycleOption
 
 
 def _reconcile(args: argparse.Namespace, pm: Any) -> int:
+    from olmkit.cli.election import refuse_if_led
+
     store = store_from_args(args)
     reporter = ProgressReporter(quiet=args.quiet, verbose=args.verbose, log_format=args.log_format)
     with store:
+        refuse_if_led(args, store)
         with build_manager(store, pm, options=options_from_args(args, store), reporter=reporter) as manager:
             outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
         subscriptions = subscription_outcomes(store)
@@ -309,6 +312,9 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument(
         "--timeout", type=float, default=120.0, metavar="SECONDS", help="give up after this long (default 120)"
     )
+    from olmkit.cli.election import add_reconcile_election_options
+
+    add_reconcile_election_options(p)
     p.set_defaults(func=_reconcile)
 
     p = subparsers.add_parser(

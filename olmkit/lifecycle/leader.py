@@ -31,12 +31,13 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from olmkit.errors import UsageError
-from olmkit.lifecycle.lease import Lease, process_identity
+from olmkit.errors import OlmkitError, UsageError
+from olmkit.lifecycle.kinds import LEASE
+from olmkit.lifecycle.lease import Lease, parse_micro_time, process_identity
 from olmkit.lifecycle.runtime import Clock, RealClock
-from olmkit.store import Store, StoreError
+from olmkit.store import NotFound, Store, StoreError
 
-__all__ = ["DEFAULT_LEASE_NAME", "LeaderElection", "LeaderElector", "Role"]
+__all__ = ["DEFAULT_LEASE_NAME", "LeaderActive", "LeaderElection", "LeaderElector", "Role", "live_leader"]
 
 #: The Lease ``olmkit run`` processes elect their leader with (in the global catalog namespace).
 DEFAULT_LEASE_NAME: Final = "olmkit-run"
@@ -70,6 +71,70 @@ class LeaderElection:
     @property
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class LeaderActive(OlmkitError):
+    """Another process leads: it holds the election's Lease and renewed it within its duration.
+
+    ``olmkit reconcile`` refuses to run beside a leading ``olmkit run`` (exit code 3) unless
+    told to (``--force``).
+
+    Args:
+        lease: ``namespace/name`` of the Lease.
+        holder: the leader's identity (``HOST/PID/ID``).
+        renewed_ago: seconds since its last renewal, on this process's clock (``None``: unknown).
+        duration: the Lease's ``leaseDurationSeconds``.
+
+    .. versionadded:: 0.5
+    """
+
+    lease: str = attrs.field(default="", kw_only=True)
+    holder: str = attrs.field(default="", kw_only=True)
+    renewed_ago: float | None = attrs.field(default=None, kw_only=True)
+    duration: float = attrs.field(default=0.0, kw_only=True)
+    exit_code: int = attrs.field(default=3, kw_only=True)
+
+    def __str__(self) -> str:
+        ago = "renewal time unknown" if self.renewed_ago is None else f"renewed {max(self.renewed_ago, 0.0):.1f}s ago"
+        return (
+            f"lease {self.lease} is held by {self.holder} ({ago}, lease duration {self.duration:g}s): "
+            "an `olmkit run --leader-elect` runs the controllers on this store. " + (self.message or "")
+        ).rstrip()
+
+
+def live_leader(store: Store, namespace: str, name: str, now: float) -> LeaderActive | None:
+    """Who leads by the election Lease ``namespace/name``, as :class:`LeaderActive`; ``None`` when nobody does.
+
+    Nobody leads when the Lease does not exist, names no holder (released) or was last renewed
+    ``leaseDurationSeconds`` or more before ``now``. A one-shot look cannot observe renewals as a
+    candidate does (:class:`~olmkit.lifecycle.lease.Lease` with ``observe``): it compares the
+    Lease's ``renewTime`` with this process's clock, so clocks far apart can err either way; a
+    Lease without a readable ``renewTime`` counts as held.
+
+    Raises:
+        StoreError: the Lease cannot be read.
+    """
+    try:
+        lease = store.get(LEASE.api_version, LEASE.kind, name, namespace)
+    except NotFound:
+        return None
+    spec = lease.get("spec") or {}
+    holder = str(spec.get("holderIdentity") or "")
+    if not holder:
+        return None
+    try:
+        duration = float(spec.get("leaseDurationSeconds") or 0)
+    except (TypeError, ValueError):
+        duration = 0.0
+    renewed = spec.get("renewTime")
+    try:
+        ago = now - parse_micro_time(renewed) if isinstance(renewed, str) else None
+    except ValueError:
+        ago = None
+    if ago is not None and duration > 0 and ago >= duration:
+        return None
+    return LeaderActive(lease=f"{namespace}/{name}", holder=holder, renewed_ago=ago, duration=duration)
 
 
 class LeaderElector:

@@ -231,3 +231,23 @@ def test_run_installs_on_the_server_and_stops_on_sigterm(serve, tmp_path, ns) ->
 
     assert "Succeeded" == phase, err
     assert 0 == run.returncode, err
+
+
+def test_reconcile_defers_to_the_leader_the_lease_on_the_server_names(serve, olmkit, ns) -> None:
+    """reconcile --kubeconfig reads the election Lease through the API server: while its holder renews it,
+    reconcile exits 3 naming the holder and does nothing; released, reconcile runs."""
+    from olmkit.lifecycle.lease import Lease
+    from olmkit.lifecycle.runtime import RealClock
+
+    cluster = ("--kubeconfig", str(serve.kubeconfig), "--leader-elect-resource-namespace", ns)
+    with connect(serve.kubeconfig) as kube:
+        lease = Lease(kube, ns, "olmkit-run", RealClock(), duration=60, holder="elsewhere/7/run")
+        assert lease.acquire()
+        refused = olmkit("reconcile", "-q", *cluster)
+        lease.release()
+        after = olmkit("reconcile", "-q", *cluster)
+
+    assert 3 == refused.code
+    assert "" == refused.out
+    assert refused.err.startswith(f"olmkit: error: lease {ns}/olmkit-run is held by elsewhere/7/run (renewed ")
+    assert 0 == after.code, after.out + after.err

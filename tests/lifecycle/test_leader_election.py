@@ -17,7 +17,7 @@ import pytest
 from olmkit.errors import UsageError
 from olmkit.lifecycle.leader import LeaderElection, LeaderElector
 from olmkit.lifecycle.lease import Lease, parse_micro_time
-from olmkit.lifecycle.runtime import FakeClock
+from olmkit.lifecycle.runtime import FakeClock, RealClock
 from olmkit.store import MemoryStore, Object, SqliteStore, StoreError
 from tests.lifecycle import test_run_service
 from tests.lifecycle.harness import EXAMPLES
@@ -257,3 +257,91 @@ def test_two_runs_one_leads_kill_it_and_the_other_takes_over(
     assert 0 == code, "".join(third.raw)
     assert "" == _lease_spec(store)["holderIdentity"]  # released on the way out
     print(f"takeover after kill -9: {took:.2f}s, after SIGTERM: {handed_over:.2f}s (lease {LEASE_SECONDS:g}s)")
+
+
+def test_live_leader_is_the_holder_of_a_lease_renewed_within_its_duration() -> None:
+    """A one-shot look at the election Lease: nobody leads when it is missing, released or not renewed for its
+    duration (by its renewTime on this clock); a Lease without a readable renewTime counts as held."""
+    from olmkit.lifecycle.leader import live_leader
+
+    store, clock = MemoryStore(), FakeClock()
+    assert live_leader(store, "ns", "l", clock.now()) is None
+    leader = Lease(store, "ns", "l", clock, duration=2, holder="host/1/abc")
+    leader.acquire()
+    clock.advance(1.5)
+
+    found = live_leader(store, "ns", "l", clock.now())
+
+    assert found is not None
+    assert ("ns/l", "host/1/abc", 2.0) == (found.lease, found.holder, found.duration)
+    assert 1.5 == pytest.approx(found.renewed_ago)
+    assert 3 == found.exit_code
+    assert str(found).startswith("lease ns/l is held by host/1/abc (renewed 1.5s ago, lease duration 2s)")
+    clock.advance(0.5)
+    assert live_leader(store, "ns", "l", clock.now()) is None  # expired: its holder stopped renewing
+    leader.acquire()
+    leader.release()
+    assert live_leader(store, "ns", "l", clock.now()) is None  # released
+    lease = store.get("coordination.k8s.io/v1", "Lease", "l", "ns")
+    lease["spec"].update(holderIdentity="other/2/def", renewTime="yesterday")
+    store.update(lease)
+    unknown = live_leader(store, "ns", "l", clock.now())
+    assert unknown is not None
+    assert unknown.renewed_ago is None
+    assert "(renewal time unknown, lease duration 1s)" in str(unknown)
+
+
+@pytest.mark.slow
+def test_reconcile_refuses_while_a_run_leads_unless_forced(
+    tmp_path: Path, env: dict[str, str], services: list[Service]
+) -> None:
+    """While an `olmkit run --leader-elect` leads on the store, `olmkit reconcile` does nothing and exits 3
+    naming the Lease and its holder; `--force` reconciles beside it; once the leader stopped (it released the
+    Lease), reconcile runs without being forced."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "cluster.db"
+    olmkit(store, env, "apply", "-f", str(EXAMPLES / "demo" / "catalogsource-v1.yaml"))
+    service = Service(store, env, "--metrics-address", "0", *TIMINGS)
+    services.append(service)
+    leader = _leading(service)
+
+    def reconcile(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "olmkit", "reconcile", "--store", str(store), *extra],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    refused = reconcile()
+    forced = reconcile("--force")
+    code, _ = service.stop(signal.SIGTERM)
+    after = reconcile()
+
+    assert 3 == refused.returncode, refused.stdout + refused.stderr
+    assert "" == refused.stdout
+    first_line = refused.stderr.splitlines()[0]
+    assert first_line.startswith(f"olmkit: error: lease olm/olmkit-run is held by {leader['holder']} (renewed ")
+    assert "pass --force to reconcile anyway" in first_line
+    assert 1 == len(refused.stderr.splitlines())
+    assert 0 == forced.returncode, forced.stdout + forced.stderr
+    assert forced.stdout.splitlines()[-1].startswith("stable after ")
+    assert 0 == code
+    assert 0 == after.returncode, after.stdout + after.stderr
+    assert after.stdout.splitlines()[-1].startswith("stable after ")
+
+
+def test_reconcile_checks_the_lease_the_runs_were_told_to_use(tmp_path: Path, env: dict[str, str]) -> None:
+    """`--leader-elect-resource-name/-namespace` on reconcile name the Lease to look at: a live holder of
+    another Lease does not stop it; of that one, it does."""
+    from olmkit.cli import main
+
+    store = tmp_path / "cluster.db"
+    with SqliteStore(str(store)) as db:
+        Lease(db, "ops", "my-olm", RealClock(), duration=60, holder="host/9/run").acquire()
+    base = ["reconcile", "--store", str(store), "-q"]
+
+    assert 0 == main(base)
+    assert 3 == main([*base, "--leader-elect-resource-name", "my-olm", "--leader-elect-resource-namespace", "ops"])
+    assert 3 == main([*base, "--leader-elect-resource-name", "my-olm", "--global-namespace", "ops"])
+    assert 0 == main([*base, "--leader-elect-resource-name", "my-olm", "--global-namespace", "ops", "--force"])
