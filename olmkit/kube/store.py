@@ -558,6 +558,16 @@ class KubeStore(Store):
         answer = self.transport.request("GET", "/api/v1/namespaces", Ref("Namespace"), query={"limit": 1})
         return str((answer.get("metadata") or {}).get("resourceVersion") or "") or None
 
+    def sync_problem(self) -> str | None:
+        """Which informers have no watch open now (broken and being retried, or not yet reopened)."""
+        with self._lock:
+            informers = list(self._informers.values())
+        closed = sorted(informer.kind for informer in informers if not informer.watching)
+        if not closed:
+            return None
+        named = ", ".join(closed[:3]) + (f" and {len(closed) - 3} more" if len(closed) > 3 else "")
+        return f"no watch open for {len(closed)} of {len(informers)} kinds ({named})"
+
     def wait_for_change(self, resource_version: str | None, timeout: float) -> None:
         with self._changed:
             if resource_version == self.latest_resource_version():

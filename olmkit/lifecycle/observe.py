@@ -8,7 +8,10 @@
   process's own metrics (``process_*``, ``python_*``);
 * ``/healthz``: ``200 ok`` while the process works and its store answers, else ``503``;
 * ``/readyz``: ``200 ok`` once the caller said the process is ready (``olmkit run``:
-  every controller has synced once), ``503`` before that and while shutting down.
+  every controller has synced once) and, on a store with an API server behind it, while
+  that server answers and every watch of the store is open (:class:`ApiCheck`); ``503``
+  otherwise and while shutting down. Liveness (``/healthz``) does not depend on the API
+  server: a restart would not bring it back.
 
 With leader election (:meth:`ObservabilityServer.set_election`) both say the process's role:
 a standby is ready (``200 ok: standby (lease olm/olmkit-run held by ...)``: it is doing what
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ADDRESS",
+    "ApiCheck",
     "ObservabilityServer",
     "parse_address",
     "render_metrics",
@@ -116,6 +121,79 @@ class _ElectionCollector:
         yield gauge
 
 
+class ApiCheck:
+    """Whether the API server behind a store answers and the store's watches are open, for ``/readyz``.
+
+    The server is asked (one request: :meth:`~olmkit.store.Store.server_resource_version`) at
+    most once per ``ttl`` seconds, on a thread of its own, and a probe waits at most ``wait``
+    seconds for the answer (an unreachable host must not hold the probe for a connect timeout).
+    A watch found closed is looked at again for up to half a second: each watch request ends
+    after a few minutes and is reopened at once.
+
+    Args:
+        store: the cluster store (an embedded one has no API server: only its watches are asked).
+        ttl: seconds an answer of the API server is reused.
+        wait: seconds a probe waits for the API server.
+
+    .. versionadded:: 0.5
+    """
+
+    #: how long a closed watch may take to be reopened before it counts
+    REOPEN = 0.5
+
+    def __init__(self, store: Any, ttl: float = 1.0, wait: float = 2.0) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.wait = wait
+        self._lock = threading.Lock()
+        self._answered = threading.Event()
+        self._asking = False
+        self._checked_at = -float("inf")
+        self._problem: str | None = None
+
+    def _ask(self, answered: threading.Event) -> None:
+        from olmkit.store import StoreError
+
+        started = time.monotonic()
+        try:
+            self.store.server_resource_version()
+            problem = None
+        except StoreError as exc:
+            problem = f"the API server does not answer: {exc}"
+        except Exception as exc:  # a check that raises is a failed check
+            problem = f"asking the API server failed: {type(exc).__name__}: {exc}"
+        with self._lock:
+            self._problem, self._checked_at, self._asking = problem, started, False
+        answered.set()
+
+    def api_problem(self) -> str | None:
+        """Why the API server is taken as not answering now; ``None`` when it answered."""
+        if getattr(self.store, "embedded", False):
+            return None
+        with self._lock:
+            if time.monotonic() - self._checked_at < self.ttl:
+                return self._problem
+            if not self._asking:
+                self._asking = True
+                self._answered = threading.Event()
+                threading.Thread(target=self._ask, args=(self._answered,), name="olmkit-api-check", daemon=True).start()
+            answered = self._answered
+        if not answered.wait(self.wait):
+            return f"the API server has not answered for {self.wait:g}s"
+        with self._lock:
+            return self._problem
+
+    def problem(self) -> str | None:
+        """Why the process is not ready on this store's account; ``None`` when it is."""
+        problem = self.api_problem()
+        if problem:
+            return problem
+        deadline = time.monotonic() + self.REOPEN
+        while (problem := self.store.sync_problem()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return problem
+
+
 class _IPv6Server(ThreadingHTTPServer):
     address_family = socket.AF_INET6
 
@@ -129,9 +207,11 @@ class ObservabilityServer:
         port: int,
         collectors: list[Any],
         health: Callable[[], str | None] | None = None,
+        readiness: Callable[[], str | None] | None = None,
     ) -> None:
         self.collectors = collectors
         self.health = health
+        self.readiness = readiness
         self.ready = False
         self.stopping = False
         self.election: LeaderElector | None = None
@@ -191,6 +271,12 @@ class ObservabilityServer:
         election = self.election
         if self.stopping:
             return 503, "not ready: shutting down\n"
+        try:
+            problem = self.readiness() if self.readiness is not None else None
+        except Exception as exc:  # a readiness check that raises is a failed check
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            return 503, f"not ready: {problem}\n"
         if election is not None and not election.leading:
             return 200, f"ok: {election.describe()}\n"
         if not self.ready:
@@ -242,7 +328,8 @@ def start_observability_server(
 
     Args:
         address: ``HOST:PORT``; port 0 picks a free port (see :attr:`ObservabilityServer.address`).
-        store: the cluster store (passed to the plugins' collectors; ``/healthz`` checks it answers).
+        store: the cluster store (passed to the plugins' collectors; ``/healthz`` checks it answers,
+            ``/readyz`` its API server and watches through :class:`ApiCheck`).
         pm: the plugin manager (``olmkit_metric_collectors``).
         health: an extra check returning a problem, or ``None`` when healthy.
 
@@ -269,6 +356,6 @@ def start_observability_server(
         return health() if health is not None else None
 
     try:
-        return ObservabilityServer(parsed[0], parsed[1], collectors, check)
+        return ObservabilityServer(parsed[0], parsed[1], collectors, check, ApiCheck(store).problem)
     except OSError as exc:
         raise UsageError(f"--metrics-address {address}: cannot listen: {exc.strerror or exc}") from None

@@ -312,6 +312,18 @@ class Store(abc.ABC):
         """
         return None
 
+    def sync_problem(self) -> str | None:
+        """Why the store's watches may be missing changes now; ``None`` when they are not.
+
+        A store fed by watches of an API server (``olmkit.kube``) answers which of its watches
+        is not open (broken, being retried); it sends no request. The default: ``None`` (an
+        embedded store's watches read the store itself). ``olmkit run``'s ``/readyz`` reports
+        it, as client-go's controllers are not ready until their caches sync.
+
+        .. versionadded:: 0.5
+        """
+        return None
+
     def changes_after(self, resource_version: int, kinds: Collection[tuple[str, str]]) -> tuple[Changes, int] | None:
         """Every change to objects of ``kinds`` after ``resource_version``, across kinds, oldest first.
 

@@ -227,6 +227,69 @@ def test_health_readiness_and_unknown_paths(cluster: Cluster, serve: Callable[[]
     assert (503, "unhealthy: the store is gone\n") == (status, text)
 
 
+def test_readiness_waits_a_bounded_time_for_the_api_server_and_reuses_its_answer() -> None:
+    """A store whose API server hangs: /readyz answers 503 after the check's wait, not after a connect
+    timeout; an answer is reused for ``ttl`` seconds (one request, however often probed);
+    a closed watch makes it not ready too. An embedded store's server is never asked."""
+    import threading
+    import time
+
+    from olmkit.lifecycle.observe import ApiCheck
+    from olmkit.store import MemoryStore, StoreError
+
+    class Remote(MemoryStore):
+        embedded = False  # type: ignore[misc]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.hang = threading.Event()
+            self.down = False
+            self.asked = 0
+            self.watch = None
+
+        def server_resource_version(self) -> str | None:
+            self.asked += 1
+            self.hang.wait(5)
+            if self.down:
+                raise StoreError("cannot reach the API server at https://192.0.2.1:6443")
+            return "7"
+
+        def sync_problem(self) -> str | None:
+            return self.watch
+
+    store = Remote()
+    server = ObservabilityServer("127.0.0.1", 0, [], readiness=ApiCheck(store, ttl=2.0, wait=0.3).problem)
+    server.set_ready(True)
+    try:
+        start = time.monotonic()
+        hanging = _get(f"{server.url}/readyz")
+        waited = time.monotonic() - start
+        store.hang.set()
+        time.sleep(0.1)
+        answered = [_get(f"{server.url}/readyz") for _ in range(5)]
+        asked = store.asked
+        store.watch = "no watch open for 1 of 3 kinds (Subscription)"
+        closed = _get(f"{server.url}/readyz")
+        store.watch, store.down = None, True
+        time.sleep(2.0)
+        down = _get(f"{server.url}/readyz")
+    finally:
+        server.stop()
+        store.hang.set()
+
+    assert (503, "not ready: the API server has not answered for 0.3s\n") == hanging
+    assert waited < 2.0
+    assert [(200, "ok\n")] * 5 == answered
+    assert 1 == asked
+    assert (503, "not ready: no watch open for 1 of 3 kinds (Subscription)\n") == closed
+    assert (
+        503,
+        "not ready: the API server does not answer: cannot reach the API server at https://192.0.2.1:6443\n",
+    ) == down
+    embedded = MemoryStore()
+    assert ApiCheck(embedded).problem() is None
+
+
 def test_metrics_address_parsing_and_busy_port(cluster: Cluster) -> None:
     """`0` disables the server; malformed addresses and ports in use are usage errors."""
     assert parse_address("0") is None
