@@ -89,6 +89,8 @@ def refuse_if_led(args: argparse.Namespace, store: Store) -> None:
     try:
         leader = live_leader(store, namespace, name, time.time())
     except StoreError as exc:
+        if exc.code == 503:  # the server cannot be reached at all: its own error says so best
+            raise
         raise OlmkitError(
             f"cannot tell whether an `olmkit run --leader-elect` leads: reading lease {namespace}/{name} failed: "
             f"{exc}; pass --force to reconcile without looking",

@@ -233,7 +233,7 @@ def test_run_installs_on_the_server_and_stops_on_sigterm(serve, tmp_path, ns) ->
     assert 0 == run.returncode, err
 
 
-def test_reconcile_defers_to_the_leader_the_lease_on_the_server_names(serve, olmkit, ns) -> None:
+def test_reconcile_defers_to_the_leader_the_lease_on_the_server_names(serve, olmkit, ns, tmp_path) -> None:
     """reconcile --kubeconfig reads the election Lease through the API server: while its holder renews it,
     reconcile exits 3 naming the holder and does nothing; released, reconcile runs (to the end)."""
     from olmkit.lifecycle.lease import Lease
@@ -249,6 +249,14 @@ def test_reconcile_defers_to_the_leader_the_lease_on_the_server_names(serve, olm
 
     assert 3 == refused.code
     assert "" == refused.out
+    dead = tmp_path / "dead.yaml"
+    config = yaml.safe_load(serve.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{_closed_port()}"
+    dead.write_text(yaml.safe_dump(config))
+    unreachable = olmkit("reconcile", "-q", "--kubeconfig", str(dead))
+    assert 2 == unreachable.code  # the server's own error, not a question of leadership
+    assert "olmkit: error: cannot reach the API server at https://127.0.0.1:" in unreachable.err
+    assert "--force" not in unreachable.err
     assert refused.err.startswith(f"olmkit: error: lease {ns}/olmkit-run is held by elsewhere/7/run (renewed ")
     # it ran (other tests of this module's server leave Subscriptions whose catalogs they deleted: exit 1)
     assert after.out.startswith("stable after "), after.out + after.err
