@@ -194,3 +194,40 @@ def test_closing_the_store_ends_its_watches(serve) -> None:
 
     with pytest.raises(StoreError, match="its store was closed"):
         next(watch)
+
+
+def test_sync_problem_names_the_kinds_whose_watch_is_not_open(serve, tmp_path: Path, ns: str) -> None:
+    """No informer, or every watch open: no problem. The server unreachable: the kinds whose watch broke,
+    without a request; reachable again: none once the watches are reopened."""
+    proxy = Proxy(port_of(serve.url))
+    store = connect(kubeconfig_via(serve.kubeconfig, proxy.port, tmp_path / "via-proxy"))
+    try:
+        before = store.sync_problem()
+        informers = [store.informer("v1", "ConfigMap"), store.informer("v1", "Secret")]
+        for informer in informers:
+            watching(informer)
+        requests = store.request_count
+        open_ = store.sync_problem()
+        asked = store.request_count - requests
+
+        proxy.refuse()
+        proxy.drop()
+        deadline = time.monotonic() + 5
+        while store.sync_problem() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        broken = store.sync_problem()
+        proxy.refuse(False)
+        for informer in informers:
+            watching(informer)
+        back = store.sync_problem()
+    finally:
+        store.close()
+        proxy.close()
+
+    assert (None, None, None) == (before, open_, back)
+    assert broken in (
+        "no watch open for 2 of 2 kinds (ConfigMap, Secret)",
+        "no watch open for 1 of 2 kinds (ConfigMap)",
+        "no watch open for 1 of 2 kinds (Secret)",
+    )
+    assert 0 == asked
