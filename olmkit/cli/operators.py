@@ -233,7 +233,9 @@ def run_install(args: argparse.Namespace, pm: PluginManager) -> int:
             from olmkit.cli.waiting import report_outcome, settle_subscription
 
             sys.stdout.flush()
-            outcome = settle_subscription(store, pm, namespace, package, args.timeout)
+            outcome = settle_subscription(
+                store, pm, namespace, package, args.timeout, global_namespace=args.global_namespace
+            )
             return report_outcome(outcome, timeout=args.timeout)
     return 0
 

@@ -6,8 +6,9 @@ controllers run elsewhere: ``olmkit run``, or a cluster) and prints ``KIND/NAME 
 for each object, or exits 1 with ``timed out waiting for the condition on ...``.
 
 :func:`settle_subscription` runs the controllers in this process until a Subscription is
-installed, failed or waits for approval, or the time is up; :func:`report_outcome` prints that
-and returns the exit code (0 installed, 1 otherwise).
+installed, failed or waits for approval, or the time is up (while an ``olmkit run
+--leader-elect`` leads, it leaves the work to that one and watches); :func:`report_outcome`
+prints that and returns the exit code (0 installed, 1 otherwise).
 
 .. versionadded:: 0.2
 """
@@ -33,6 +34,7 @@ from olmkit.errors import UsageError
 
 if TYPE_CHECKING:
     from olmkit.lifecycle.kinds import Kind
+    from olmkit.lifecycle.leader import LeaderActive
     from olmkit.lifecycle.outcome import SubscriptionOutcome
     from olmkit.store import Object, Store
 
@@ -138,17 +140,49 @@ def run_wait(args: argparse.Namespace, pm: Any) -> int:
             time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
-def settle_subscription(store: Store, pm: Any, namespace: str, name: str, timeout: float) -> SubscriptionOutcome:
+def settle_subscription(
+    store: Store, pm: Any, namespace: str, name: str, timeout: float, *, global_namespace: str = "olm"
+) -> SubscriptionOutcome:
     """Run the controllers here until the Subscription is installed, failed or waits for approval.
+
+    While an ``olmkit run --leader-elect`` leads on the store (its Lease ``olmkit-run`` in
+    ``global_namespace`` is live), the controllers are left to it: this only watches the
+    Subscription, and runs them here once nobody leads any more.
 
     Returns its :class:`~olmkit.lifecycle.outcome.SubscriptionOutcome`; still ``pending`` when
     ``timeout`` seconds passed first.
+
+    .. versionchanged:: 0.5
+       defers to a leading ``olmkit run``.
     """
     from olmkit.lifecycle import LifecycleOptions, build_manager
     from olmkit.lifecycle.kinds import SUBSCRIPTION
+    from olmkit.lifecycle.leader import DEFAULT_LEASE_NAME, live_leader
     from olmkit.lifecycle.outcome import subscription_outcome
+    from olmkit.store import StoreError
+
+    def outcome_now() -> SubscriptionOutcome:
+        return subscription_outcome(store, store.get(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, name, namespace))
+
+    def leader() -> LeaderActive | None:
+        try:
+            return live_leader(store, global_namespace, DEFAULT_LEASE_NAME, time.time())
+        except StoreError:
+            return None  # cannot tell: run the controllers here, as before leaders existed
 
     deadline = time.monotonic() + timeout
+    said = False
+    while (leading := leader()) is not None:
+        if not said:
+            said = True
+            print(
+                f"waiting for the leading `olmkit run` to install it (lease {leading.lease} held by {leading.holder})"
+            )
+            sys.stdout.flush()
+        current = outcome_now()
+        if current.state != "pending" or time.monotonic() >= deadline:
+            return current
+        time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
     with build_manager(store, pm, options=LifecycleOptions(embedded=store.embedded)) as manager:
         while True:
             remaining = deadline - time.monotonic()

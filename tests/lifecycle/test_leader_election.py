@@ -296,8 +296,10 @@ def test_reconcile_refuses_while_a_run_leads_unless_forced(
     tmp_path: Path, env: dict[str, str], services: list[Service]
 ) -> None:
     """While an `olmkit run --leader-elect` leads on the store, `olmkit reconcile` does nothing and exits 3
-    naming the Lease and its holder; `--force` reconciles beside it; once the leader stopped (it released the
-    Lease), reconcile runs without being forced."""
+    naming the Lease and its holder; `--force` reconciles beside it (here before anything is subscribed: a
+    namespace the leader resolves stays held by its resolution Lease); `install --wait` leaves the install
+    to the leader and waits for it; once the leader stopped (it released the Lease), reconcile runs without
+    being forced."""
     import subprocess
     import sys
 
@@ -315,6 +317,11 @@ def test_reconcile_refuses_while_a_run_leads_unless_forced(
 
     refused = reconcile()
     forced = reconcile("--force")
+    installed = subprocess.run(
+        [sys.executable, "-m", "olmkit", "install", "postgres-operator", "-n", "demo", "--channel", "stable",
+         "--wait", "--timeout", "90s", "--store", str(store)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
     code, _ = service.stop(signal.SIGTERM)
     after = reconcile()
 
@@ -324,6 +331,11 @@ def test_reconcile_refuses_while_a_run_leads_unless_forced(
     assert first_line.startswith(f"olmkit: error: lease olm/olmkit-run is held by {leader['holder']} (renewed ")
     assert "pass --force to reconcile anyway" in first_line
     assert 1 == len(refused.stderr.splitlines())
+    assert 0 == installed.returncode, installed.stdout + installed.stderr
+    waited = f"waiting for the leading `olmkit run` to install it (lease olm/olmkit-run held by {leader['holder']})"
+    assert waited in installed.stdout.splitlines()
+    assert "subscription.operators.coreos.com/postgres-operator installed: " in installed.stdout
+    assert any("namespace demo: installplan install-" in rec["msg"] for rec in service.lines), service.raw
     assert 0 == forced.returncode, forced.stdout + forced.stderr
     assert forced.stdout.splitlines()[-1].startswith("stable after ")
     assert 0 == code
