@@ -159,7 +159,10 @@ class ApiCheck:
             self.store.server_resource_version()
             problem = None
         except StoreError as exc:
-            problem = f"the API server does not answer: {exc}"
+            if exc.code == 503:  # unreachable: refused, timed out, TLS failed
+                problem = f"the API server does not answer: {exc}"
+            else:
+                problem = f"the API server answers with an error: {exc}"
         except Exception as exc:  # a check that raises is a failed check
             problem = f"asking the API server failed: {type(exc).__name__}: {exc}"
         with self._lock:

@@ -237,6 +237,9 @@ def test_readiness_waits_a_bounded_time_for_the_api_server_and_reuses_its_answer
     from olmkit.lifecycle.observe import ApiCheck
     from olmkit.store import MemoryStore, StoreError
 
+    class Unreachable(StoreError):
+        code = 503  # as the kube backend's ApiUnreachable
+
     class Remote(MemoryStore):
         embedded = False  # type: ignore[misc]
 
@@ -251,7 +254,7 @@ def test_readiness_waits_a_bounded_time_for_the_api_server_and_reuses_its_answer
             self.asked += 1
             self.hang.wait(5)
             if self.down:
-                raise StoreError("cannot reach the API server at https://192.0.2.1:6443")
+                raise Unreachable("cannot reach the API server at https://192.0.2.1:6443")
             return "7"
 
         def sync_problem(self) -> str | None:
