@@ -261,3 +261,28 @@ def test_reconcile_defers_to_the_leader_the_lease_on_the_server_names(serve, olm
     # it ran (other tests of this module's server leave Subscriptions whose catalogs they deleted: exit 1)
     assert after.out.startswith("stable after "), after.out + after.err
     assert "" == after.err
+
+
+def test_a_forbidden_cluster_wide_list_stops_reconcile_with_the_servers_message(serve, olmkit, monkeypatch) -> None:
+    """RBAC that allows only some namespaces: the informers' cluster-wide list is forbidden (403, injected in
+    the answer: olmkit serve has no RBAC) and reconcile stops at once with one line naming the kind and the
+    server's message, exit 2, no traceback."""
+    from olmkit.kube import transport
+
+    message = (
+        'clusterserviceversions.operators.coreos.com is forbidden: User "dev" cannot list resource '
+        '"clusterserviceversions" in API group "operators.coreos.com" at the cluster scope'
+    )
+    forbidden = {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403, "message": message}
+    request = transport.Transport.request
+
+    def answer(self, method, path, ref, **kwargs):
+        if method == "GET" and path.endswith("/clusterserviceversions") and "/namespaces/" not in path:
+            raise transport.error_from_status(403, forbidden, ref)
+        return request(self, method, path, ref, **kwargs)
+
+    monkeypatch.setattr(transport.Transport, "request", answer)
+    done = olmkit("reconcile", "-q", "--force", "--kubeconfig", str(serve.kubeconfig))
+
+    assert 2 == done.code
+    assert f"olmkit: error: ClusterServiceVersion: {message}\n" == done.err
