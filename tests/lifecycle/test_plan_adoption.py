@@ -140,3 +140,45 @@ def test_an_unfinished_plan_from_the_same_inputs_is_reused_when_it_does_not_say_
     assert not any("adopted installplan" in e for e in cluster.reporter.events)
     _assert_one_plan_referenced(cluster, "storage-operator", "storage-operator.v0.5.0")
     assert PLANNED_FOR_ANNOTATION not in cluster.plans()[0]["metadata"]["annotations"]
+
+
+class Killed(BaseException):
+    """The process dies (not an error any code handles)."""
+
+
+@pytest.mark.backends("sqlite")
+def test_a_process_killed_between_the_plan_and_the_subscription_write_leaves_a_plan_the_next_adopts(
+    make_cluster: Callable[..., Cluster], olmkit_pm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies right after creating the InstallPlan, before any Subscription points at it; another
+    process on the same store (another holder identity: it waits out the dead one's resolution Lease)
+    adopts that plan and finishes the install: one InstallPlan."""
+    from olmkit.lifecycle import lease
+    from tests.lifecycle.harness import EXAMPLES
+
+    first = make_cluster()
+    first.catalog_source("examples", EXAMPLES / "catalog")
+    first.operator_group()
+    first.subscribe("storage-operator", channel="stable")
+    write = first.store.update_status
+
+    def dies(obj: Mapping[str, Any]) -> dict[str, Any]:
+        if obj.get("kind") == "Subscription" and (obj.get("status") or {}).get("installPlanRef"):
+            raise Killed
+        return write(obj)
+
+    monkeypatch.setattr(first.store, "update_status", dies)
+    with pytest.raises(Killed):
+        first.reconcile()
+    left = [(p["metadata"]["name"], p["status"]["phase"]) for p in first.plans()]
+    unreferenced = "installPlanRef" not in (first.get("sub", "storage-operator").get("status") or {})
+    monkeypatch.setattr(lease, "_IDENTITY", "another-host/2/restarted")
+    second = Cluster(first.store.path, olmkit_pm)  # type: ignore[attr-defined]
+    try:
+        assert second.reconcile().stable
+        assert [name for name, _ in left] == [p["metadata"]["name"] for p in second.plans()]
+        assert "Installing" == left[0][1]
+        assert unreferenced
+        _assert_one_plan_referenced(second, "storage-operator", "storage-operator.v0.5.0")
+    finally:
+        second.close()
