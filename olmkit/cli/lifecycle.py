@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from olmkit.cli.options import add_global_namespace_option, add_kube_options, store_from_args
-from olmkit.errors import UsageError
+from olmkit.errors import OlmkitError, UsageError
 from olmkit.lifecycle import LifecycleOptions, Reporter, build_manager
 from olmkit.lifecycle.outcome import subscription_outcomes
 from olmkit.lifecycle.runtime import Key, Result
-from olmkit.store import Store
+from olmkit.store import Forbidden, Store
 
 #: where ``olmkit run`` serves metrics unless told otherwise (kept here: importing the server is lazy)
 DEFAULT_ADDRESS = "127.0.0.1:8080"
@@ -143,6 +143,14 @@ def options_from_args(args: argparse.Namespace, store: Store) -> LifecycleOption
     )
 
 
+def _forbidden(exc: Forbidden) -> OlmkitError:
+    """A refused list or watch of the controllers, with what they need (they follow kinds cluster-wide)."""
+    return OlmkitError(
+        f"{exc} (the controllers list and watch every kind they follow in every namespace: "
+        "the credentials need list and watch on it at cluster scope)"
+    )
+
+
 def _reconcile(args: argparse.Namespace, pm: Any) -> int:
     from olmkit.cli.election import refuse_if_led
 
@@ -151,7 +159,10 @@ def _reconcile(args: argparse.Namespace, pm: Any) -> int:
     with store:
         refuse_if_led(args, store)
         with build_manager(store, pm, options=options_from_args(args, store), reporter=reporter) as manager:
-            outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
+            try:
+                outcome = manager.run_until_stable(timeout=args.timeout, wait=args.until_stable)
+            except Forbidden as exc:
+                raise _forbidden(exc) from None
         subscriptions = subscription_outcomes(store)
     elapsed = time.monotonic() - reporter.start
     if reporter.json:
@@ -282,6 +293,8 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
                     elector.run(lead, should_stop)
             except KeyboardInterrupt:
                 forced = True
+            except Forbidden as exc:
+                raise _forbidden(exc) from None
     finally:
         if server is not None:
             server.stop()

@@ -33,7 +33,7 @@ import attrs
 import orjson
 
 from olmkit import __version__
-from olmkit.store.errors import AlreadyExists, Conflict, Expired, Invalid, NotFound, StoreError
+from olmkit.store.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound, StoreError
 
 __all__ = ["ApiUnreachable", "Ref", "Transport", "error_from_status"]
 
@@ -85,6 +85,8 @@ def error_from_status(status: int, body: Any, ref: Ref) -> StoreError:
         return Invalid(message or f"the API server refused the request ({status})", field=field, **fields)
     if status == 410:
         return Expired(message, resource_version="", oldest="", **fields)
+    if status == 403:
+        return Forbidden(message or "forbidden", **fields)
     return StoreError(message or f"the API server answered {status} {reason}".strip(), **fields)
 
 

@@ -40,7 +40,7 @@ from olmkit.store._api import (
     group_of,
     retry_on_conflict,
 )
-from olmkit.store.errors import AlreadyExists, Conflict, Expired, Invalid, NotFound, StoreError
+from olmkit.store.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound, StoreError
 from olmkit.store.memory import MemoryStore
 from olmkit.store.selectors import LabelSelector, parse_selector
 from olmkit.store.sqlite import SqliteStore
@@ -53,6 +53,7 @@ __all__ = [
     "Conflict",
     "EventType",
     "Expired",
+    "Forbidden",
     "Invalid",
     "LabelSelector",
     "MemoryStore",

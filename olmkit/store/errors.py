@@ -15,7 +15,7 @@ import attrs
 
 from olmkit.errors import OlmkitError
 
-__all__ = ["AlreadyExists", "Conflict", "Expired", "Invalid", "NotFound", "StoreError"]
+__all__ = ["AlreadyExists", "Conflict", "Expired", "Forbidden", "Invalid", "NotFound", "StoreError"]
 
 
 @attrs.define(auto_exc=True, eq=False)
@@ -132,3 +132,15 @@ class Invalid(StoreError):
         ref = self.object_ref
         where = ": ".join(p for p in (ref, self.field) if p)
         return f"{where}: {self.message}" if where else self.message
+
+
+@attrs.define(auto_exc=True, eq=False)
+class Forbidden(StoreError):
+    """The API server's authorization refused the request (the API's 403): the credentials lack a
+    permission. Only a store on an API server raises it (olmkit's own stores have no RBAC).
+
+    .. versionadded:: 0.5
+    """
+
+    code: ClassVar[int] = 403
+    reason: ClassVar[str] = "Forbidden"

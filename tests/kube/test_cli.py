@@ -263,10 +263,12 @@ def test_reconcile_defers_to_the_leader_the_lease_on_the_server_names(serve, olm
     assert "" == after.err
 
 
-def test_a_forbidden_cluster_wide_list_stops_reconcile_with_the_servers_message(serve, olmkit, monkeypatch) -> None:
+def test_a_forbidden_cluster_wide_list_stops_reconcile_and_run_saying_what_they_need(
+    serve, olmkit, monkeypatch
+) -> None:
     """RBAC that allows only some namespaces: the informers' cluster-wide list is forbidden (403, injected in
     the answer: olmkit serve has no RBAC) and reconcile stops at once with one line naming the kind and the
-    server's message, exit 2, no traceback."""
+    server's message and what the controllers need, exit 2, no traceback; so does run."""
     from olmkit.kube import transport
 
     message = (
@@ -282,7 +284,12 @@ def test_a_forbidden_cluster_wide_list_stops_reconcile_with_the_servers_message(
         return request(self, method, path, ref, **kwargs)
 
     monkeypatch.setattr(transport.Transport, "request", answer)
-    done = olmkit("reconcile", "-q", "--force", "--kubeconfig", str(serve.kubeconfig))
+    reconciled = olmkit("reconcile", "-q", "--force", "--kubeconfig", str(serve.kubeconfig))
+    ran = olmkit("run", "-q", "--metrics-address", "0", "--kubeconfig", str(serve.kubeconfig))
 
-    assert 2 == done.code
-    assert f"olmkit: error: ClusterServiceVersion: {message}\n" == done.err
+    expected = (
+        f"olmkit: error: ClusterServiceVersion: {message} (the controllers list and watch every kind they follow "
+        "in every namespace: the credentials need list and watch on it at cluster scope)\n"
+    )
+    assert (2, expected) == (reconciled.code, reconciled.err)
+    assert (2, expected) == (ran.code, ran.err)

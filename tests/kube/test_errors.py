@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from olmkit.kube.transport import Ref, error_from_status
-from olmkit.store import AlreadyExists, Conflict, Expired, Invalid, NotFound, StoreError
+from olmkit.store import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound, StoreError
 
 REF = Ref("ConfigMap", "ns", "a")
 
@@ -46,7 +46,7 @@ def status(code: int, reason: str, message: str, **details: object) -> dict[str,
         ),
         (400, status(400, "BadRequest", "the body of the request was in an unknown format"), Invalid, "unknown format"),
         (410, status(410, "Expired", "too old resource version: 1 (5)"), Expired, "ConfigMap"),
-        (403, status(403, "Forbidden", 'configmaps "a" is forbidden: User "u" cannot get'), StoreError, "forbidden"),
+        (403, status(403, "Forbidden", 'configmaps "a" is forbidden: User "u" cannot get'), Forbidden, "forbidden"),
         (500, None, StoreError, "the API server answered 500"),
     ],
 )
