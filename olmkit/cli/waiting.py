@@ -44,6 +44,9 @@ __all__ = ["add_commands", "parse_condition", "report_outcome", "run_wait", "set
 POLL_SECONDS: Final = 0.2
 #: reconciles between two looks at the Subscription (and the clock) while settling
 SETTLE_BATCH: Final = 10
+#: how often the Subscription and the election Lease are read while a leading ``olmkit run`` installs
+#: (a few requests each time on a cluster's API server, which is shared)
+LEADER_POLL_SECONDS: Final = 1.0
 
 Check = Callable[["Object | None"], bool]
 
@@ -182,7 +185,7 @@ def settle_subscription(
         current = outcome_now()
         if current.state != "pending" or time.monotonic() >= deadline:
             return current
-        time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        time.sleep(min(LEADER_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
     with build_manager(store, pm, options=LifecycleOptions(embedded=store.embedded)) as manager:
         while True:
             remaining = deadline - time.monotonic()
