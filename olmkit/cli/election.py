@@ -64,7 +64,7 @@ def _add_lease_options(group: argparse._ArgumentGroup) -> None:
 def add_reconcile_election_options(parser: argparse.ArgumentParser) -> None:
     """``reconcile``'s part: the Lease of the ``run`` processes it defers to, and ``--force``.
 
-    .. versionadded:: 0.5
+    .. versionadded:: 0.4
     """
     group = parser.add_argument_group(
         "leader election",

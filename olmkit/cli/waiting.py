@@ -155,7 +155,7 @@ def settle_subscription(
     Returns its :class:`~olmkit.lifecycle.outcome.SubscriptionOutcome`; still ``pending`` when
     ``timeout`` seconds passed first.
 
-    .. versionchanged:: 0.5
+    .. versionchanged:: 0.4
        defers to a leading ``olmkit run``.
     """
     from olmkit.lifecycle import LifecycleOptions, build_manager

@@ -86,7 +86,7 @@ class LeaderActive(OlmkitError):
         renewed_ago: seconds since its last renewal, on this process's clock (``None``: unknown).
         duration: the Lease's ``leaseDurationSeconds``.
 
-    .. versionadded:: 0.5
+    .. versionadded:: 0.4
     """
 
     lease: str = attrs.field(default="", kw_only=True)

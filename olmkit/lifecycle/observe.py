@@ -135,7 +135,7 @@ class ApiCheck:
         ttl: seconds an answer of the API server is reused.
         wait: seconds a probe waits for the API server.
 
-    .. versionadded:: 0.5
+    .. versionadded:: 0.4
     """
 
     #: how long a closed watch may take to be reopened before it counts

@@ -320,7 +320,7 @@ class Store(abc.ABC):
         embedded store's watches read the store itself). ``olmkit run``'s ``/readyz`` reports
         it, as client-go's controllers are not ready until their caches sync.
 
-        .. versionadded:: 0.5
+        .. versionadded:: 0.4
         """
         return None
 

@@ -139,7 +139,7 @@ class Forbidden(StoreError):
     """The API server's authorization refused the request (the API's 403): the credentials lack a
     permission. Only a store on an API server raises it (olmkit's own stores have no RBAC).
 
-    .. versionadded:: 0.5
+    .. versionadded:: 0.4
     """
 
     code: ClassVar[int] = 403
