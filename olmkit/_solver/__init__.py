@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
     # the constraint codes of Block templates and problem arrays
     from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
+    from olmkit._solver._scan import FileScan
+    from olmkit._solver._scan import scanner as line_scanner
     from olmkit._solver._select import select
     from olmkit._solver._solve import solve, solve_problem
     from olmkit._solver.backends import (
@@ -72,6 +74,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Dependency": ("constraints", "Dependency"),
     "DuplicateIdentifier": ("errors", "DuplicateIdentifier"),
     "Expansion": ("_expand", "Expansion"),
+    "FileScan": ("_scan", "FileScan"),
     "Heads": ("_expand", "Heads"),
     "IMPLEMENTATION": ("_encode", "IMPLEMENTATION"),
     "InvalidInput": ("errors", "InvalidInput"),
@@ -94,6 +97,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "get_backend": ("backends", "get_backend"),
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
+    "line_scanner": ("_scan", "scanner"),
     "select": ("_select", "select"),
     "register_backend": ("backends", "register_backend"),
     "solve": ("_solve", "solve"),
@@ -134,6 +138,7 @@ __all__ = [
     "Dependency",
     "DuplicateIdentifier",
     "Expansion",
+    "FileScan",
     "Heads",
     "InvalidInput",
     "LazyVariables",
@@ -152,6 +157,7 @@ __all__ = [
     "get_backend",
     "implementation",
     "lay_out",
+    "line_scanner",
     "register_backend",
     "select",
     "solve",

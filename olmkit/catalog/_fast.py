@@ -26,13 +26,14 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from itertools import accumulate
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
+from olmkit._solver import line_scanner
 from olmkit.catalog._columns import BundleColumns
 from olmkit.model import Bundle, Origin, Property
 from olmkit.model import _bundle as new_bundle
@@ -42,6 +43,7 @@ from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, bundle_head
 
 if TYPE_CHECKING:
+    from olmkit._solver import FileScan
     from olmkit.catalog._load import _Builder
 
 __all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
@@ -51,6 +53,14 @@ _FAILED: Final[Any] = object()  # an identity property that does not parse (or n
 #: a distinct property not parsed (yet)
 NOT_PARSED: Final = _FAILED
 _PARSE_ERRORS: Final = (ValueError, TypeError, AttributeError, KeyError)
+_UNREAD: Final[Any] = object()  # a value not decoded (yet)
+
+
+#: the scanned value's text is not orjson's / the property names its value first (olmkit._solver's scan)
+CANONICALISE: Final = 2
+VALUE_FIRST: Final = 1
+#: scan files with the C part when it is in use; tests turn it off to compare
+SCAN = True
 
 
 class Bail(Exception):
@@ -91,9 +101,17 @@ class ColumnBuilder:
         #: for identity and indexed properties only
         self.special: dict[int, tuple[Any, tuple[list[int], ...]]] = {}
         self.index: dict[str, dict[Hashable, list[int]]] = {n: {} for n in self.indexers}
+        #: the C scan of the files (None: files are decoded whole), and its distinct
+        #: properties' numbers in the columns
+        self.scanner = line_scanner() if SCAN else None
+        self.cmap: list[int] = []
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
+
+        With the C part, the file is scanned (:func:`olmkit._solver.line_scanner`): its
+        plain bundle blobs become rows without being decoded, the other lines are decoded
+        one by one; a file the scan does not take is decoded whole, as without it.
 
         Raises:
             Bail: not such a file, or a bundle blob the fast path does not take as it is (one
@@ -102,13 +120,40 @@ class ColumnBuilder:
         suffix = os.path.splitext(path)[1].lower()
         if not (suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))):
             raise Bail
-        try:
-            # as serde.decode_json_texts: success means value i is line i + 1
-            values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
-        except orjson.JSONDecodeError:
-            raise Bail from None
+        scan = self.scanner.scan(data) if self.scanner is not None else None
+        if scan is None:
+            try:
+                # as serde.decode_json_texts: success means value i is line i + 1
+                values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
+            except orjson.JSONDecodeError:
+                raise Bail from None
+            file = len(self.files)
+            self.files.append(path)
+            self._add_values(path, file, enumerate(values, 1))
+            return
         file = len(self.files)
         self.files.append(path)
+        kinds, starts, ends = scan.line_kind, scan.line_start, scan.line_end
+        loads = orjson.loads
+        line, n = 0, len(kinds)
+        while line < n:
+            if kinds[line] < 0:  # a run of lines the scan left: decoded here
+                first = line
+                while line < n and kinds[line] < 0:
+                    line += 1
+                try:
+                    values = [(i + 1, loads(data[starts[i] : ends[i]])) for i in range(first, line)]
+                except orjson.JSONDecodeError:  # a number orjson does not read (1e400): as a whole file
+                    raise Bail from None
+                self._add_values(path, file, values)
+            else:  # a run of bundles the scan took
+                first = line
+                while line < n and kinds[line] >= 0:
+                    line += 1
+                self._add_scanned(scan, kinds[first], kinds[line - 1] + 1, file)
+
+    def _add_values(self, path: str, file: int, values: Iterable[tuple[int, Any]]) -> None:
+        """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
         add = self.rest.add
         packages, names, rows, extra = self.packages, self.names, self.rows, self.extra
         known = self.by_blob.get
@@ -118,7 +163,7 @@ class ColumnBuilder:
         own = self._identity
         identity = self.identity
         dumps = orjson.dumps
-        for line, raw in enumerate(values, 1):
+        for line, raw in values:
             if type(raw) is not dict or raw.get("schema") != SCHEMA_BUNDLE:
                 add(raw, path, line)
                 continue
@@ -165,6 +210,74 @@ class ColumnBuilder:
             if not _BUNDLE_KEYS.issuperset(raw):
                 extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
 
+    def _add_scanned(self, scan: FileScan, lo: int, hi: int, file: int) -> None:
+        """Add the bundles ``lo`` to ``hi`` the scan took from the file numbered ``file`` (as :meth:`_add_values`)."""
+        cmap = self.cmap
+        new, first = scan.new, scan.first
+        # the distinct properties first met in these bundles, in the order met (bundles make
+        # no distinct property: numbering them first numbers them as reading bundle by bundle)
+        cmap += [self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])]
+        packages, names, rows = self.packages, self.names, self.rows
+        special = self.special.get
+        starts = scan.prop_start
+        ds_all = list(map(cmap.__getitem__, scan.occ[starts[lo] : starts[hi]]))
+        self.refs.extend(ds_all)
+        offset = starts[lo]
+        b_names, b_packages, b_images, b_lines = scan.names, scan.packages, scan.images, scan.b_line
+        for b in range(lo, hi):
+            name = b_names[b]
+            package = b_packages[b]
+            pn = packages.get(package)
+            if pn is None:
+                pn = packages[package] = len(names)
+                names.append(set())
+            seen = names[pn]
+            if name in seen:
+                raise Bail  # a duplicate: the object loader words the problem
+            seen.add(name)
+            ds = ds_all[starts[b] - offset : starts[b + 1] - offset]
+            number = len(rows)
+            version = None
+            versioned = False
+            for v, lists in filter(None, map(special, ds)):
+                if not versioned and v is not _FAILED:
+                    version, versioned = v, True
+                for lst in lists:
+                    if not lst or lst[-1] != number:
+                        lst.append(number)
+            rows.append((pn, name, version, b_images[b], file, b_lines[b], len(ds)))
+
+    def _scanned(self, flags: int, type_text: bytes, text: bytes) -> int:
+        """The distinct property of a scanned one (as :meth:`_distinct` of the blob it was read from).
+
+        Raises:
+            Bail: as :meth:`_distinct`, or its value does not read (a number orjson refuses).
+        """
+        ptype = type_text.decode()
+        value: Any = _UNREAD
+        if flags & CANONICALISE:
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                raise Bail from None
+            text = bytes(memoryview(orjson.dumps(value)))
+        if ptype in self.identity:
+            return self._identity_text(ptype, text, value)
+        if flags & VALUE_FIRST:  # the blob's text, as orjson writes it
+            blob = b"".join((b'{"value":', text, b',"type":"', type_text, b'"}'))
+        else:
+            blob = b"".join((b'{"type":"', type_text, b'","value":', text, b"}"))
+        d = self.by_blob.get(blob)
+        if d is not None:
+            return d
+        if (ptype, text) in self.by_key:
+            raise Bail  # written two ways
+        d = self.by_key[(ptype, text)] = self.by_blob[blob] = self._new(ptype, text)
+        lists = self._lists(d, ptype, value)
+        if lists:
+            self.special[d] = (_FAILED, lists)
+        return d
+
     def _distinct(self, p: Any, key: bytes) -> int:
         """The distinct property of a property blob (its JSON text ``key``), numbered, parsed and filed if new.
 
@@ -208,7 +321,10 @@ class ColumnBuilder:
         Bundles with one identity share it: the object loader shares no identity, but
         theirs are equal.
         """
-        text = bytes(memoryview(orjson.dumps(value)))
+        return self._identity_text(ptype, bytes(memoryview(orjson.dumps(value))), value)
+
+    def _identity_text(self, ptype: str, text: bytes, value: Any) -> int:
+        """:meth:`_identity` of the value written ``text`` (``value``: it read, or ``_UNREAD``)."""
         seen = self.identities.get(ptype)
         if seen is None:
             seen = self.identities[ptype] = {}
@@ -217,6 +333,8 @@ class ColumnBuilder:
             return d
         d = seen[text] = self._new(ptype, text)
         version: Any = _FAILED
+        if value is _UNREAD:
+            value = orjson.loads(text)
         try:
             parsed = self.parsed[d] = self.identity[ptype](value)
         except _PARSE_ERRORS:
@@ -234,6 +352,8 @@ class ColumnBuilder:
             try:
                 parsed = self.parsed.get(d)
                 if parsed is None:
+                    if value is _UNREAD:
+                        value = orjson.loads(self.dist_json[d])
                     parsed = self.parsed[d] = pt.parse(value)
                 keys = pt.index_keys(parsed)  # type: ignore[misc]
                 idx = self.index[ptype]

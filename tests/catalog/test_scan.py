@@ -1,0 +1,263 @@
+"""The C scan of catalog files (``olmkit._solver.line_scanner``) fills the columns exactly as decoding them does.
+
+The loader's fast path reads each JSON file either by scanning its bytes in C (plain bundle
+blobs become rows without being decoded, the distinct properties' texts made orjson's in C)
+or, without the C part, by decoding it whole with orjson. Both must give the same catalog:
+columns (distinct properties numbered alike), bundles with origins, index, parsed values and
+load problems, and both the object loader's.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from olmkit._solver import _encode
+from olmkit.catalog import Catalog
+from olmkit.errors import InputError
+from tests.shared import COMMUNITY
+
+from .test_catalog import EXAMPLES, bundle, chan, pkg
+from .test_columns import BLOBS, assert_fast_load_is_the_object_load, fast_taken, generated, snapshot  # noqa: F401
+
+NATIVE = "native" in _encode.available()
+needs_native = pytest.mark.skipif(not NATIVE, reason="the C part is not built: nothing to compare the decoding with")
+
+
+def _state(cat: Catalog) -> dict[str, Any]:
+    """What the fast path holds beyond what readers see: columns as filled, rows' files and lines, index lists."""
+    from olmkit.catalog._fast import LazyBundles
+
+    bundles = cat.bundles
+    if not isinstance(bundles, LazyBundles):
+        return {"lazy": False}
+    return {
+        "columns": cat.columns(build=False),
+        "paths": bundles._paths,
+        "files": list(bundles._files),
+        "lines": list(bundles._lines),
+        "extra": dict(bundles.extra),
+        "parsed": dict(bundles.parsed_view()),
+        "index": {n: dict(keys.lists) for n, keys in (cat._refs or {}).items()},
+    }
+
+
+def assert_scan_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
+    """Loading with the scan and with decoding gives the same catalog, and the object loader's.
+
+    Returns:
+        the scanned catalog and how many bundles the scan took.
+    """
+    from olmkit._solver import _scan
+    from olmkit.catalog import _fast, _load, load_catalog_result
+
+    taken = 0
+    scan = _scan.LineScanner.scan
+
+    def counting(self: Any, data: bytes) -> Any:
+        nonlocal taken
+        out = scan(self, data)
+        taken += len(out.b_line) if out is not None else 0
+        return out
+
+    def load() -> Any:
+        try:
+            return load_catalog_result(path, registry, cache=False)
+        except InputError as exc:  # a malformed file: the same error, file and line
+            return str(exc)
+
+    monkeypatch.setattr(_load, "FAST", True)
+    monkeypatch.setattr(_fast, "SCAN", False)
+    decoded = load()
+    monkeypatch.setattr(_fast, "SCAN", True)
+    monkeypatch.setattr(_scan.LineScanner, "scan", counting)
+    scanned = load()
+    monkeypatch.setattr(_scan.LineScanner, "scan", scan)
+    if isinstance(decoded, str):
+        assert decoded == scanned
+        return None, taken
+
+    expected = (_state(decoded.catalog), snapshot(decoded.catalog, decoded.problems))
+    assert expected == (_state(scanned.catalog), snapshot(scanned.catalog, scanned.problems))
+    assert fast_taken(decoded.catalog) == fast_taken(scanned.catalog)
+    assert_fast_load_is_the_object_load(path, registry, monkeypatch)
+    return scanned.catalog, taken
+
+
+@needs_native
+def test_scan_of_the_generated_catalog(generated, olmkit_pm, monkeypatch):  # noqa: F811
+    """Every bundle of the benchmark's catalog is taken by the scan, with the decoding's catalog."""
+    cat, taken = assert_scan_is_the_decoding(generated, olmkit_pm.registry, monkeypatch)
+
+    assert fast_taken(cat)
+    assert taken == len(cat.columns() or ()) > 1900
+
+
+@needs_native
+@pytest.mark.skipif(not COMMUNITY.is_dir(), reason="the community catalog is not beside the repository")
+def test_scan_of_the_community_catalog(olmkit_pm, monkeypatch):
+    """The real community catalog (compact JSON, non-ASCII text, escapes): the decoding's catalog."""
+    cat, taken = assert_scan_is_the_decoding(COMMUNITY, olmkit_pm.registry, monkeypatch)
+
+    assert fast_taken(cat)
+    assert taken > 6000
+
+
+@needs_native
+@pytest.mark.parametrize("name", list(BLOBS))
+def test_scan_of_odd_and_broken_catalogs(name, olmkit_pm, tmp_path, monkeypatch):
+    """Extra fields, interleaved packages, duplicates, bad properties: the decoding's catalog and problems."""
+    from olmkit.serde import dump_json_stream
+
+    for rel, blobs in BLOBS[name][1].items():
+        (tmp_path / rel).write_bytes(dump_json_stream(blobs))
+
+    cat, _ = assert_scan_is_the_decoding(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    assert BLOBS[name][0] == fast_taken(cat)
+
+
+@needs_native
+def test_scan_of_a_yaml_catalog(olmkit_pm, monkeypatch):
+    """A YAML file makes the object loader read the whole catalog, the JSON files scanned before it too."""
+    cat, _ = assert_scan_is_the_decoding(EXAMPLES, olmkit_pm.registry, monkeypatch)
+
+    assert not fast_taken(cat)
+
+
+def test_without_the_c_part_files_are_decoded(olmkit_pm, tmp_path):
+    """The pure implementation (OLMKIT_PURE_PYTHON=1) has no scanner: the loader decodes every file."""
+    from olmkit._solver import line_scanner
+
+    old = _encode.set_implementation("pure")
+    try:
+        assert line_scanner() is None
+    finally:
+        _encode.set_implementation(old)
+    assert (line_scanner() is not None) == (_encode.current() == "native")
+
+
+# --------------------------------------------------------------------------- awkward JSON
+
+SPACE = st.sampled_from(["", "", " ", "  ", "\t", " \r"])
+VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["", "é", "\u2028", "a/b", 'q"', "\\", "\x7f", "\U0001f600", "\n"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def write(draw: Any, value: Any) -> str:
+    """``value`` as JSON text, written one of the ways a file may hold it.
+
+    Whitespace, escapes, number forms, repeated keys.
+    """
+    sp = draw(SPACE)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=draw(st.booleans()))
+        return text.replace("/", "\\/") if draw(st.booleans()) else text
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return "-0" if value == 0 and draw(st.booleans()) else str(value)
+    if isinstance(value, float):
+        return draw(st.sampled_from([repr(value), f"{value:.6e}", f"{value:E}"]))
+    if isinstance(value, list):
+        return "[" + sp + ("," + sp).join(write(draw, v) for v in value) + sp + "]"
+    pairs = [(write(draw, k), write(draw, v)) for k, v in value.items()]
+    if pairs and draw(st.integers(0, 4)) == 0:  # a repeated key: the last value counts
+        pairs.insert(0, (pairs[-1][0], "1"))
+    return "{" + sp + ("," + sp).join(f"{k}{sp}:{sp}{v}" for k, v in pairs) + sp + "}"
+
+
+@st.composite
+def awkward_files(draw: Any) -> str:
+    """A file of one package: its blobs, bundles with awkward property values, written awkwardly."""
+    n = draw(st.integers(1, 6))
+    pool = draw(st.lists(VALUES, min_size=1, max_size=4))  # shared values: distinct properties recur
+    types = ["x.io/t", "olm.gvk", "olm.label", "olm.package.required", "olm.constraint"]
+    lines = [json.dumps(pkg("a")), json.dumps(chan("a", [{"name": f"a.v{i}.0.0"} for i in range(n)]))]
+    for i in range(n):
+        blob: dict[str, Any] = bundle("a", f"{i}.0.0")
+        props = []
+        for _ in range(draw(st.integers(0, 4))):
+            value = draw(st.sampled_from(pool) if draw(st.booleans()) else VALUES)
+            props.append({"type": draw(st.sampled_from(types)), "value": value})
+        blob["properties"] = blob["properties"][: draw(st.integers(0, 1))] + props
+        image = draw(st.sampled_from(["keep", "none", "null", "empty"]))
+        if image == "none":
+            del blob["image"]
+        elif image != "keep":
+            blob["image"] = None if image == "null" else ""
+        sp = draw(SPACE)
+        fields = []
+        for key, value in draw(st.permutations(list(blob.items()))):
+            if key == "properties":
+                texts = []
+                for p in value:
+                    items = draw(st.permutations(list(p.items())))
+                    texts.append("{" + ",".join(f'"{k}":{sp}{write(draw, v)}' for k, v in items) + "}")
+                text = "[" + ("," + sp).join(texts) + "]"
+            else:
+                text = write(draw, value)
+            fields.append(f"{json.dumps(key)}{sp}:{sp}{text}")
+        lines.append(sp + "{" + ("," + sp).join(fields) + "}" + sp)
+    fault = draw(st.sampled_from(["none"] * 6 + ["truncated", "blank", "two", "deep"]))
+    at = draw(st.integers(0, len(lines) - 1))
+    if fault == "truncated":
+        lines[at] = lines[at][: len(lines[at]) // 2]
+    elif fault == "blank":
+        lines.insert(at, "")
+    elif fault == "two":
+        lines[at] = lines[at] + " " + lines[at]
+    elif fault == "deep":
+        lines.append('{"schema":"x.io/deep","v":' + "[" * 80 + "]" * 80 + "}")
+    return "\n".join(lines) + "\n" * draw(st.integers(0, 2))
+
+
+@needs_native
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=awkward_files())
+def test_scan_of_awkward_json(olmkit_pm, text):
+    """Escapes, \\u sequences, non-ASCII, floats, exponents, -0, large integers, nested and empty values,
+    key orders, repeated keys, whitespace and a broken line: the scan gives the decoding's catalog."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        (Path(tmp) / "index.json").write_text(text, encoding="utf-8")
+        assert_scan_is_the_decoding(Path(tmp), olmkit_pm.registry, mp)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, data=st.data())
+def test_scanned_text_is_orjsons(value, data):
+    """A taken property's text is orjson's text of what orjson reads, unless flagged for canonicalising."""
+    from olmkit._solver import line_scanner
+
+    text = write(data.draw, value)
+    line = '{"schema": "olm.bundle", "name": "a", "package": "a", "properties": [{"type": "t", "value": ' + text + "}]}"
+    scan = line_scanner()
+    assert scan is not None
+    out = scan.scan(line.encode())
+    assert out is not None
+    assert list(out.line_kind) == [0]
+    ((flags, type_text, raw),) = out.new
+    assert type_text == b"t"
+    try:
+        canonical = orjson.dumps(orjson.loads(text.encode()))
+    except orjson.JSONDecodeError:
+        assert flags & 2  # orjson refuses it (a number beyond a double): flagged
+        return
+    assert flags & 2 or raw == canonical
+    assert orjson.dumps(orjson.loads(raw)) == canonical
