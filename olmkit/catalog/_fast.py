@@ -63,6 +63,17 @@ VALUE_FIRST: Final = 1
 SCAN = True
 
 
+_DECODED: Final = 2  # a distinct property made from a decoded blob (or an identity)
+
+
+def _blob(ptype: str, text: bytes, form: int) -> bytes:
+    """The text orjson writes for a property blob ``{"type": ptype, "value": <text>}`` (VALUE_FIRST: value first)."""
+    type_text = orjson.dumps(ptype)
+    if form & VALUE_FIRST:
+        return b"".join((b'{"value":', text, b',"type":', type_text, b"}"))
+    return b"".join((b'{"type":', type_text, b',"value":', text, b"}"))
+
+
 class Bail(Exception):
     """The fast path met something it does not take as it is: load the catalog the usual way."""
 
@@ -105,6 +116,9 @@ class ColumnBuilder:
         #: properties' numbers in the columns
         self.scanner = line_scanner() if SCAN else None
         self.cmap: list[int] = []
+        #: per distinct property: the form of a scanned one's blob (VALUE_FIRST or 0), else _DECODED
+        self.forms = bytearray()
+        self.type_names: dict[bytes, str] = {}
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
@@ -253,7 +267,9 @@ class ColumnBuilder:
         Raises:
             Bail: as :meth:`_distinct`, or its value does not read (a number orjson refuses).
         """
-        ptype = type_text.decode()
+        ptype = self.type_names.get(type_text)
+        if ptype is None:
+            ptype = self.type_names[type_text] = type_text.decode()
         value: Any = _UNREAD
         if flags & CANONICALISE:
             try:
@@ -263,16 +279,15 @@ class ColumnBuilder:
             text = bytes(memoryview(orjson.dumps(value)))
         if ptype in self.identity:
             return self._identity_text(ptype, text, value)
-        if flags & VALUE_FIRST:  # the blob's text, as orjson writes it
-            blob = b"".join((b'{"value":', text, b',"type":"', type_text, b'"}'))
-        else:
-            blob = b"".join((b'{"type":"', type_text, b'","value":', text, b"}"))
-        d = self.by_blob.get(blob)
-        if d is not None:
-            return d
-        if (ptype, text) in self.by_key:
-            raise Bail  # written two ways
-        d = self.by_key[(ptype, text)] = self.by_blob[blob] = self._new(ptype, text)
+        form = flags & VALUE_FIRST
+        d = self.by_key.get((ptype, text))
+        if d is not None:  # the same property, from a blob written the same way (else: two ways)
+            known = self.forms[d]
+            if known == form or (known == _DECODED and self.by_blob.get(_blob(ptype, text, form)) == d):
+                return d
+            raise Bail
+        d = self.by_key[(ptype, text)] = self._new(ptype, text)
+        self.forms[d] = form  # its blob's text is not kept: its form tells it
         lists = self._lists(d, ptype, value)
         if lists:
             self.special[d] = (_FAILED, lists)
@@ -301,6 +316,9 @@ class ColumnBuilder:
         text = bytes(memoryview(orjson.dumps(value)))
         d = self.by_key.get((ptype, text))
         if d is not None:
+            if self.forms[d] != _DECODED and key == _blob(ptype, text, self.forms[d]):
+                self.by_blob[bytes(memoryview(key))] = d  # a scanned property, written the same way
+                return d
             raise Bail
         d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = self._new(ptype, text)
         lists = self._lists(d, ptype, value)
@@ -313,6 +331,7 @@ class ColumnBuilder:
         d = len(self.dist_type)
         self.dist_type.append(self.types.setdefault(ptype, ptype))  # one string per type
         self.dist_json.append(text)
+        self.forms.append(_DECODED)
         return d
 
     def _identity(self, ptype: str, value: Any) -> int:
