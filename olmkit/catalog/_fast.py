@@ -436,6 +436,9 @@ class ColumnBuilder:
         self.by_key = {}
         self.identities = {}
         self.special = {}
+        self.scanner = None  # its texts and tables (C memory)
+        self.cmap = []
+        self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
         self.rows = []
         extra = self.extra
