@@ -27,7 +27,8 @@ import os
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from itertools import accumulate
+from itertools import accumulate, groupby, pairwise, repeat
+from operator import sub
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -237,29 +238,37 @@ class ColumnBuilder:
         ds_all = list(map(cmap.__getitem__, scan.occ[starts[lo] : starts[hi]]))
         self.refs.extend(ds_all)
         offset = starts[lo]
-        b_names, b_packages, b_images, b_lines = scan.names, scan.packages, scan.images, scan.b_line
-        for b in range(lo, hi):
-            name = b_names[b]
-            package = b_packages[b]
-            pn = packages.get(package)
-            if pn is None:
-                pn = packages[package] = len(names)
+        b_names, b_packages = scan.names[lo:hi], scan.packages[lo:hi]
+        for package in dict.fromkeys(b_packages):  # numbered in the order first met
+            if package not in packages:
+                packages[package] = len(names)
                 names.append(set())
+        pns = list(map(packages.__getitem__, b_packages))
+        at = 0
+        for pn, group in groupby(pns):  # a package's bundles come together
+            k = sum(1 for _ in group)
             seen = names[pn]
-            if name in seen:
+            known = len(seen)
+            seen.update(b_names[at : at + k])
+            at += k
+            if len(seen) != known + k:
                 raise Bail  # a duplicate: the object loader words the problem
-            seen.add(name)
-            ds = ds_all[starts[b] - offset : starts[b + 1] - offset]
-            number = len(rows)
+        bounds = [b - offset for b in starts[lo : hi + 1]]
+        counts = list(map(sub, bounds[1:], bounds))
+        versions: list[str | None] = []
+        number = len(rows)
+        for a, z in pairwise(bounds):
             version = None
             versioned = False
-            for v, lists in filter(None, map(special, ds)):
+            for v, lists in filter(None, map(special, ds_all[a:z])):
                 if not versioned and v is not _FAILED:
                     version, versioned = v, True
                 for lst in lists:
                     if not lst or lst[-1] != number:
                         lst.append(number)
-            rows.append((pn, name, version, b_images[b], file, b_lines[b], len(ds)))
+            versions.append(version)
+            number += 1
+        rows.extend(zip(pns, b_names, versions, scan.images[lo:hi], repeat(file), scan.b_line[lo:hi], counts))
 
     def _scanned(self, flags: int, type_text: bytes, text: bytes) -> int:
         """The distinct property of a scanned one (as :meth:`_distinct` of the blob it was read from).
