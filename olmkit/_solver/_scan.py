@@ -27,6 +27,7 @@ is ``None`` and the loader decodes every file with orjson, which is what this re
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 from typing import Any, Final
 
 __all__ = ["CANONICALISE", "VALUE_FIRST", "FileScan", "LineScanner", "scanner"]
@@ -35,6 +36,7 @@ __all__ = ["CANONICALISE", "VALUE_FIRST", "FileScan", "LineScanner", "scanner"]
 VALUE_FIRST: Final = 1
 #: the value's text is not orjson's: read and write it again
 CANONICALISE: Final = 2
+_FRESH: Final = 4  # of a type not interned (see LineScanner)
 
 
 class FileScan:
@@ -83,9 +85,15 @@ class FileScan:
 
 
 class LineScanner:
-    """A scan of one catalog's files (the distinct properties are numbered across them)."""
+    """A scan of one catalog's files (the distinct properties are numbered across them).
 
-    def __init__(self) -> None:
+    Args:
+        fresh: property types not interned: each occurrence is a distinct property of its
+            own, whose text the scanner forgets after the file (a bundle's identity: the
+            caller keys them itself, and the scanner keeps no text of every bundle).
+    """
+
+    def __init__(self, fresh: Iterable[str] = ()) -> None:
         # the compiled extension, as its face imports it (ImportError without it)
         from olmkit._solver._native import ffi, lib  # type: ignore[attr-defined]
 
@@ -95,6 +103,10 @@ class LineScanner:
         if handle == ffi.NULL:
             raise MemoryError("olmkit._solver: out of memory while scanning")
         self._s = ffi.gc(handle, lib.olm_scan_free)
+        for name in fresh:
+            text = name.encode()
+            if lib.olm_scan_fresh(self._s, text, len(text)):
+                raise MemoryError("olmkit._solver: out of memory while scanning")
 
     def scan(self, data: bytes) -> FileScan | None:
         """Scan one file's bytes; ``None`` when a line is not exactly one JSON value."""
@@ -131,12 +143,16 @@ class LineScanner:
             type_len.frombytes(buffer(s.d_type_len + first, 4 * n))
             value_len.frombytes(buffer(s.d_value_len + first, 4 * n))
             flags = bytes(buffer(s.d_flags + first, n))
-            base = starts[0]
-            arena = bytes(buffer(s.arena + base, starts[-1] + type_len[-1] + value_len[-1] - base))
+            arena = bytes(buffer(s.arena + s.arena_first, s.arena_len - s.arena_first))
+            fresh = bytes(buffer(s.farena, s.farena_len)) if s.farena_len else b""
+            base = s.arena_first
             new = out.new
             for f, at, tl, vl in zip(flags, starts, type_len, value_len, strict=True):
-                at -= base
-                new.append((f, arena[at : at + tl], arena[at + tl : at + tl + vl]))
+                if f & _FRESH:
+                    new.append((f, fresh[at : at + tl], fresh[at + tl : at + tl + vl]))
+                else:
+                    at -= base
+                    new.append((f, arena[at : at + tl], arena[at + tl : at + tl + vl]))
         return out
 
 
@@ -146,10 +162,10 @@ def _lines(buffer: Any) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def scanner() -> LineScanner | None:
-    """A new scanner, or ``None`` when the pure-Python implementation is in use."""
+def scanner(fresh: Iterable[str] = ()) -> LineScanner | None:
+    """A new scanner (see :class:`LineScanner`), or ``None`` when the pure-Python implementation is in use."""
     from olmkit._solver import _encode
 
     if _encode.current() != "native":
         return None
-    return LineScanner()
+    return LineScanner(fresh)

@@ -25,6 +25,7 @@
 #define MAX_KEYS 32
 #define F_VALUE_FIRST 1
 #define F_CANON 2
+#define F_FRESH 4 /* a property of a type not interned: its text is in the file's arena */
 
 typedef struct {
     char *v;
@@ -45,7 +46,11 @@ typedef struct {
 } prop_t;
 
 typedef struct {
-    bytes_t names, packages, images, arena, scratch;
+    bytes_t names, packages, images, arena, farena, scratch;
+    /* the types whose properties are not interned (each occurrence its own distinct property) */
+    char **fresh;
+    int *fresh_len;
+    size_t n_fresh, fresh_cap, fresh_len_cap;
     ints_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ;
     size_t d_cap;
     uint64_t *d_hash;
@@ -442,6 +447,7 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
     int *table = calloc(cap, sizeof(int));
     if (!table) return 1;
     for (int d = 0; d < sc->n_dist; d++) {
+        if (sc->d_flags[d] & F_FRESH) continue;
         size_t i = (size_t)pv->d_hash[d] & (cap - 1);
         while (table[i]) i = (i + 1) & (cap - 1);
         table[i] = d + 1;
@@ -453,13 +459,22 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
 }
 
 /* the distinct property of prop (value text in the scratch buffer), added when new; -1 out of memory */
+static int is_fresh(const priv_t *pv, const prop_t *prop) {
+    for (size_t i = 0; i < pv->n_fresh; i++) {
+        if (pv->fresh_len[i] == prop->type_len && memcmp(pv->fresh[i], prop->type, (size_t)prop->type_len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
     const char *value = pv->scratch.v + prop->value_off;
+    int fresh = is_fresh(pv, prop);
     uint64_t h = hash_of(prop->flags, prop->type, (size_t)prop->type_len, value, (size_t)prop->value_len);
     if ((size_t)(sc->n_dist + 1) * 2 > pv->table_cap && rehash(sc, pv, pv->table_cap ? pv->table_cap * 2 : 4096))
         return -1;
     size_t mask = pv->table_cap - 1, i = (size_t)h & mask;
-    for (; pv->table[i]; i = (i + 1) & mask) {
+    for (; !fresh && pv->table[i]; i = (i + 1) & mask) {
         int d = pv->table[i] - 1;
         if (pv->d_hash[d] == h && sc->d_flags[d] == prop->flags && sc->d_type_len[d] == prop->type_len &&
             sc->d_value_len[d] == prop->value_len) {
@@ -486,17 +501,17 @@ static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
         if (!hh || !st || !tl || !vl || !fl) return -1;
         pv->d_cap = cap2;
     }
-    size_t start = pv->arena.n;
-    if (put_bytes(&pv->arena, prop->type, (size_t)prop->type_len) ||
-        put_bytes(&pv->arena, value, (size_t)prop->value_len))
+    bytes_t *arena = fresh ? &pv->farena : &pv->arena;
+    size_t start = arena->n;
+    if (put_bytes(arena, prop->type, (size_t)prop->type_len) || put_bytes(arena, value, (size_t)prop->value_len))
         return -1;
     pv->d_hash[d] = h;
     sc->d_start[d] = start;
     sc->d_type_len[d] = prop->type_len;
     sc->d_value_len[d] = prop->value_len;
-    sc->d_flags[d] = (unsigned char)prop->flags;
+    sc->d_flags[d] = (unsigned char)(prop->flags | (fresh ? F_FRESH : 0));
     sc->n_dist = d + 1;
-    pv->table[i] = d + 1;
+    if (!fresh) pv->table[i] = d + 1;
     return d;
 }
 
@@ -605,7 +620,7 @@ olm_scan *olm_scan_new(void) {
 void olm_scan_free(olm_scan *sc) {
     if (!sc) return;
     priv_t *pv = sc->priv;
-    bytes_t *bufs[] = {&pv->names, &pv->packages, &pv->images, &pv->arena, &pv->scratch};
+    bytes_t *bufs[] = {&pv->names, &pv->packages, &pv->images, &pv->arena, &pv->farena, &pv->scratch};
     ints_t *ints[] = {&pv->line_kind, &pv->line_start, &pv->line_end, &pv->b_line,
                       &pv->b_prop_start, &pv->b_ndist, &pv->occ};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(*bufs); i++) free(bufs[i]->v);
@@ -613,6 +628,9 @@ void olm_scan_free(olm_scan *sc) {
     free(pv->d_hash);
     free(pv->table);
     free(pv->props);
+    for (size_t i = 0; i < pv->n_fresh; i++) free(pv->fresh[i]);
+    free(pv->fresh);
+    free(pv->fresh_len);
     free(pv);
     free(sc->d_start);
     free(sc->d_type_len);
@@ -638,6 +656,23 @@ static void publish(olm_scan *sc, priv_t *pv) {
     sc->packages_len = pv->packages.n;
     sc->images_len = pv->images.n;
     sc->arena = pv->arena.v;
+    sc->arena_len = pv->arena.n;
+    sc->farena = pv->farena.v;
+    sc->farena_len = pv->farena.n;
+}
+
+int olm_scan_fresh(olm_scan *sc, const char *type, int len) {
+    priv_t *pv = sc->priv;
+    char *copy = malloc(len > 0 ? (size_t)len : 1);
+    if (!copy || grow((void **)&pv->fresh, &pv->fresh_cap, pv->n_fresh + 1, sizeof(char *)) ||
+        grow((void **)&pv->fresh_len, &pv->fresh_len_cap, pv->n_fresh + 1, sizeof(int))) {
+        free(copy);
+        return 1;
+    }
+    memcpy(copy, type, (size_t)len);
+    pv->fresh[pv->n_fresh] = copy;
+    pv->fresh_len[pv->n_fresh++] = len;
+    return 0;
 }
 
 int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
@@ -645,6 +680,8 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
     int first_dist = sc->n_dist;
     size_t arena_n = pv->arena.n;
     int rc = 0;
+    sc->arena_first = arena_n;
+    pv->farena.n = 0;
     pv->line_kind.n = pv->line_start.n = pv->line_end.n = pv->b_line.n = pv->occ.n = pv->b_ndist.n = 0;
     pv->b_prop_start.n = 0;
     pv->names.n = pv->packages.n = pv->images.n = 0;

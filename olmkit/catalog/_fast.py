@@ -115,7 +115,7 @@ class ColumnBuilder:
         self.index: dict[str, dict[Hashable, list[int]]] = {n: {} for n in self.indexers}
         #: the C scan of the files (None: files are decoded whole), and its distinct
         #: properties' numbers in the columns
-        self.scanner = line_scanner() if SCAN else None
+        self.scanner = line_scanner(self.identity) if SCAN else None
         self.cmap: list[int] = []
         #: per distinct property: the form of a scanned one's blob (VALUE_FIRST or 0), else _DECODED
         self.forms = bytearray()

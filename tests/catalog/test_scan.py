@@ -309,3 +309,31 @@ def test_scanned_text_is_orjsons(value, data):
         return
     assert flags & 2 or raw == canonical
     assert orjson.dumps(orjson.loads(raw)) == canonical
+
+
+@needs_native
+def test_properties_of_fresh_types_are_not_interned():
+    """A bundle's identity (a fresh type) is a distinct property per occurrence, its text kept for one file."""
+    from olmkit._solver import line_scanner
+
+    scan = line_scanner(["olm.package"])
+    assert scan is not None
+    line = (
+        b'{"schema": "olm.bundle", "name": "a", "package": "a", "properties": '
+        b'[{"type": "olm.package", "value": {"packageName": "a"}}, {"type": "t", "value": 1}]}\n'
+    )
+
+    first = scan.scan(line * 2)
+    second = scan.scan(line)
+
+    assert first is not None
+    assert second is not None
+    assert list(first.occ) == [0, 1, 2, 1]
+    assert [(f & 3, t, v) for f, t, v in first.new] == [
+        (0, b"olm.package", b'{"packageName":"a"}'),
+        (0, b"t", b"1"),
+        (0, b"olm.package", b'{"packageName":"a"}'),
+    ]
+    assert second.first == 3
+    assert list(second.occ) == [3, 1]
+    assert [t for _, _, t in second.new] == [b'{"packageName":"a"}']
