@@ -95,8 +95,14 @@ class ColumnBuilder:
         self.parsed_with = {n: pt.parse for n, pt in types.items() if pt.identity or pt.index_keys is not None}
         self.rest = rest
         self.files: list[str] = []
-        #: per bundle, in the order read: (package number, name, version, image, file, line, properties)
-        self.rows: list[tuple[int, str, str | None, str | None, int, int, int]] = []
+        #: per bundle, in the order read: package number, name, version, image, file, line, properties
+        self.r_pkg = array("i")
+        self.r_name: list[str] = []
+        self.r_version: list[str | None] = []
+        self.r_image: list[str | None] = []
+        self.r_file = array("i")
+        self.r_line = array("i")
+        self.r_count = array("i")
         self.refs = array("i")  # every bundle's distinct properties, one after the other
         self.extra: dict[int, Mapping[str, Any]] = {}
         self.packages: dict[str, int] = {}
@@ -170,7 +176,9 @@ class ColumnBuilder:
     def _add_values(self, path: str, file: int, values: Iterable[tuple[int, Any]]) -> None:
         """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
         add = self.rest.add
-        packages, names, rows, extra = self.packages, self.names, self.rows, self.extra
+        packages, names, extra = self.packages, self.names, self.extra
+        r_pkg, r_name, r_version, r_image = self.r_pkg.append, self.r_name, self.r_version.append, self.r_image.append
+        r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
         known = self.by_blob.get
         special = self.special.get
         extend = self.refs.extend
@@ -212,7 +220,7 @@ class ColumnBuilder:
                 found[i] = distinct(rest[i], keys[i])
             ds = cast("list[int]", head + found if head else found)
             extend(ds)
-            number = len(rows)
+            number = len(r_name)
             version = None
             versioned = False
             for v, lists in filter(None, map(special, ds)):
@@ -221,7 +229,13 @@ class ColumnBuilder:
                 for lst in lists:
                     if not lst or lst[-1] != number:
                         lst.append(number)
-            rows.append((pn, name, version, image, file, line, len(ds)))
+            r_pkg(pn)
+            r_name.append(name)
+            r_version(version)
+            r_image(image)
+            r_file(file)
+            r_line(line)
+            r_count(len(ds))
             if not _BUNDLE_KEYS.issuperset(raw):
                 extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
 
@@ -232,7 +246,7 @@ class ColumnBuilder:
         # the distinct properties first met in these bundles, in the order met (bundles make
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
         cmap += [self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])]
-        packages, names, rows = self.packages, self.names, self.rows
+        packages, names = self.packages, self.names
         special = self.special.get
         starts = scan.prop_start
         ds_all = list(map(cmap.__getitem__, scan.occ[starts[lo] : starts[hi]]))
@@ -256,7 +270,7 @@ class ColumnBuilder:
         bounds = [b - offset for b in starts[lo : hi + 1]]
         counts = list(map(sub, bounds[1:], bounds))
         versions: list[str | None] = []
-        number = len(rows)
+        number = len(self.r_name)
         for a, z in pairwise(bounds):
             version = None
             versioned = False
@@ -268,7 +282,13 @@ class ColumnBuilder:
                         lst.append(number)
             versions.append(version)
             number += 1
-        rows.extend(zip(pns, b_names, versions, scan.images[lo:hi], repeat(file), scan.b_line[lo:hi], counts))
+        self.r_pkg.extend(pns)
+        self.r_name += b_names
+        self.r_version += versions
+        self.r_image += scan.images[lo:hi]
+        self.r_file.extend(repeat(file, hi - lo))
+        self.r_line.extend(scan.b_line[lo:hi])
+        self.r_count.extend(counts)
 
     def _scanned(self, flags: int, type_text: bytes, text: bytes) -> int:
         """The distinct property of a scanned one (as :meth:`_distinct` of the blob it was read from).
@@ -392,17 +412,17 @@ class ColumnBuilder:
 
     def count(self) -> int:
         """The number of bundles read."""
-        return len(self.rows)
+        return len(self.r_name)
 
     def columns(self) -> tuple[BundleColumns, array[int], array[int], dict[int, int] | None]:
         """The columns (bundles package by package), each row's file and line, and (when
         packages were interleaved across files) the row of each bundle read, else ``None``."""
-        rows = self.rows
         packages = list(self.packages)
-        if not rows:
+        if not self.r_name:
             empty = BundleColumns(packages, array("i"), [], [], [], array("i", [0]), array("i"), [], [])
             return empty, array("i"), array("i"), None
-        b_pkg, names, versions, images, files, lines, counts = zip(*rows, strict=True)
+        b_pkg, names, versions, images = self.r_pkg, self.r_name, self.r_version, self.r_image
+        files, lines, counts = self.r_file, self.r_line, self.r_count
         starts = array("i", [0])
         dist_type, dist_json = self.dist_type, self.dist_json
         row_of: dict[int, int] | None = None
@@ -421,9 +441,10 @@ class ColumnBuilder:
             for i in order:
                 refs.extend(self.refs[offsets[i] : offsets[i + 1]])
                 starts.append(len(refs))
-            b_pkg, names, versions, images, files, lines = (
-                tuple(column[i] for i in order) for column in (b_pkg, names, versions, images, files, lines)
-            )
+            b_pkg, files, lines = (array("i", [column[i] for i in order]) for column in (b_pkg, files, lines))
+            names = [names[i] for i in order]
+            versions = [versions[i] for i in order]
+            images = [images[i] for i in order]
             # distinct properties numbered in the order the columns first name them
             renumber: dict[int, int] = dict.fromkeys(refs, 0)
             for new, d in enumerate(renumber):
@@ -434,10 +455,8 @@ class ColumnBuilder:
                 dist_type[new] = self.dist_type[d]
                 dist_json[new] = self.dist_json[d]
             self.parsed = {renumber[d]: v for d, v in self.parsed.items()}
-        columns = BundleColumns(
-            packages, array("i", b_pkg), list(names), list(versions), list(images), starts, refs, dist_type, dist_json
-        )
-        return columns, array("i", files), array("i", lines), row_of
+        columns = BundleColumns(packages, b_pkg, names, versions, images, starts, refs, dist_type, dist_json)
+        return columns, files, lines, row_of
 
     def catalog_parts(self, parsed: dict[int, Any]) -> tuple[BundleColumns, LazyBundles, dict[str, IndexKeys]]:
         """The columns, the lazy bundles over them (filing parsed values in ``parsed``) and the index."""
@@ -449,7 +468,8 @@ class ColumnBuilder:
         self.cmap = []
         self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
-        self.rows = []
+        self.r_pkg, self.r_name, self.r_version, self.r_image = array("i"), [], [], []
+        self.r_file, self.r_line, self.r_count = array("i"), array("i"), array("i")
         extra = self.extra
         index = {n: {k: v for k, v in idx.items() if v} for n, idx in self.index.items()}
         if row_of is not None:  # from the order read to the columns' order
