@@ -508,14 +508,8 @@ class _Distinct:
         self.parse = catalog._parse
         self.loaded = lazy.parsed_view()  # what the loader parsed already
         self.values: dict[int, Any] = {}  # and what was parsed here
-        # the others' values, decoded at once
-        c = self.columns
-        loaded = self.loaded
-        rest = [d for d in range(len(c.dist_type)) if d not in loaded]
-        texts = b",".join([c.dist_json[d] for d in rest])
-        self.raw: dict[int, Any] = dict(zip(rest, orjson.loads(b"".join((b"[", texts, b"]"))), strict=True))
         #: per distinct property, its verdict once made
-        self.verdicts: list[_Verdict | None] = [None] * len(c.dist_type)
+        self.verdicts: list[_Verdict | None] = [None] * len(self.columns.dist_type)
 
     def parsed(self, d: int) -> Any:
         """As :meth:`Catalog.parsed` of the property (a failure is raised again each time)."""
@@ -523,10 +517,10 @@ class _Distinct:
         if found is NOT_PARSED:
             found = self.values.get(d, NOT_PARSED)
         if found is NOT_PARSED:
+            # decoded when first asked (each value's objects live only until it is parsed)
             pt = self.parse.get(self.columns.dist_type[d])
-            value = self.raw[d]
-            found = self.values[d] = pt(value) if pt is not None else value
-            del self.raw[d]  # parsed once and for all (a failure is raised again from it)
+            value = orjson.loads(self.columns.dist_json[d])
+            found = self.values[d] = pt(value) if pt is not None else value  # a failure: raised again each time
         return found
 
 
