@@ -213,6 +213,23 @@ static int scan_literal(parser_t *s, const char *word, size_t n) {
     return emit(s, word, n);
 }
 
+/* after an item of a container: a comma (1; the whitespace after it skipped) or the closing bracket (0) */
+static int next_item(parser_t *s, char close) {
+    skip_ws(s);
+    if (s->p >= s->end) return BAD;
+    if (*s->p == ',') {
+        s->p++;
+        if (emit(s, ",", 1)) return BAD;
+        skip_ws(s);
+        return 1;
+    }
+    if (*s->p == close) {
+        s->p++;
+        return emit(s, &close, 1) ? BAD : 0;
+    }
+    return BAD;
+}
+
 static int scan_object(parser_t *s, int depth) {
     const char *keys[MAX_KEYS];
     size_t key_len[MAX_KEYS];
@@ -246,19 +263,8 @@ static int scan_object(parser_t *s, int depth) {
         if (emit(s, ":", 1)) return BAD;
         skip_ws(s);
         if (scan_value(s, depth)) return BAD;
-        skip_ws(s);
-        if (s->p >= s->end) return BAD;
-        if (*s->p == ',') {
-            s->p++;
-            if (emit(s, ",", 1)) return BAD;
-            skip_ws(s);
-            continue;
-        }
-        if (*s->p == '}') {
-            s->p++;
-            return emit(s, "}", 1);
-        }
-        return BAD;
+        int more = next_item(s, '}');
+        if (more <= 0) return more;
     }
 }
 
@@ -273,19 +279,8 @@ static int scan_array(parser_t *s, int depth) {
     }
     for (;;) {
         if (scan_value(s, depth)) return BAD;
-        skip_ws(s);
-        if (s->p >= s->end) return BAD;
-        if (*s->p == ',') {
-            s->p++;
-            if (emit(s, ",", 1)) return BAD;
-            skip_ws(s);
-            continue;
-        }
-        if (*s->p == ']') {
-            s->p++;
-            return emit(s, "]", 1);
-        }
-        return BAD;
+        int more = next_item(s, ']');
+        if (more <= 0) return more;
     }
 }
 
@@ -376,18 +371,9 @@ static int scan_property(priv_t *pv, parser_t *s, int depth, int *usual) {
             if (scan_value(s, depth)) return BAD;
             plain = 0;
         }
-        skip_ws(s);
-        if (s->p >= s->end) return BAD;
-        if (*s->p == ',') {
-            s->p++;
-            skip_ws(s);
-            continue;
-        }
-        if (*s->p == '}') {
-            s->p++;
-            break;
-        }
-        return BAD;
+        int more = next_item(s, '}');
+        if (more < 0) return BAD;
+        if (!more) break;
     }
     if (!plain || !have_type || !have_value) {
         *usual = 0;
@@ -420,18 +406,8 @@ static int scan_properties(priv_t *pv, parser_t *s, int *usual) {
             *usual = 0;
             if (scan_value(s, 1)) return BAD;
         }
-        skip_ws(s);
-        if (s->p >= s->end) return BAD;
-        if (*s->p == ',') {
-            s->p++;
-            skip_ws(s);
-            continue;
-        }
-        if (*s->p == ']') {
-            s->p++;
-            return 0;
-        }
-        return BAD;
+        int more = next_item(s, ']');
+        if (more <= 0) return more;
     }
 }
 
@@ -567,18 +543,9 @@ static int scan_line(olm_scan *sc, priv_t *pv, const char *p, const char *end, i
                 if (scan_value(&s, 0)) return s.oom ? LINE_OOM : LINE_BAD;
                 if (!(k == K_IMAGE && null)) usual = 0;
             }
-            skip_ws(&s);
-            if (s.p >= s.end) return LINE_BAD;
-            if (*s.p == ',') {
-                s.p++;
-                skip_ws(&s);
-                continue;
-            }
-            if (*s.p == '}') {
-                s.p++;
-                break;
-            }
-            return LINE_BAD;
+            int more = next_item(&s, '}');
+            if (more < 0) return s.oom ? LINE_OOM : LINE_BAD;
+            if (!more) break;
         }
     }
     skip_ws(&s);
