@@ -16,9 +16,15 @@ bundle, a property written two ways: the object loader keeps those apart and val
 reports them apart) raises :class:`Bail`, and the loader reads the whole catalog again the
 usual way, so that every problem is found and worded exactly as before.
 
-Reading is about as costly as the object loader's (the per-property steps, an
-``orjson.dumps`` and a lookup to find the distinct property, are the same); what it saves
-is the consumers': a compiler or a check that reads the columns builds no bundle.
+With the C part, a file is not decoded whole: :func:`olmkit._solver.line_scanner` takes its
+plain bundle blobs as rows and hands over each distinct property once, as the text orjson
+writes for it (or flagged, to be made so here); the lines it leaves are decoded one by one,
+and a file it does not take (a line that is not exactly one JSON value) is decoded whole,
+as without the C part. The catalog is the same either way (``tests/catalog/test_scan.py``).
+
+Reading costs about what the object loader's does (per distinct property the identity's and
+indexed types' parses, per bundle its row and index entries); what it saves is the
+consumers': a compiler or a check that reads the columns builds no bundle.
 """
 
 from __future__ import annotations
