@@ -507,20 +507,36 @@ class _Distinct:
         self.columns = lazy.columns
         self.parse = catalog._parse
         self.loaded = lazy.parsed_view()  # what the loader parsed already
-        self.values: dict[int, Any] = {}  # and what was parsed here
+        self.values: dict[int, Any] = {}  # and what was parsed here for candidates
+        self.last = -1  # the last distinct property parsed here, and its value
+        self.last_value: Any = None
         #: per distinct property, its verdict once made
         self.verdicts: list[_Verdict | None] = [None] * len(self.columns.dist_type)
 
     def parsed(self, d: int) -> Any:
-        """As :meth:`Catalog.parsed` of the property (a failure is raised again each time)."""
+        """As :meth:`Catalog.parsed` of the property (a failure is raised again each time).
+
+        Parsed here, the value is kept only until another is: a distinct property's verdict
+        and its requirement's check, one after the other, are all that read most of them
+        (see :meth:`kept`).
+        """
         found = self.loaded.get(d, NOT_PARSED)
         if found is NOT_PARSED:
             found = self.values.get(d, NOT_PARSED)
         if found is NOT_PARSED:
-            # decoded when first asked (each value's objects live only until it is parsed)
+            if d == self.last:
+                return self.last_value
             pt = self.parse.get(self.columns.dist_type[d])
             value = orjson.loads(self.columns.dist_json[d])
-            found = self.values[d] = pt(value) if pt is not None else value  # a failure: raised again each time
+            found = pt(value) if pt is not None else value  # a failure: raised again each time
+            self.last, self.last_value = d, found
+        return found
+
+    def kept(self, d: int) -> Any:
+        """:meth:`parsed`, kept for good (a candidate's values, which predicates read again and again)."""
+        found = self.parsed(d)
+        if d not in self.loaded:
+            self.values[d] = found
         return found
 
 
@@ -847,7 +863,7 @@ class _RowView:
             for d in c.prop_ref[c.prop_start[row] : c.prop_start[row + 1]]:
                 if dist_type[d] == type_name:
                     try:
-                        out.append(self._distinct.parsed(d))
+                        out.append(self._distinct.kept(d))
                     except ValueError:
                         continue
             found = self._values[type_name] = tuple(out)
