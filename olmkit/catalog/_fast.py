@@ -128,7 +128,7 @@ class ColumnBuilder:
         #: the C scan of the files (None: files are decoded whole), and its distinct
         #: properties' numbers in the columns
         self.scanner = line_scanner(self.identity) if SCAN else None
-        self.cmap: list[int] = []
+        self.cmap = array("i")
         #: per distinct property: the form of a scanned one's blob (VALUE_FIRST or 0), else _DECODED
         self.forms = bytearray()
         self.type_names: dict[bytes, str] = {}
@@ -251,7 +251,7 @@ class ColumnBuilder:
         new, first = scan.new, scan.first
         # the distinct properties first met in these bundles, in the order met (bundles make
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
-        cmap += [self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])]
+        cmap.extend([self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])])
         packages, names = self.packages, self.names
         special = self.special.get
         starts = scan.prop_start
@@ -471,7 +471,7 @@ class ColumnBuilder:
         self.identities = {}
         self.special = {}
         self.scanner = None  # its texts and tables (C memory)
-        self.cmap = []
+        self.cmap = array("i")
         self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
         self.r_pkg, self.r_name, self.r_version, self.r_image = array("i"), [], [], []
