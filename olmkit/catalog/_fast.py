@@ -125,6 +125,7 @@ class ColumnBuilder:
         #: for identity and indexed properties only
         self.special: dict[int, tuple[Any, tuple[list[int], ...]]] = {}
         self.index: dict[str, dict[Hashable, list[int]]] = {n: {} for n in self.indexers}
+        self.shared: dict[tuple[int, ...], tuple[list[int], ...]] = {}
         #: the C scan of the files (None: files are decoded whole), and its distinct
         #: properties' numbers in the columns
         self.scanner = line_scanner(self.identity) if SCAN else None
@@ -412,6 +413,8 @@ class ColumnBuilder:
                 keys = pt.index_keys(parsed)  # type: ignore[misc]
                 idx = self.index[ptype]
                 lists = tuple(idx.setdefault(k, []) for k in keys)
+                # one tuple per set of lists (a package's bundles all have their identity's)
+                lists = self.shared.setdefault(tuple(map(id, lists)), lists)
             except _PARSE_ERRORS:
                 lists = ()
         return lists
@@ -471,6 +474,7 @@ class ColumnBuilder:
         self.identities = {}
         self.special = {}
         self.scanner = None  # its texts and tables (C memory)
+        self.shared = {}
         self.cmap = array("i")
         self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
