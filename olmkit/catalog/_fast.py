@@ -123,7 +123,9 @@ class ColumnBuilder:
         self.parsed: dict[int, Any] = {}  # distinct property -> its parsed value (those parsed)
         #: distinct property -> (the version it gives or _FAILED, the index lists of its bundles),
         #: for identity and indexed properties only
-        self.special: dict[int, tuple[Any, tuple[list[int], ...]]] = {}
+        self.special: dict[int, tuple[list[int], ...]] = {}
+        #: per distinct property: the version its bundles have, if it is an identity that parsed, else _FAILED
+        self.version_of: list[Any] = []
         self.index: dict[str, dict[Hashable, list[int]]] = {n: {} for n in self.indexers}
         self.shared: dict[tuple[int, ...], tuple[list[int], ...]] = {}
         #: the C scan of the files (None: files are decoded whole), and its distinct
@@ -187,7 +189,9 @@ class ColumnBuilder:
         r_pkg, r_name, r_version, r_image = self.r_pkg.append, self.r_name, self.r_version.append, self.r_image.append
         r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
         known = self.by_blob.get
-        special = self.special.get
+        special = self.special
+        has_special = special.__contains__
+        version_of = self.version_of
         extend = self.refs.extend
         distinct = self._distinct
         own = self._identity
@@ -230,10 +234,10 @@ class ColumnBuilder:
             number = len(r_name)
             version = None
             versioned = False
-            for v, lists in filter(None, map(special, ds)):
-                if not versioned and v is not _FAILED:
-                    version, versioned = v, True
-                for lst in lists:
+            for d in filter(has_special, ds):
+                if not versioned and version_of[d] is not _FAILED:
+                    version, versioned = version_of[d], True
+                for lst in special[d]:
                     if not lst or lst[-1] != number:
                         lst.append(number)
             r_pkg(pn)
@@ -254,7 +258,9 @@ class ColumnBuilder:
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
         cmap.extend([self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])])
         packages, names = self.packages, self.names
-        special = self.special.get
+        special = self.special
+        has_special = special.__contains__
+        version_of = self.version_of
         starts = scan.prop_start
         ds_all = list(map(cmap.__getitem__, scan.occ[starts[lo] : starts[hi]]))
         self.refs.extend(ds_all)
@@ -281,10 +287,10 @@ class ColumnBuilder:
         for a, z in pairwise(bounds):
             version = None
             versioned = False
-            for v, lists in filter(None, map(special, ds_all[a:z])):
-                if not versioned and v is not _FAILED:
-                    version, versioned = v, True
-                for lst in lists:
+            for d in filter(has_special, ds_all[a:z]):
+                if not versioned and version_of[d] is not _FAILED:
+                    version, versioned = version_of[d], True
+                for lst in special[d]:
                     if not lst or lst[-1] != number:
                         lst.append(number)
             versions.append(version)
@@ -326,7 +332,7 @@ class ColumnBuilder:
         self.forms[d] = form  # its blob's text is not kept: its form tells it
         lists = self._lists(d, ptype, value)
         if lists:
-            self.special[d] = (_FAILED, lists)
+            self.special[d] = lists
         return d
 
     def _distinct(self, p: Any, key: bytes) -> int:
@@ -359,7 +365,7 @@ class ColumnBuilder:
         d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = self._new(ptype, text)
         lists = self._lists(d, ptype, value)
         if lists:
-            self.special[d] = (_FAILED, lists)
+            self.special[d] = lists
         return d
 
     def _new(self, ptype: str, text: bytes) -> int:
@@ -368,6 +374,7 @@ class ColumnBuilder:
         self.dist_type.append(self.types.setdefault(ptype, ptype))  # one string per type
         self.dist_json.append(text)
         self.forms.append(_DECODED)
+        self.version_of.append(_FAILED)
         return d
 
     def _identity(self, ptype: str, value: Any) -> int:
@@ -396,7 +403,8 @@ class ColumnBuilder:
             pass
         else:
             version = getattr(parsed, "version", None)
-        self.special[d] = (version, self._lists(d, ptype, value))
+        self.version_of[d] = version
+        self.special[d] = self._lists(d, ptype, value)  # an identity's, even without index lists
         return d
 
     def _lists(self, d: int, ptype: str, value: Any) -> tuple[list[int], ...]:
@@ -473,6 +481,7 @@ class ColumnBuilder:
         self.by_key = {}
         self.identities = {}
         self.special = {}
+        self.version_of = []
         self.scanner = None  # its texts and tables (C memory)
         self.shared = {}
         self.cmap = array("i")
