@@ -93,9 +93,14 @@ def assert_scan_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.M
         assert decoded == scanned
         return None, taken
 
+    assert fast_taken(decoded.catalog) == fast_taken(scanned.catalog)
+    if not fast_taken(decoded.catalog):
+        # both read by the object loader: the same problems (two object loads of a file whose
+        # values orjson cannot write do not always agree on parsed values: its caches by id())
+        assert [p.to_dict() for p in decoded.problems] == [p.to_dict() for p in scanned.problems]
+        return scanned.catalog, taken
     expected = seen(decoded)
     assert expected == seen(scanned)
-    assert fast_taken(decoded.catalog) == fast_taken(scanned.catalog)
     if not isinstance(expected, str):
         assert_fast_load_is_the_object_load(path, registry, monkeypatch)
     return scanned.catalog, taken
