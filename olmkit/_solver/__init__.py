@@ -8,6 +8,11 @@ loop) is C (``encode.c``) with a pure-Python twin; :func:`implementation` says w
 (:data:`IMPLEMENTATION`: which ran when the module was imported), :func:`describe_implementation`
 says it for people.
 
+One exception to "nothing of OLM": the C extension built here also carries ``scan.c``
+(:mod:`olmkit._solver._scan`), the catalog loader's scanner of file-based-catalog lines,
+which knows the shape of a bundle blob. It lives here because olmkit builds one C
+extension; :mod:`olmkit.catalog` is its only user.
+
 .. versionadded:: 0.1
 """
 
