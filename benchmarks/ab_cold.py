@@ -19,7 +19,6 @@ The workload is a ``gen_catalog.py`` output with ``manifests.yaml`` beside its `
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import shutil
 import statistics
@@ -27,19 +26,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-
-def _settle(cache: str) -> None:
-    """Wait for the cache writer the command left behind (it holds the directory's lock)."""
-    from olmkit.catalog import LOCK_NAME
-
-    try:
-        fd = os.open(Path(cache) / LOCK_NAME, os.O_RDONLY)
-    except OSError:
-        return  # no writer was left
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    finally:
-        os.close(fd)
+from olmkit.catalog import wait_for_writers
 
 
 def run(olmkit: str, args: list[str], *, warm: bool = False) -> tuple[float, float, int, bytes, int]:
@@ -49,12 +36,12 @@ def run(olmkit: str, args: list[str], *, warm: bool = False) -> tuple[float, flo
     env = dict(os.environ, OLMKIT_CACHE_DIR=cache)
     if warm:
         subprocess.run([olmkit, *args], env=env, capture_output=True, check=False)
-        _settle(cache)
+        wait_for_writers(Path(cache))
     with tempfile.NamedTemporaryFile("r") as stats:
         command = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", stats.name, olmkit, *args]
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
         wall, user, system, rss = stats.read().split()[-4:]
-    _settle(cache)
+    wait_for_writers(Path(cache))
     shutil.rmtree(cache, ignore_errors=True)
     return float(wall), float(user) + float(system), int(rss), done.stdout, done.returncode
 

@@ -20,7 +20,6 @@ A workload is a ``gen_catalog.py`` output with ``manifests.yaml`` (``compare.py`
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import shutil
 import subprocess
@@ -30,19 +29,9 @@ from pathlib import Path
 
 import yaml
 
+from olmkit.catalog import wait_for_writers
+
 FORMS = (["-o", "json"], ["-o", "text"], ["-o", "json", "--explain"], ["-o", "text", "--explain"])
-
-
-def _settle(cache: str) -> None:
-    """Wait for the cache writer a command left behind (it holds the directory's lock)."""
-    try:
-        fd = os.open(Path(cache) / ".writing", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    finally:
-        os.close(fd)
 
 
 def unsatisfiable(manifests: Path, out: Path) -> Path:
@@ -71,7 +60,7 @@ def answers(olmkit: str, manifests: Path, warm: bool) -> dict[str, tuple[int, by
         command = [olmkit, "resolve", "-f", str(manifests), *form]
         for when in ("cold", "warm") if warm else ("cold",):
             done = subprocess.run(command, env=env, capture_output=True, check=False)
-            _settle(cache)
+            wait_for_writers(Path(cache))
             out[f"{' '.join(form)} {when}"] = (done.returncode, done.stdout)
         shutil.rmtree(cache, ignore_errors=True)
     return out

@@ -37,7 +37,7 @@ from olmkit.catalog._load import (
     load_catalog,
     load_catalog_result,
 )
-from olmkit.catalog._writes import LOCK_NAME, defer_writes, deferring, finish_writes, write_later
+from olmkit.catalog._writes import LOCK_NAME, defer_writes, deferring, finish_writes, wait_for_writers, write_later
 from olmkit.catalog.problems import Problem
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "invalid_catalog",
     "load_catalog",
     "load_catalog_result",
+    "wait_for_writers",
     "write_atomic",
     "write_later",
 ]
