@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from proc_stats import memory_mb, process_cpu
+
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the repository (a clone); from a git worktree, the first such folder above it
 SHARED = next((p / "shared" for p in ROOT.parents if (p / "shared" / "bench").is_dir()), ROOT.parent / "shared")
@@ -46,19 +48,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _rss_mb(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
@@ -90,16 +79,16 @@ def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
             raise SystemExit(f"server did not start: {line}{proc.stderr.read()}")
         out["packages"] = int(match.group(1))
         out["load_in_process"] = float(match.group(2))
-        out["rss_ready"] = _rss_mb(proc.pid, "VmRSS")
+        out["rss_ready"] = memory_mb(proc.pid, "VmRSS")
         with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 1 << 26)]) as ch:
             status = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service="api.Registry"))
             assert status.status == health_pb2.HealthCheckResponse.SERVING
             stub = pb_grpc.RegistryStub(ch)
             for key in ("list_bundles_1", "list_bundles_2"):
-                cpu, own, t = _cpu_s(proc.pid), time.process_time(), time.perf_counter()
+                cpu, own, t = process_cpu(proc.pid), time.process_time(), time.perf_counter()
                 n = sum(1 for _ in stub.ListBundles(pb.ListBundlesRequest(), timeout=120))
                 out[key] = time.perf_counter() - t
-                out[key + "_server_cpu"] = _cpu_s(proc.pid) - cpu
+                out[key + "_server_cpu"] = process_cpu(proc.pid) - cpu
                 out[key + "_client_cpu"] = time.process_time() - own
             out["messages"] = n
         from olmkit.manager import get_plugin_manager
@@ -110,7 +99,7 @@ def run_once(catalog: Path, cache: Path, *, cold: bool) -> dict[str, Any]:
         fetched = fetch_catalog(f"127.0.0.1:{port}", registry, name="bench")
         out["client_read"] = time.perf_counter() - t
         out["bundles"] = sum(map(len, fetched.bundles.values()))
-        out["rss_peak"] = _rss_mb(proc.pid, "VmHWM")
+        out["rss_peak"] = memory_mb(proc.pid, "VmHWM")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

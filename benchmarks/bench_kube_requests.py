@@ -36,6 +36,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.lifecycle.served: the tests' launcher
 
+from proc_stats import process_cpu
+
 from tests.lifecycle.served import serve_no_controllers
 
 CSV_FILE = (
@@ -43,12 +45,6 @@ CSV_FILE = (
     / "examples/bundles/postgres-operator.v2.4.0/manifests/postgres-operator.v2.4.0.clusterserviceversion.yaml"
 )
 NAMESPACE = "bench"
-
-
-def _server_cpu(pid: int) -> float:
-    """User plus system CPU seconds of a process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _client_cpu() -> float:
@@ -76,11 +72,11 @@ def _objects(kind: str, n: int, round_: int) -> list[dict[str, Any]]:
 
 
 def _phase(served_pid: int, calls: list[Callable[[], Any]]) -> dict[str, float]:
-    server0, client0, start = _server_cpu(served_pid), _client_cpu(), time.perf_counter()
+    server0, client0, start = process_cpu(served_pid), _client_cpu(), time.perf_counter()
     for call in calls:
         call()
     wall = time.perf_counter() - start
-    server, client = _server_cpu(served_pid) - server0, _client_cpu() - client0
+    server, client = process_cpu(served_pid) - server0, _client_cpu() - client0
     n = len(calls)
     return {"wall": wall / n * 1e3, "client": client / n * 1e3, "server": server / n * 1e3}
 

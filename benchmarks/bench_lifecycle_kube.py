@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.lifecycle.served: the tests' launcher
 
 from bench_lifecycle import V1A1, _seed
+from proc_stats import process_cpu
 
 from olmkit.lifecycle import FakeClock, build_manager
 from olmkit.lifecycle.runtime import RealClock
@@ -55,13 +56,12 @@ def _succeeded(store: Store) -> int:
     return sum(1 for c in csvs if (c.get("status") or {}).get("phase") == "Succeeded")
 
 
-def process_cpu(pid: int) -> float | None:
+def cpu_seconds(pid: int) -> float | None:
     """CPU seconds (user + system) a process has used so far (``None`` where ``/proc`` cannot tell)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return process_cpu(pid)
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def embedded_round(namespaces: int, workdir: Path) -> dict[str, Any]:
@@ -107,12 +107,12 @@ def kube_round(namespaces: int, workdir: Path) -> dict[str, Any]:
         before = requests_made(served)
         store = connect(served.kubeconfig)
         try:
-            start, cpu, server_cpu = time.perf_counter(), time.process_time(), process_cpu(served.process.pid)
+            start, cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(served.process.pid)
             with build_manager(store, get_plugin_manager(entrypoints=False), clock=RealClock()) as manager:
                 outcome = manager.run_until_stable(timeout=600)
             seconds = time.perf_counter() - start  # with the release of the Leases, as `olmkit reconcile`
             cpu = time.process_time() - cpu  # this process: the controllers, the client, its informers
-            server_after = process_cpu(served.process.pid)
+            server_after = cpu_seconds(served.process.pid)
             server_cpu = None if server_cpu is None or server_after is None else server_after - server_cpu
             assert outcome.stable, outcome.pending
             during = requests_made(served) - before
