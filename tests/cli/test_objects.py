@@ -307,7 +307,7 @@ def test_hook_olmkit_admission_checks(olmkit_pm, olmkit_register, write, db, sto
 
 
 def test_load_manifest_files_returns_file_and_object_pairs(write):
-    """The helper the lead reuses: (file, object) in order, List items flattened."""
+    """The reader `apply` and `delete` share: (file, object) in order, List items flattened."""
     path = write("m.yaml", subscription("a"), {"apiVersion": "v1", "kind": "List", "items": [subscription("b")]})
 
     assert [(path, subscription("a")), (path, subscription("b"))] == load_manifest_files([path])
