@@ -148,37 +148,33 @@ class MemoryStore(LocalStore):
         """The oldest resourceVersion a watch can resume from."""
         return self._events[0][0] - 1 if self._events else self._rv
 
-    def _events_after(
-        self, rv: int, group: str, kind: str, namespace: str | None
-    ) -> tuple[list[tuple[EventType, Object]], int]:
+    def _picked(self, rv: int, kind: str, match: Callable[[_Event], bool]) -> tuple[list[_Event], int]:
+        """The kept events after ``rv`` that ``match``, and the latest resourceVersion.
+
+        Raises:
+            Expired: ``rv`` is older than the kept history (naming ``kind``).
+        """
         with self._cond:
             oldest = self._oldest()
             if rv < oldest:
                 raise Expired(kind=kind, resource_version=str(rv), oldest=str(oldest))
             first = self._events[0][0] if self._events else rv + 1
-            picked = [
-                e
-                for e in itertools.islice(self._events, max(0, rv + 1 - first), None)
-                if e[2] == group and e[3] == kind and (namespace is None or e[4] == namespace)
-            ]
-            last = self._rv
+            picked = [e for e in itertools.islice(self._events, max(0, rv + 1 - first), None) if match(e)]
+            return picked, self._rv
+
+    def _events_after(
+        self, rv: int, group: str, kind: str, namespace: str | None
+    ) -> tuple[list[tuple[EventType, Object]], int]:
+        picked, last = self._picked(
+            rv, kind, lambda e: e[2] == group and e[3] == kind and (namespace is None or e[4] == namespace)
+        )
         return [(e[1], loads(e[5])) for e in picked], last
 
     def changes_after(
         self, resource_version: int, kinds: Collection[tuple[str, str]]
     ) -> tuple[list[tuple[str, WatchEvent]], int]:
         wanted = set(kinds)
-        with self._cond:
-            oldest = self._oldest()
-            if resource_version < oldest:
-                raise Expired(kind="", resource_version=str(resource_version), oldest=str(oldest))
-            first = self._events[0][0] if self._events else resource_version + 1
-            picked = [
-                e
-                for e in itertools.islice(self._events, max(0, resource_version + 1 - first), None)
-                if (e[2], e[3]) in wanted
-            ]
-            last = self._rv
+        picked, last = self._picked(resource_version, "", lambda e: (e[2], e[3]) in wanted)
         return [(e[2], WatchEvent(e[1], loads(e[5]))) for e in picked], last
 
     def _wait(self, rv: int, timeout: float) -> None:
