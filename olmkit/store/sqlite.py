@@ -299,10 +299,7 @@ class SqliteStore(LocalStore):
         self, rv: int, group: str, kind: str, namespace: str | None, limit: int = 1000
     ) -> tuple[list[tuple[EventType, Object]], int]:
         with self._snapshot() as db:
-            compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
-            if rv < compacted:
-                raise Expired(kind=kind, resource_version=str(rv), oldest=str(compacted))
-            current = db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0]
+            current = _resumable(db, rv, kind)
             sql = "SELECT rv, type, data FROM events WHERE grp=? AND kind=? AND rv>?"
             args: tuple[object, ...] = (group, kind, rv)
             if namespace is not None:
@@ -322,7 +319,7 @@ class SqliteStore(LocalStore):
         read is the latest resourceVersion. Otherwise from the ``events`` table.
         """
         wanted = set(kinds)
-        current = int(self._db().execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
+        current = int(self.latest_resource_version() or 0)
         if resource_version >= current - self.history and current - resource_version <= RECENT:
             with self._lock:
                 picked = [self._recent.get(rv) for rv in range(resource_version + 1, current + 1)]
@@ -331,15 +328,12 @@ class SqliteStore(LocalStore):
                 found = [(e[1], WatchEvent(e[0], loads(e[3]))) for e in picked if e is not None and e[1:3] in wanted]
                 return found, current
         with self._snapshot() as db:
-            compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
-            if resource_version < compacted:
-                raise Expired(kind="", resource_version=str(resource_version), oldest=str(compacted))
-            current = db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0]
+            current = _resumable(db, resource_version, "")
             rows = db.execute(
                 "SELECT type, grp, kind, data FROM events WHERE rv>? ORDER BY rv", (resource_version,)
             ).fetchall()
         found = [(r[1], WatchEvent(r[0], loads(r[3]))) for r in rows if (r[1], r[2]) in wanted]
-        return found, int(current)
+        return found, current
 
     def _wait(self, rv: int, timeout: float) -> None:
         # a write in this process wakes the watch at once; other processes' writes are polled
@@ -349,3 +343,15 @@ class SqliteStore(LocalStore):
     def _stored_scope(self, group: str, kind: str) -> bool | None:
         row = self._db().execute("SELECT namespaced FROM kinds WHERE grp=? AND kind=?", (group, kind)).fetchone()
         return None if row is None else bool(row[0])
+
+
+def _resumable(db: sqlite3.Connection, rv: int, kind: str) -> int:
+    """The store's latest resourceVersion, checking that the events after ``rv`` are still kept.
+
+    Raises:
+        Expired: ``rv`` is older than the kept history (naming ``kind``).
+    """
+    compacted = db.execute("SELECT value FROM meta WHERE key='compacted'").fetchone()[0]
+    if rv < compacted:
+        raise Expired(kind=kind, resource_version=str(rv), oldest=str(compacted))
+    return int(db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
