@@ -33,7 +33,7 @@ import attrs
 
 from olmkit.errors import OlmkitError, UsageError
 from olmkit.lifecycle.kinds import LEASE
-from olmkit.lifecycle.lease import Lease, parse_micro_time, process_identity
+from olmkit.lifecycle.lease import Lease, process_identity, renew_time
 from olmkit.lifecycle.runtime import Clock, RealClock
 from olmkit.store import NotFound, Store, StoreError
 
@@ -127,11 +127,8 @@ def live_leader(store: Store, namespace: str, name: str, now: float) -> LeaderAc
         duration = float(spec.get("leaseDurationSeconds") or 0)
     except (TypeError, ValueError):
         duration = 0.0
-    renewed = spec.get("renewTime")
-    try:
-        ago = now - parse_micro_time(renewed) if isinstance(renewed, str) else None
-    except ValueError:
-        ago = None
+    renewed = renew_time(spec)
+    ago = None if renewed is None else now - renewed
     if ago is not None and duration > 0 and ago >= duration:
         return None
     return LeaderActive(lease=f"{namespace}/{name}", holder=holder, renewed_ago=ago, duration=duration)

@@ -21,6 +21,7 @@ import math
 import os
 import socket
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,7 @@ from olmkit.lifecycle.runtime import Clock
 from olmkit.store import AlreadyExists, Conflict, NotFound, Store
 from olmkit.timestamps import parse_time
 
-__all__ = ["Lease", "micro_time", "parse_micro_time", "process_identity"]
+__all__ = ["Lease", "micro_time", "parse_micro_time", "process_identity", "renew_time"]
 
 _IDENTITY = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
 _MICRO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -51,6 +52,18 @@ def parse_micro_time(text: str) -> float:
     if when is None:
         raise ValueError(f"not a Kubernetes time: {text!r}")
     return when.timestamp()
+
+
+def renew_time(spec: Mapping[str, Any]) -> float | None:
+    """A Lease spec's ``renewTime`` in seconds since the epoch; ``None`` when missing or malformed.
+
+    .. versionadded:: 0.4
+    """
+    renewed = spec.get("renewTime")
+    try:
+        return parse_micro_time(renewed) if isinstance(renewed, str) else None
+    except ValueError:
+        return None
 
 
 class Lease:
@@ -109,11 +122,7 @@ class Lease:
 
     @staticmethod
     def _renewed(spec: dict[str, Any]) -> float:
-        renewed = spec.get("renewTime")
-        try:
-            return parse_micro_time(renewed) if isinstance(renewed, str) else 0.0
-        except ValueError:
-            return 0.0
+        return renew_time(spec) or 0.0
 
     def _expired(self, spec: dict[str, Any], now: float) -> bool:
         duration = float(spec.get("leaseDurationSeconds") or self.duration)
