@@ -191,8 +191,7 @@ def settle_subscription(
             remaining = deadline - time.monotonic()
             # in small batches, so that the deadline holds even while work is ready all the time
             outcome = manager.run_until_stable(timeout=max(0.0, min(remaining, 5.0)), max_reconciles=SETTLE_BATCH)
-            sub = store.get(SUBSCRIPTION.api_version, SUBSCRIPTION.kind, name, namespace)
-            current = subscription_outcome(store, sub)
+            current = outcome_now()
             if current.state != "pending" or time.monotonic() >= deadline:
                 return current
             if outcome.stable:  # nothing left to do here: someone else (a cluster) must act
