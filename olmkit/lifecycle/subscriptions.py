@@ -691,8 +691,7 @@ class SubscriptionController(Controller):
                     return name, self._write_plan_status(plan, self._plan_steps(ns, name, steps))
                 except AdmissionRefused as exc:
                     return name, self._refuse(plan, exc)
-            annotations = plan["metadata"].get("annotations") or {}
-            if phase in UNFINISHED_PLAN_PHASES and annotations.get(INPUTS_ANNOTATION) == inputs.hex():
+            if phase in UNFINISHED_PLAN_PHASES and _made_from(plan, inputs):
                 return name, plan
         approval = "Automatic"
         if any(spec_of(s).get("installPlanApproval") == "Manual" for s in subs):
@@ -949,10 +948,14 @@ class _UnpackFailed(Exception):
         self.failures = dict(failures)
 
 
+def _made_from(plan: Mapping[str, Any], inputs: bytes) -> bool:
+    """Whether an InstallPlan was made from these very resolution inputs."""
+    return bool((plan["metadata"].get("annotations") or {}).get(INPUTS_ANNOTATION) == inputs.hex())
+
+
 def _failed_with(plan: Mapping[str, Any], inputs: bytes) -> bool:
     """Whether an InstallPlan failed, and was made from these very resolution inputs."""
-    annotations = plan["metadata"].get("annotations") or {}
-    return status_of(plan).get("phase") == "Failed" and annotations.get(INPUTS_ANNOTATION) == inputs.hex()
+    return status_of(plan).get("phase") == "Failed" and _made_from(plan, inputs)
 
 
 def _planned_for(plan: Mapping[str, Any], sub_meta: Mapping[str, Any]) -> str | None:
