@@ -146,10 +146,12 @@ class Transport:
         data = None if body is None else orjson.dumps(body)
         with self._lock:
             self.requests[method] = self.requests.get(method, 0) + 1
-        if self.direct and not stream:
-            return self._exchange(method, path, query, data, content_type, read_timeout)
         if self.direct:
-            return self._open_stream(path, query, read_timeout)
+            # the request target: the URL's path (with the server's path prefix) and query
+            target = self.url(path, query)[len(self.host) - len(self._path_prefix) :]
+            if stream:
+                return self._open_stream(target, read_timeout)
+            return self._exchange(method, target, data, content_type, read_timeout)
         try:
             return self._pool.request(
                 method,
@@ -161,13 +163,15 @@ class Transport:
                 retries=False,
             )
         except urllib3.exceptions.HTTPError as exc:
-            raise ApiUnreachable(f"cannot reach the API server at {self.host} ({self.where}): {_cause(exc)}") from None
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: BaseException) -> ApiUnreachable:
+        return ApiUnreachable(f"cannot reach the API server at {self.host} ({self.where}): {_cause(exc)}")
 
     def _exchange(
         self,
         method: str,
-        path: str,
-        query: Mapping[str, Any] | None,
+        target: str,
         data: bytes | None,
         content_type: str | None,
         read_timeout: float | None,
@@ -176,7 +180,6 @@ class Transport:
         is replaced once (nothing was read from it: the server did not answer the request)."""
         import urllib3
 
-        target = self.url(path, query)[len(self.host) - len(self._path_prefix) :]
         headers = self._headers("application/json" if data is not None and not content_type else content_type)
         for attempt in range(2):
             with self._lock:
@@ -191,9 +194,7 @@ class Transport:
                     exchange.close()
                 if reused and attempt == 0 and isinstance(exc, _Broken) and exc.unanswered:
                     continue
-                raise ApiUnreachable(
-                    f"cannot reach the API server at {self.host} ({self.where}): {_cause(exc)}"
-                ) from None
+                raise self._unreachable(exc) from None
             if answer.keep_alive:
                 with self._lock:
                     self._idle.append(exchange)
@@ -202,11 +203,10 @@ class Transport:
             return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _open_stream(self, path: str, query: Mapping[str, Any] | None, read_timeout: float | None) -> Any:
+    def _open_stream(self, target: str, read_timeout: float | None) -> Any:
         """A watch on a connection of its own: an error's complete :class:`_Answer`, or a :class:`_RawWatch`."""
         import urllib3
 
-        target = self.url(path, query)[len(self.host) - len(self._path_prefix) :]
         exchange = None
         try:
             exchange = _Exchange(self._pool.connection_from_url(self.host))
@@ -218,7 +218,7 @@ class Transport:
         except (OSError, urllib3.exceptions.HTTPError) as exc:
             if exchange is not None:
                 exchange.close()
-            raise ApiUnreachable(f"cannot reach the API server at {self.host} ({self.where}): {_cause(exc)}") from None
+            raise self._unreachable(exc) from None
         return _RawWatch(exchange, fields)
 
     def request(
