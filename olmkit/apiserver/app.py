@@ -881,23 +881,20 @@ class ApiServer:
         r = target.resource
         assert target.name is not None
         obj = self._object_body(await self._body(request), target)
-        dry_run = self._dry_run(request)
         try:
             # read, admitted and written in one call to the writer thread: each hand-over costs
-            written = await (self.run if dry_run else self.write)(
-                self._replace, target, None, obj, _manager(request), dry_run
-            )
+            return await self._write_over(request, target, None, obj)
         except StoreError as exc:
             raise from_store_error(exc, r, target.name) from None
-        return _json(self._view(written, r) if dry_run else self._written(target, written))
 
     async def _write_over(
-        self, request: web.Request, target: Target, old: dict[str, Any], new: dict[str, Any]
+        self, request: web.Request, target: Target, old: dict[str, Any] | None, new: dict[str, Any]
     ) -> web.Response:
-        """Replace ``old`` by ``new`` (see :meth:`_replace`) and answer the result.
+        """Replace ``old`` (``None``: read it in the same call) by ``new`` (see :meth:`_replace`)
+        and answer the result.
 
         Raises:
-            StoreError: the write failed (``Conflict`` when ``old`` is stale).
+            StoreError: the read or the write failed (``Conflict`` when ``old`` is stale).
         """
         dry_run = self._dry_run(request)
         written = await (self.run if dry_run else self.write)(
