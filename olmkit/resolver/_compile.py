@@ -269,13 +269,7 @@ class _Compiler:
         for cls in range(len(g.class_name)):
             b = bundles[cls]
             if b is None:
-                # an entry without a bundle
-                name = g.class_name[cls]
-                package = g.packages[g.class_package[cls]]
-                err = g.add_error(_undefined(name, package, self.catalog.name))
-                codes.append(-2 - 2 * err)
-                class_start.append(len(codes))
-                ukey_start.append(len(ukeys))
+                self._undefined_class(cls)  # an entry without a bundle
                 uerr.append(-1)
                 continue
             # the templates in property order: prohibition codes and requirements (numbered
@@ -358,6 +352,21 @@ class _Compiler:
             ukey_start.append(len(ukeys))
         g.uerr = uerr if any_uerr else None
         g.templates = list(self._templates)
+
+    def _undefined_class(self, cls: int) -> None:
+        """Lay out class ``cls``, a channel entry naming no bundle: its only template is the error saying so."""
+        g = self.g
+        name = g.class_name[cls]
+        package = g.packages[g.class_package[cls]]
+        err = g.add_error(
+            CatalogError(
+                f'bundle "{name}" of package "{package}" is listed in a channel but not defined '
+                f"in catalog {self.catalog.name}"
+            )
+        )
+        g.class_codes.append(-2 - 2 * err)
+        g.class_start.append(len(g.class_codes))
+        g.ukey_start.append(len(g.ukeys))
 
     def _new_pred(self, predicate: Any, type_name: str, value: Any, bundle: str) -> int:
         p = self.preds.get(predicate)
@@ -797,13 +806,6 @@ def _contiguous(props: list[Property]) -> bool:
             seen.add(p.type)
             previous = p.type
     return True
-
-
-def _undefined(name: str, package: str, catalog: str) -> CatalogError:
-    """The error of a channel entry naming a bundle the catalog does not define (its class's only template)."""
-    return CatalogError(
-        f'bundle "{name}" of package "{package}" is listed in a channel but not defined in catalog {catalog}'
-    )
 
 
 #: a requirement value whose predicate is built with the bundle's name

@@ -35,7 +35,7 @@ import orjson
 from olmkit.catalog.semver import Range, parse_range, parse_version
 from olmkit.model import Property
 from olmkit.registry import Registry
-from olmkit.resolver._compile import _append_lists, _Compiler, _file_lists, _json, _undefined, compile_general
+from olmkit.resolver._compile import _append_lists, _Compiler, _file_lists, _json, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context
 from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
@@ -789,12 +789,7 @@ class _ColumnCompiler(_Compiler):
         g.ukey_start = ukey_start
         # channel entries naming no bundle: a class whose only template is the error
         for cls in range(n, len(g.class_name)):
-            name = g.class_name[cls]
-            package = g.packages[g.class_package[cls]]
-            err = g.add_error(_undefined(name, package, self.catalog.name))
-            codes.append(-2 - 2 * err)
-            code_start.append(len(codes))
-            ukey_start.append(len(ukeys))
+            self._undefined_class(cls)
         g.uerr = None
 
     # -- lists ----------------------------------------------------------------------
