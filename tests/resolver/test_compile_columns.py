@@ -59,6 +59,17 @@ def compare(catalog: Any, registry: Any) -> bool:
     return True
 
 
+def one_catalog_case(packages: dict[str, Any]) -> dict[str, Any]:
+    """A case whose one catalog, "cat", holds ``packages``, with a subscription to package a."""
+    return {"catalogs": {"cat": {"packages": packages}}, "subscriptions": [{"package": "a", "source": "cat"}]}
+
+
+def one_catalog(packages: dict[str, Any], tmp_path: Path, olmkit_pm: Any) -> Any:
+    """The loaded catalog of :func:`one_catalog_case`."""
+    (catalog,) = request_catalogs(case_request(one_catalog_case(packages), tmp_path, olmkit_pm))
+    return catalog
+
+
 def request_catalogs(request: Any) -> list[Any]:
     out = []
     for source in request.sources:
@@ -122,20 +133,16 @@ def test_example_catalog_compiles_alike(olmkit_pm):
 
 def test_a_property_that_does_not_parse_gives_up(olmkit_pm, tmp_path):
     """A malformed property of a registered type: the general compiler's error, from compile_graph."""
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {
-                        "channels": {"stable": ["a.v1.0.0"]},
-                        "bundles": {"a.v1.0.0": [{"type": "olm.gvk", "value": {"group": "g"}}]},
-                    }
-                }
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v1.0.0"]},
+                "bundles": {"a.v1.0.0": [{"type": "olm.gvk", "value": {"group": "g"}}]},
             }
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+        tmp_path,
+        olmkit_pm,
+    )
     registry = olmkit_pm.registry
 
     assert compile_columns(catalog, catalog.columns(), registry) is None
@@ -170,20 +177,16 @@ def test_a_requirement_reading_the_bundle_name_gives_up(olmkit_pm, olmkit_regist
 
     olmkit_register(Plugin(), "named-requirement")
     other = {"type": "example.io/other", "value": {}}
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {
-                        "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
-                        "bundles": {"a.v1.0.0": [other], "a.v2.0.0": [other]},
-                    }
-                }
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                "bundles": {"a.v1.0.0": [other], "a.v2.0.0": [other]},
             }
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+        tmp_path,
+        olmkit_pm,
+    )
     registry = olmkit_pm.registry
     expected = compile_general(catalog, registry)
 
@@ -231,39 +234,35 @@ def test_a_plugin_type_takes_the_fast_path(olmkit_pm, olmkit_register, tmp_path)
 
     olmkit_register(Plugin(), "tier-types")
     tier = "example.io/tier"
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {
-                        "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
-                        "bundles": {
-                            "a.v1.0.0": [{"type": tier, "value": "gold"}, {"type": "example.io/frozen", "value": 1}],
-                            "a.v2.0.0": [
-                                {"type": "example.io/needs-tier", "value": "silver"},
-                                "gvk g/v1/A",
-                                {"type": tier, "value": "gold"},
-                                "gvk g/v1/B",
-                                {"type": tier, "value": "silver"},
-                                {"type": "example.io/frozen", "value": 2},
-                            ],
-                        },
-                    },
-                    "b": {
-                        "channels": {"stable": ["b.v1.0.0"]},
-                        "bundles": {
-                            "b.v1.0.0": [
-                                {"type": tier, "value": "silver"},
-                                {"type": "example.io/needs-tier", "value": "gold"},
-                            ]
-                        },
-                    },
-                }
-            }
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                "bundles": {
+                    "a.v1.0.0": [{"type": tier, "value": "gold"}, {"type": "example.io/frozen", "value": 1}],
+                    "a.v2.0.0": [
+                        {"type": "example.io/needs-tier", "value": "silver"},
+                        "gvk g/v1/A",
+                        {"type": tier, "value": "gold"},
+                        "gvk g/v1/B",
+                        {"type": tier, "value": "silver"},
+                        {"type": "example.io/frozen", "value": 2},
+                    ],
+                },
+            },
+            "b": {
+                "channels": {"stable": ["b.v1.0.0"]},
+                "bundles": {
+                    "b.v1.0.0": [
+                        {"type": tier, "value": "silver"},
+                        {"type": "example.io/needs-tier", "value": "gold"},
+                    ]
+                },
+            },
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+        tmp_path,
+        olmkit_pm,
+    )
     registry = olmkit_pm.registry
 
     assert compare(catalog, registry)
@@ -333,37 +332,31 @@ def test_built_in_predicates_are_selected_in_c(olmkit_pm, tmp_path, monkeypatch,
     has_type = {"cel": {"rule": 'properties.exists(p, p.type == "olm.label")'}}
     full_cel = {"cel": {"rule": "properties.size() > 2"}}
     in_range = {"package": {"packageName": "b", "versionRange": ">=1.0.0 <2.0.0 || 3.x"}}
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {
-                        "channels": {"stable": ["a.v1.0.0"]},
-                        "bundles": {
-                            "a.v1.0.0": [
-                                "needs-gvk g/v1/B",
-                                "needs-package b >=1.0.0",
-                                "needs-label x",
-                                {"type": "olm.constraint", "value": has_type},
-                                {"type": "olm.constraint", "value": {"all": {"constraints": [in_range, has_type]}}},
-                                {"type": "olm.constraint", "value": {"not": {"constraints": [in_range]}}},
-                                {"type": "olm.constraint", "value": {"any": {"constraints": [in_range, full_cel]}}},
-                                {"type": "olm.constraint", "value": full_cel},
-                            ]
-                        },
-                    },
-                    "b": {
-                        "channels": {
-                            "stable": ["b.v3.1.0 replaces b.v1.5.0", "b.v1.5.0 replaces b.v0.9.0", "b.v0.9.0"]
-                        },
-                        "bundles": {"b.v0.9.0": ["gvk g/v1/B"], "b.v1.5.0": ["label x"], "b.v3.1.0": ["label x"]},
-                    },
-                }
-            }
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v1.0.0"]},
+                "bundles": {
+                    "a.v1.0.0": [
+                        "needs-gvk g/v1/B",
+                        "needs-package b >=1.0.0",
+                        "needs-label x",
+                        {"type": "olm.constraint", "value": has_type},
+                        {"type": "olm.constraint", "value": {"all": {"constraints": [in_range, has_type]}}},
+                        {"type": "olm.constraint", "value": {"not": {"constraints": [in_range]}}},
+                        {"type": "olm.constraint", "value": {"any": {"constraints": [in_range, full_cel]}}},
+                        {"type": "olm.constraint", "value": full_cel},
+                    ]
+                },
+            },
+            "b": {
+                "channels": {"stable": ["b.v3.1.0 replaces b.v1.5.0", "b.v1.5.0 replaces b.v0.9.0", "b.v0.9.0"]},
+                "bundles": {"b.v0.9.0": ["gvk g/v1/B"], "b.v1.5.0": ["label x"], "b.v3.1.0": ["label x"]},
+            },
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+        tmp_path,
+        olmkit_pm,
+    )
 
     assert compare(catalog, olmkit_pm.registry)
     assert [6] == programs  # of 8 lists: the two with a full CEL rule are asked
@@ -375,24 +368,20 @@ def test_a_broken_channel_gathers_the_general_way(olmkit_pm, tmp_path, monkeypat
 
     calls: list[Any] = []
     monkeypatch.setattr(olmkit._solver, "select", lambda *args: calls.append(args))
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {
-                        "channels": {"stable": ["a.v1.0.0"]},
-                        "bundles": {"a.v1.0.0": ["needs-gvk g/v1/B"]},
-                    },
-                    "b": {
-                        "channels": {"stable": ["b.v2.0.0", "b.v1.0.0"]},  # two heads
-                        "bundles": {"b.v1.0.0": ["gvk g/v1/B"], "b.v2.0.0": ["gvk g/v1/B"]},
-                    },
-                }
-            }
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v1.0.0"]},
+                "bundles": {"a.v1.0.0": ["needs-gvk g/v1/B"]},
+            },
+            "b": {
+                "channels": {"stable": ["b.v2.0.0", "b.v1.0.0"]},  # two heads
+                "bundles": {"b.v1.0.0": ["gvk g/v1/B"], "b.v2.0.0": ["gvk g/v1/B"]},
+            },
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+        tmp_path,
+        olmkit_pm,
+    )
 
     assert compare(catalog, olmkit_pm.registry)
     assert [] == calls
@@ -455,26 +444,22 @@ def test_a_program_the_compiler_does_not_know_is_asked(olmkit_pm, olmkit_registe
             yield PropertyType(name="example.io/odd", parse=str, requirement=lambda value, ctx: Odd(value))
 
     olmkit_register(Plugin(), "odd-programs")
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {
-                        "channels": {"stable": ["a.v1.0.0"]},
-                        "bundles": {
-                            "a.v1.0.0": [
-                                {"type": "example.io/odd", "value": "unknown"},
-                                {"type": "example.io/odd", "value": "unhashable"},
-                            ]
-                        },
-                    },
-                    "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": ["gvk g/v1/A"]}},
-                }
-            }
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v1.0.0"]},
+                "bundles": {
+                    "a.v1.0.0": [
+                        {"type": "example.io/odd", "value": "unknown"},
+                        {"type": "example.io/odd", "value": "unhashable"},
+                    ]
+                },
+            },
+            "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": ["gvk g/v1/A"]}},
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
+        tmp_path,
+        olmkit_pm,
+    )
     registry = olmkit_pm.registry
 
     assert compare(catalog, registry)
@@ -502,23 +487,18 @@ def test_a_uniqueness_key_that_is_another_variables_identifier(olmkit_pm, olmkit
             )
 
     olmkit_register(Plugin(), "claims")
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {  # two bundles make a rule: at most one of them
-                        "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
-                        "bundles": {
-                            "a.v1.0.0": [{"type": "example.io/claim", "value": key}],
-                            "a.v2.0.0": [{"type": "example.io/claim", "value": key}, "needs-package b >=1.0.0"],
-                        },
-                    },
-                    "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": []}},
-                }
-            }
-        },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
+    case = one_catalog_case(
+        {
+            "a": {  # two bundles make a rule: at most one of them
+                "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                "bundles": {
+                    "a.v1.0.0": [{"type": "example.io/claim", "value": key}],
+                    "a.v2.0.0": [{"type": "example.io/claim", "value": key}, "needs-package b >=1.0.0"],
+                },
+            },
+            "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": []}},
+        }
+    )
 
     resolution = resolve(case_request(case, tmp_path, olmkit_pm))
 
