@@ -36,15 +36,20 @@ def _adopt(pointer: Any, n: int) -> memoryview:
     return memoryview(ffi.buffer(ffi.gc(pointer, lib.olm_free), 4 * n)).cast("i")
 
 
+def _copy(pointer: Any, n: int) -> array[int]:
+    """A copy of the ``n`` ints at ``pointer`` (their memory stays the caller's to free)."""
+    result = array("i")
+    if n:
+        result.frombytes(ffi.buffer(pointer, n * 4))
+    return result
+
+
 def _take(out: Any, out_len: Any) -> array[int]:
-    n = out_len[0]
+    """A copy of the ints the C part allocated at ``out[0]``, which it frees."""
     try:
-        result = array("i")
-        if n:
-            result.frombytes(ffi.buffer(out[0], n * 4))
+        return _copy(out[0], out_len[0])
     finally:
         lib.olm_free(out[0])
-    return result
 
 
 def encode(n_vars: int, nodes: array[int], args: array[int], top: array[int]) -> tuple[memoryview, int]:
@@ -268,13 +273,6 @@ def expand(
         lib.olm_expansion_free(out)
 
 
-def _taken(pointer: Any, n: int) -> array[int]:
-    result = array("i")
-    if n:
-        result.frombytes(ffi.buffer(pointer, n * 4))
-    return result
-
-
 def lay_out(
     row_start: array[int],
     row_atoms: array[int],
@@ -307,16 +305,16 @@ def lay_out(
         raise MemoryError("olmkit._solver: out of memory while laying out classes")
     try:
         return (
-            _taken(out.codes, out.n_codes),
-            _taken(out.code_start, n_rows + 1),
-            _taken(out.keys, out.n_keys),
-            _taken(out.key_start, n_rows + 1),
-            _taken(out.template_order, out.n_templates),
-            _taken(out.list_order, out.n_lists),
-            _taken(out.list_row, out.n_lists),
-            _taken(out.list_atom, out.n_lists),
-            _taken(out.atom_order, out.n_atom_order),
-            _taken(out.key_order, out.n_key_order),
+            _copy(out.codes, out.n_codes),
+            _copy(out.code_start, n_rows + 1),
+            _copy(out.keys, out.n_keys),
+            _copy(out.key_start, n_rows + 1),
+            _copy(out.template_order, out.n_templates),
+            _copy(out.list_order, out.n_lists),
+            _copy(out.list_row, out.n_lists),
+            _copy(out.list_atom, out.n_lists),
+            _copy(out.atom_order, out.n_atom_order),
+            _copy(out.key_order, out.n_key_order),
         )
     finally:
         lib.olm_layout_free(out)
