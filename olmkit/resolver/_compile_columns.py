@@ -37,7 +37,7 @@ from olmkit.model import Property
 from olmkit.registry import Registry
 from olmkit.resolver._compile import _append_lists, _Compiler, _file_lists, _json, compile_general
 from olmkit.resolver._graph import CatalogGraph
-from olmkit.resolver._views import Context
+from olmkit.resolver._views import Context, property_key
 from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
 
 __all__ = ["compile_columns", "compile_graph"]
@@ -103,8 +103,7 @@ class _ColumnView:
     def property_key(self) -> bytes:
         """A canonical key of the property list (as :attr:`BundleView.property_key`)."""
         if self._key is None:
-            key = orjson.dumps([[p.type, p.value] for p in self.properties], option=orjson.OPT_SORT_KEYS, default=str)
-            self._key = bytes(memoryview(key))
+            self._key = property_key(self.properties)
         return self._key
 
 

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, Final
 
@@ -27,6 +27,7 @@ __all__ = [
     "ViewFactory",
     "parse_once",
     "predicate_lookups",
+    "property_key",
 ]
 
 _TYPE = attrgetter("type")
@@ -83,11 +84,16 @@ class BundleView:
     def property_key(self) -> bytes:
         """A canonical key of the property list (for caches keyed by property set)."""
         if self._key is None:
-            import orjson
-
-            key = orjson.dumps([[p.type, p.value] for p in self.properties], option=orjson.OPT_SORT_KEYS, default=str)
-            self._key = bytes(memoryview(key))  # orjson's result keeps a 4 KiB buffer: copy it
+            self._key = property_key(self.properties)
         return self._key
+
+
+def property_key(properties: Iterable[Property]) -> bytes:
+    """A canonical key of a property list (:attr:`BundleView.property_key`, and its like of other views)."""
+    import orjson
+
+    key = orjson.dumps([[p.type, p.value] for p in properties], option=orjson.OPT_SORT_KEYS, default=str)
+    return bytes(memoryview(key))  # orjson's result keeps a 4 KiB buffer: copy it
 
 
 class ViewFactory:
