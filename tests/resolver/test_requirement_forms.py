@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 from olmkit.plugins.requirements import _CEL_RESERVED, _HAS_TYPE, HAS_TYPE_PATTERN, _certainly_valid
 from olmkit.resolver._compile_columns import _Forms, _NotPlain, compile_columns
 from olmkit.resolver._views import Context, predicate_lookups
-from resolver.casefile import case_request
-from resolver.test_compile_columns import compare, request_catalogs
+from resolver.test_compile_columns import compare, one_catalog
 
 CONTRIB = Path(__file__).resolve().parents[2] / "plugins_contrib"
 
@@ -198,25 +197,20 @@ def test_the_has_type_pattern_matches_only_what_the_fast_cel_path_takes(var, spa
 
 
 def _catalog(olmkit_pm: Any, tmp_path: Any, requirements: list[Any]) -> Any:
-    case = {
-        "catalogs": {
-            "cat": {
-                "packages": {
-                    "a": {"channels": {"stable": ["a.v1.0.0"]}, "bundles": {"a.v1.0.0": requirements}},
-                    "b": {
-                        "channels": {"stable": ["b.v2.0.0 replaces b.v1.0.0", "b.v1.0.0"]},
-                        "bundles": {
-                            "b.v1.0.0": ["gvk g/v1/B", "label x", {"type": "certified", "value": {}}],
-                            "b.v2.0.0": ["gvk g/v1/B"],
-                        },
-                    },
-                }
-            }
+    return one_catalog(
+        {
+            "a": {"channels": {"stable": ["a.v1.0.0"]}, "bundles": {"a.v1.0.0": requirements}},
+            "b": {
+                "channels": {"stable": ["b.v2.0.0 replaces b.v1.0.0", "b.v1.0.0"]},
+                "bundles": {
+                    "b.v1.0.0": ["gvk g/v1/B", "label x", {"type": "certified", "value": {}}],
+                    "b.v2.0.0": ["gvk g/v1/B"],
+                },
+            },
         },
-        "subscriptions": [{"package": "a", "source": "cat"}],
-    }
-    (catalog,) = request_catalogs(case_request(case, tmp_path, olmkit_pm))
-    return catalog
+        tmp_path,
+        olmkit_pm,
+    )
 
 
 HAS_TYPE = {"cel": {"rule": 'properties.exists(p, p.type == "certified")'}}
