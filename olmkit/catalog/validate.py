@@ -49,7 +49,7 @@ from olmkit.catalog.graph import dead_ends
 from olmkit.catalog.problems import ERROR, WARNING, Problem
 from olmkit.catalog.semver import parse_range, parse_version
 from olmkit.errors import CatalogError
-from olmkit.model import Bundle, Channel, Property
+from olmkit.model import Bundle, Channel, Origin, Property
 from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
 
@@ -460,26 +460,15 @@ def _check_bundles(
                     known[pid] = v
             if v is plain:
                 continue
-            if v[0]:
-                identities += 1
-                if v[1] is not None and v[1] != pkg_name:
-                    out.append(_names_other_package(prop.type, v[1], pkg_name, bundle, i))
-            if v[2]:
-                if (pkg_name, prop.type) not in unknown_seen:
-                    unknown_seen.add((pkg_name, prop.type))
-                    out.append(_unknown_type(prop.type, bundle, i))
+            identities += v[0]
+            if not _verdict_problems(v, prop.type, pkg_name, bundle, i, unknown_seen, out):
                 continue
-            for severity, message in v[3]:
-                out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
             if v[4]:
                 if pid in requirements:
                     found = requirements[pid]
                 else:
                     found = requirements[pid] = _check_requirement(catalog, registry, bundle, prop, state.views)
-                if found is not None and found[0] == ERROR:
-                    out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
-                elif found is not None:
-                    unsatisfied.setdefault(pid, []).append((bundle, i, found[1]))
+                _requirement_problem(found, pid, bundle, i, unsatisfied, out)
         out += _identity_problems(registry, identities, bundle)
         clash = _version_clash(versions, bundle.name, bundle.version)
         if clash is not None:
@@ -488,15 +477,26 @@ def _check_bundles(
 
 
 class _Row:
-    """A bundle read into columns, as far as a problem names it."""
+    """A bundle read into columns, as far as a problem names it (read from the columns when it does)."""
 
-    __slots__ = ("name", "origin", "package", "version")
+    __slots__ = ("_lazy", "_row", "package")
 
     def __init__(self, lazy: LazyBundles, row: int, package: str) -> None:
-        self.name = lazy.columns.bundle_name[row]
+        self._lazy = lazy
+        self._row = row
         self.package = package
-        self.version = lazy.columns.bundle_version[row]
-        self.origin = lazy.origin(row)
+
+    @property
+    def name(self) -> str:
+        return self._lazy.columns.bundle_name[self._row]
+
+    @property
+    def version(self) -> str | None:
+        return self._lazy.columns.bundle_version[self._row]
+
+    @property
+    def origin(self) -> Origin:
+        return self._lazy.origin(self._row)
 
 
 class _Distinct:
@@ -569,13 +569,11 @@ def _check_rows(
     versions: dict[Any, str] = {}
     unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
     for name, row in rows.items():
-        bundle: _Row | None = None
+        bundle = _Row(lazy, row, pkg_name)
         if name not in in_channel:
-            bundle = _Row(lazy, row, pkg_name)
             out.append(_bundle_problem(ERROR, f"bundle {name!r} is not in any channel", bundle))
         ds = refs[starts[row] : starts[row + 1]]
         if not images[row] and not any(dist_type[d] in inline for d in ds):
-            bundle = bundle or _Row(lazy, row, pkg_name)
             out.append(_image_problem(registry, bundle))
         identities = 0
         for i, d in enumerate(ds):
@@ -584,38 +582,63 @@ def _check_rows(
                 v = known[d] = verdicts.verdict(dist_type[d], distinct.parsed, d)
             if v is plain:
                 continue
-            if v[0]:
-                identities += 1
-                if v[1] is not None and v[1] != pkg_name:
-                    bundle = bundle or _Row(lazy, row, pkg_name)
-                    out.append(_names_other_package(dist_type[d], v[1], pkg_name, bundle, i))
-            if v[2]:
-                if (pkg_name, dist_type[d]) not in unknown_seen:
-                    unknown_seen.add((pkg_name, dist_type[d]))
-                    bundle = bundle or _Row(lazy, row, pkg_name)
-                    out.append(_unknown_type(dist_type[d], bundle, i))
+            identities += v[0]
+            if not _verdict_problems(v, dist_type[d], pkg_name, bundle, i, unknown_seen, out):
                 continue
-            if v[3]:
-                bundle = bundle or _Row(lazy, row, pkg_name)
-                for severity, message in v[3]:
-                    out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
             if v[4]:
                 if d in requirements:
                     found = requirements[d]
                 else:
                     found = requirements[d] = _check_distinct(catalog, lazy, registry, name, d, state)
-                if found is not None:
-                    bundle = bundle or _Row(lazy, row, pkg_name)
-                    if found[0] == ERROR:
-                        out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
-                    else:
-                        unsatisfied.setdefault(d, []).append((bundle, i, found[1]))
-        if identities != 1 and registry.identity_types:
-            out += _identity_problems(registry, identities, bundle or _Row(lazy, row, pkg_name))
+                _requirement_problem(found, d, bundle, i, unsatisfied, out)
+        out += _identity_problems(registry, identities, bundle)
         clash = _version_clash(versions, name, bundle_versions[row])
         if clash is not None:
-            out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
+            out.append(_bundle_problem(ERROR, clash, bundle, "properties"))
     out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
+
+
+def _verdict_problems(
+    v: _Verdict,
+    type_name: str,
+    pkg_name: str,
+    bundle: Any,
+    i: int,
+    unknown_seen: set[tuple[str, str]],
+    out: list[Problem],
+) -> bool:
+    """Add the problems a property's verdict ``v`` states (property ``i`` of ``bundle``).
+
+    Returns:
+        Whether its checks go on: not for a property of an unknown type.
+    """
+    if v[0] and v[1] is not None and v[1] != pkg_name:
+        out.append(_names_other_package(type_name, v[1], pkg_name, bundle, i))
+    if v[2]:
+        if (pkg_name, type_name) not in unknown_seen:
+            unknown_seen.add((pkg_name, type_name))
+            out.append(_unknown_type(type_name, bundle, i))
+        return False
+    for severity, message in v[3]:
+        out.append(_bundle_problem(severity, message, bundle, f"properties[{i}].value"))
+    return True
+
+
+def _requirement_problem(
+    found: tuple[str, str] | None,
+    key: int,
+    bundle: Any,
+    i: int,
+    unsatisfied: dict[int, list[tuple[Any, int, str]]],
+    out: list[Problem],
+) -> None:
+    """Report requirement ``i`` of ``bundle`` as checked (``found``): an error now, a warning per package later."""
+    if found is None:
+        return
+    if found[0] == ERROR:
+        out.append(_bundle_problem(ERROR, found[1], bundle, f"properties[{i}].value"))
+    else:
+        unsatisfied.setdefault(key, []).append((bundle, i, found[1]))
 
 
 def _names_other_package(type_name: str, named: str, pkg_name: str, bundle: Any, i: int) -> Problem:
