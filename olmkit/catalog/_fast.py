@@ -189,9 +189,7 @@ class ColumnBuilder:
         r_pkg, r_name, r_version, r_image = self.r_pkg.append, self.r_name, self.r_version.append, self.r_image.append
         r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
         known = self.by_blob.get
-        special = self.special
-        has_special = special.__contains__
-        version_of = self.version_of
+        file_row = self._file_row
         extend = self.refs.extend
         distinct = self._distinct
         own = self._identity
@@ -232,17 +230,9 @@ class ColumnBuilder:
             ds = cast("list[int]", head + found if head else found)
             extend(ds)
             number = len(r_name)
-            version = None
-            versioned = False
-            for d in filter(has_special, ds):
-                if not versioned and version_of[d] is not _FAILED:
-                    version, versioned = version_of[d], True
-                for lst in special[d]:
-                    if not lst or lst[-1] != number:
-                        lst.append(number)
             r_pkg(pn)
             r_name.append(name)
-            r_version(version)
+            r_version(file_row(ds, number))
             r_image(image)
             r_file(file)
             r_line(line)
@@ -258,9 +248,6 @@ class ColumnBuilder:
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
         cmap.extend([self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])])
         packages, names = self.packages, self.names
-        special = self.special
-        has_special = special.__contains__
-        version_of = self.version_of
         starts = scan.prop_start
         ds_all = list(map(cmap.__getitem__, scan.occ[starts[lo] : starts[hi]]))
         self.refs.extend(ds_all)
@@ -282,19 +269,9 @@ class ColumnBuilder:
                 raise Bail  # a duplicate: the object loader words the problem
         bounds = [b - offset for b in starts[lo : hi + 1]]
         counts = list(map(sub, bounds[1:], bounds))
-        versions: list[str | None] = []
+        file_row = self._file_row
         number = len(self.r_name)
-        for a, z in pairwise(bounds):
-            version = None
-            versioned = False
-            for d in filter(has_special, ds_all[a:z]):
-                if not versioned and version_of[d] is not _FAILED:
-                    version, versioned = version_of[d], True
-                for lst in special[d]:
-                    if not lst or lst[-1] != number:
-                        lst.append(number)
-            versions.append(version)
-            number += 1
+        versions = [file_row(ds_all[a:z], number + i) for i, (a, z) in enumerate(pairwise(bounds))]
         self.r_pkg.extend(pns)
         self.r_name += b_names
         self.r_version += versions
@@ -302,6 +279,23 @@ class ColumnBuilder:
         self.r_file.extend(repeat(file, hi - lo))
         self.r_line.extend(scan.b_line[lo:hi])
         self.r_count.extend(counts)
+
+    def _file_row(self, ds: Iterable[int], number: int) -> str | None:
+        """File the bundle numbered ``number``, carrying distinct properties ``ds``, in its index lists.
+
+        Returns:
+            Its version: the first of its identities that parsed gives it (else ``None``).
+        """
+        special, version_of = self.special, self.version_of
+        version = None
+        versioned = False
+        for d in filter(special.__contains__, ds):
+            if not versioned and version_of[d] is not _FAILED:
+                version, versioned = version_of[d], True
+            for lst in special[d]:
+                if not lst or lst[-1] != number:
+                    lst.append(number)
+        return version
 
     def _scanned(self, flags: int, type_text: bytes, text: bytes) -> int:
         """The distinct property of a scanned one (as :meth:`_distinct` of the blob it was read from).
