@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -337,15 +339,22 @@ def test_the_cache_of_a_fast_load_reads_back_as_the_catalog(generated, olmkit_pm
     assert expected == snapshot(cached.catalog, cached.problems)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=cases())
-def test_fast_load_of_random_catalogs(olmkit_pm, case):
-    """The resolver tests' random catalogs: the fast loader's catalogs are the object loader's."""
+@contextlib.contextmanager
+def case_catalogs(case: Any) -> Iterator[tuple[list[Path], pytest.MonkeyPatch]]:
+    """A random resolver case written out: its catalog directories, and a monkeypatch for one example."""
     from resolver.casefile import case_manifests
 
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         case_manifests(case, Path(tmp))
-        for directory in sorted(p for p in Path(tmp).iterdir() if p.is_dir()):
+        yield sorted(p for p in Path(tmp).iterdir() if p.is_dir()), mp
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_fast_load_of_random_catalogs(olmkit_pm, case):
+    """The resolver tests' random catalogs: the fast loader's catalogs are the object loader's."""
+    with case_catalogs(case) as (directories, mp):
+        for directory in directories:
             cat = assert_fast_load_is_the_object_load(directory, olmkit_pm.registry, mp)
 
             assert fast_taken(cat)
@@ -493,11 +502,8 @@ def test_validate_on_columns_of_the_community_catalog(olmkit_pm, monkeypatch):
 @given(case=cases())
 def test_validate_on_columns_of_random_catalogs(olmkit_pm, case):
     """The resolver tests' random catalogs (broken and deprecated bundles, bad ranges): the same report."""
-    from resolver.casefile import case_manifests
-
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        case_manifests(case, Path(tmp))
-        for directory in sorted(p for p in Path(tmp).iterdir() if p.is_dir()):
+    with case_catalogs(case) as (directories, mp):
+        for directory in directories:
             assert_validate_is_the_object_validate(directory, olmkit_pm.registry, mp)
 
 
