@@ -26,8 +26,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-import orjson
-
 from olmkit.catalog._catalog import Catalog, Deprecation
 from olmkit.catalog._fast import LazyBundles
 from olmkit.catalog._files import write_atomic
@@ -85,8 +83,7 @@ def _column_part(bundles: LazyBundles, package: str, files: _Files) -> _Part:
     starts, refs = c.prop_start, c.prop_ref
     distinct = list(dict.fromkeys(refs[starts[rows.start] : starts[rows.stop]])) if rows else []
     number = {d: n for n, d in enumerate(distinct)}.__getitem__
-    values = orjson.loads(b"".join((b"[", b",".join([c.dist_json[d] for d in distinct]), b"]")))
-    table = [(c.dist_type[d], value) for d, value in zip(distinct, values, strict=True)]
+    table = [(c.dist_type[d], value) for d, value in zip(distinct, c.values(distinct), strict=True)]
     names, versions, images = c.bundle_name, c.bundle_version, c.bundle_image
     extra = bundles.extra
     numbers = files.numbers

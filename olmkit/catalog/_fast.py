@@ -565,8 +565,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
             return
         c, props = self.columns, self._props
         dist_type, parsed, catalog_parsed = c.dist_type, self._parsed, self._catalog_parsed
-        values = orjson.loads(b"".join((b"[", b",".join([c.dist_json[d] for d in missing]), b"]")))
-        for d, value in zip(missing, values, strict=True):
+        for d, value in zip(missing, c.values(missing), strict=True):
             prop = props[d] = new_property(dist_type[d], value)
             known = parsed.get(d, _FAILED)
             if known is not _FAILED:
