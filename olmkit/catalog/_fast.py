@@ -97,8 +97,6 @@ class ColumnBuilder:
         types = registry.property_types
         self.identity = {n: pt.parse for n, pt in types.items() if pt.identity}
         self.indexers = {n: pt for n, pt in types.items() if pt.index_keys is not None}
-        #: type -> the function the values of that type were parsed with
-        self.parsed_with = {n: pt.parse for n, pt in types.items() if pt.identity or pt.index_keys is not None}
         self.rest = rest
         self.files: list[str] = []
         #: per bundle, in the order read: package number, name, version, image, file, line, properties
@@ -488,8 +486,9 @@ class ColumnBuilder:
         if row_of is not None:  # from the order read to the columns' order
             extra = {row_of[i]: v for i, v in extra.items()}
             index = {n: {k: [row_of[i] for i in v] for k, v in idx.items()} for n, idx in index.items()}
-        bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed)
-        bundles.parsed_with = self.parsed_with
+        # what the values in self.parsed were parsed with: the identities' and indexed types' parsers
+        parsed_with = {**self.identity, **{n: pt.parse for n, pt in self.indexers.items()}}
+        bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed_with, parsed)
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
 
 
@@ -512,6 +511,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         lines: array[int],
         extra: Mapping[int, Mapping[str, Any]],
         parsed: Mapping[int, Any],
+        parsed_with: Mapping[str, Callable[[Any], Any]],
         catalog_parsed: dict[int, Any],
     ) -> None:
         self.columns = columns
@@ -523,7 +523,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         self._catalog_parsed = catalog_parsed
         self._props: list[Property | None] = [None] * len(columns.dist_type)
         #: type -> the function the values in ``parsed`` of that type were parsed with
-        self.parsed_with: Mapping[str, Callable[[Any], Any]] = {}
+        self.parsed_with = parsed_with
         self._number = {p: n for n, p in enumerate(columns.packages)}
         self._done: dict[str, Mapping[str, Bundle]] = {}
 
@@ -589,7 +589,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
 
     def origin(self, row: int) -> Origin:
         """Where the bundle of ``row`` was read."""
-        return new_origin(self._paths[self._files[row]], self._lines[row])
+        return new_origin(*self.where(row))
 
     def where(self, row: int) -> tuple[str, int]:
         """Where the bundle of ``row`` was read: file and line."""
