@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     # the constraint codes of Block templates and problem arrays
     from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
+    from olmkit._solver._scan import CANONICALISE as SCAN_CANONICALISE
+    from olmkit._solver._scan import VALUE_FIRST as SCAN_VALUE_FIRST
     from olmkit._solver._scan import FileScan
     from olmkit._solver._scan import scanner as line_scanner
     from olmkit._solver._select import select
@@ -93,6 +95,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PROHIBITED": ("_pure", "PROHIBITED"),
     "Problem": ("_problem", "Problem"),
     "Prohibited": ("constraints", "Prohibited"),
+    "SCAN_CANONICALISE": ("_scan", "CANONICALISE"),
+    "SCAN_VALUE_FIRST": ("_scan", "VALUE_FIRST"),
     "SolverError": ("errors", "SolverError"),
     "SolverReporter": ("reporter", "SolverReporter"),
     "Variable": ("constraints", "Variable"),
@@ -131,6 +135,8 @@ __all__ = [
     "MANDATORY",
     "PHASES",
     "PROHIBITED",
+    "SCAN_CANONICALISE",
+    "SCAN_VALUE_FIRST",
     "And",
     "AppliedConstraint",
     "AtMost",

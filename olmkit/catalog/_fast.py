@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
-from olmkit._solver import line_scanner
+from olmkit._solver import SCAN_CANONICALISE, SCAN_VALUE_FIRST, line_scanner
 from olmkit.catalog._columns import BundleColumns
 from olmkit.model import Bundle, Origin, Property
 from olmkit.model import _bundle as new_bundle
@@ -63,9 +63,6 @@ _PARSE_ERRORS: Final = (ValueError, TypeError, AttributeError, KeyError)
 _UNREAD: Final[Any] = object()  # a value not decoded (yet)
 
 
-#: the scanned value's text is not orjson's / the property names its value first (olmkit._solver's scan)
-CANONICALISE: Final = 2
-VALUE_FIRST: Final = 1
 #: scan files with the C part when it is in use; tests turn it off to compare
 SCAN = True
 
@@ -74,9 +71,12 @@ _DECODED: Final = 2  # a distinct property made from a decoded blob (or an ident
 
 
 def _blob(ptype: str, text: bytes, form: int) -> bytes:
-    """The text orjson writes for a property blob ``{"type": ptype, "value": <text>}`` (VALUE_FIRST: value first)."""
+    """The text orjson writes for a property blob ``{"type": ptype, "value": <text>}``.
+
+    ``form``: SCAN_VALUE_FIRST for the value first, else 0.
+    """
     type_text = orjson.dumps(ptype)
-    if form & VALUE_FIRST:
+    if form & SCAN_VALUE_FIRST:
         return b"".join((b'{"value":', text, b',"type":', type_text, b"}"))
     return b"".join((b'{"type":', type_text, b',"value":', text, b"}"))
 
@@ -130,7 +130,7 @@ class ColumnBuilder:
         #: properties' numbers in the columns
         self.scanner = line_scanner(self.identity) if SCAN else None
         self.cmap = array("i")
-        #: per distinct property: the form of a scanned one's blob (VALUE_FIRST or 0), else _DECODED
+        #: per distinct property: the form of a scanned one's blob (SCAN_VALUE_FIRST or 0), else _DECODED
         self.forms = bytearray()
         self.type_names: dict[bytes, str] = {}
 
@@ -305,7 +305,7 @@ class ColumnBuilder:
         if ptype is None:
             ptype = self.type_names[type_text] = type_text.decode()
         value: Any = _UNREAD
-        if flags & CANONICALISE:
+        if flags & SCAN_CANONICALISE:
             try:
                 value = orjson.loads(text)
             except orjson.JSONDecodeError:
@@ -313,7 +313,7 @@ class ColumnBuilder:
             text = bytes(memoryview(orjson.dumps(value)))
         if ptype in self.identity:
             return self._identity_text(ptype, text, value)
-        form = flags & VALUE_FIRST
+        form = flags & SCAN_VALUE_FIRST
         d = self.by_key.get((ptype, text))
         if d is not None:  # the same property, from a blob written the same way (else: two ways)
             known = self.forms[d]
