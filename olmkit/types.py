@@ -41,6 +41,7 @@ __all__ = [
     "SolverBackend",
     "TemplateContext",
     "Uniqueness",
+    "ValueFields",
 ]
 
 
@@ -195,6 +196,32 @@ class RequirementContext(Protocol):
 
 
 @attrs.frozen
+class ValueFields:
+    """A property type's plain values described as data: the loader reads them without ``parse``.
+
+    Plain: a JSON object whose keys are exactly ``fields`` (in any order, each once), each
+    value a string without an escape, non-empty unless its field is in ``may_be_empty``.
+    The type promises, for every plain value: ``parse`` accepts it; ``index_keys`` (if the
+    type has it) gives exactly one key, made of the first ``key_fields`` fields' values (one
+    field: its value, more: a tuple in field order); and, for an identity type, ``parse``
+    gives a :class:`PackageIdentity` of field 0's value and field 1's value (its version).
+    A value that is not plain is read by calling ``parse`` and ``index_keys``, as without it.
+
+    .. versionadded:: 0.4
+    """
+
+    fields: tuple[str, ...] = attrs.field(converter=_strings)
+    key_fields: int = 1
+    may_be_empty: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+
+    def __attrs_post_init__(self) -> None:
+        if not 0 <= self.key_fields <= len(self.fields) or not 0 < len(self.fields) <= 8:
+            raise ValueError("ValueFields: 1 to 8 fields, and at most as many key fields")
+        if len(set(self.fields)) != len(self.fields) or not set(self.may_be_empty) <= set(self.fields):
+            raise ValueError("ValueFields: distinct fields, and may_be_empty among them")
+
+
+@attrs.frozen
 class FieldsForm:
     """An object of string fields whose predicate matches the bundles filed under one index key.
 
@@ -309,6 +336,11 @@ class PropertyType:
             plain values without calling ``parse`` and ``requirement``. ``None``: it calls them.
 
             .. versionadded:: 0.3
+        fields: its plain values described as data (:class:`ValueFields`): the catalog
+            loader reads them, their index keys and (for an identity) versions without
+            calling ``parse`` and ``index_keys``. ``None``: it calls them.
+
+            .. versionadded:: 0.4
 
     Example:
         PropertyType(name="example.io/tier", parse=str, index_keys=lambda v: (v,))
@@ -326,6 +358,7 @@ class PropertyType:
     validate: Callable[[Any], Iterable[str]] | None = None
     settings: Callable[[], Hashable] | None = None
     form: FieldsForm | RangeForm | KeyedForm | None = None
+    fields: ValueFields | None = None
 
 
 @attrs.frozen

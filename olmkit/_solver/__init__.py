@@ -32,8 +32,10 @@ if TYPE_CHECKING:
     # the constraint codes of Block templates and problem arrays
     from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
     from olmkit._solver._scan import CANONICALISE as SCAN_CANONICALISE
+    from olmkit._solver._scan import ODD as SCAN_ODD
     from olmkit._solver._scan import VALUE_FIRST as SCAN_VALUE_FIRST
-    from olmkit._solver._scan import FileScan
+    from olmkit._solver._scan import FileScan, rows_index
+    from olmkit._solver._scan import TypeReading as ScanReading
     from olmkit._solver._scan import scanner as line_scanner
     from olmkit._solver._select import select
     from olmkit._solver._solve import solve, solve_problem
@@ -96,7 +98,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Problem": ("_problem", "Problem"),
     "Prohibited": ("constraints", "Prohibited"),
     "SCAN_CANONICALISE": ("_scan", "CANONICALISE"),
+    "SCAN_ODD": ("_scan", "ODD"),
     "SCAN_VALUE_FIRST": ("_scan", "VALUE_FIRST"),
+    "ScanReading": ("_scan", "TypeReading"),
     "SolverError": ("errors", "SolverError"),
     "SolverReporter": ("reporter", "SolverReporter"),
     "Variable": ("constraints", "Variable"),
@@ -109,6 +113,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "line_scanner": ("_scan", "scanner"),
     "select": ("_select", "select"),
     "register_backend": ("backends", "register_backend"),
+    "rows_index": ("_scan", "rows_index"),
     "solve": ("_solve", "solve"),
     "solve_problem": ("_solve", "solve_problem"),
 }
@@ -136,6 +141,7 @@ __all__ = [
     "PHASES",
     "PROHIBITED",
     "SCAN_CANONICALISE",
+    "SCAN_ODD",
     "SCAN_VALUE_FIRST",
     "And",
     "AppliedConstraint",
@@ -159,6 +165,7 @@ __all__ = [
     "Or",
     "Problem",
     "Prohibited",
+    "ScanReading",
     "SolverError",
     "SolverReporter",
     "Variable",
@@ -170,6 +177,7 @@ __all__ = [
     "lay_out",
     "line_scanner",
     "register_backend",
+    "rows_index",
     "select",
     "solve",
     "solve_problem",

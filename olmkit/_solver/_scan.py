@@ -12,14 +12,21 @@ A :class:`LineScanner` reads one file's bytes at a time and returns a :class:`Fi
   a non-empty ``type`` string and a ``value``), no other or repeated key, no escape in
   those strings. Every other line is left to the caller (its start and end offsets);
 * the distinct properties, numbered across the files scanned by one scanner in the order
-  first met: ``(flags, type, text)``, where ``text`` is the value's JSON text without the
-  whitespace outside strings, which is exactly :func:`orjson.dumps` of the value
-  :func:`orjson.loads` reads from it, unless ``flags & CANONICALISE`` (an escape in a
-  string, a number other than an integer of at most 18 digits, a repeated key); ``flags &
-  VALUE_FIRST``: the property object names its value before its type.
+  first met, each with its flags, its type (types numbered in the order met), and its
+  value's text without the whitespace outside strings, which is exactly :func:`orjson.dumps`
+  of the value :func:`orjson.loads` reads from it, unless ``flags & CANONICALISE`` (an
+  escape in a string, a number other than an integer of at most 18 digits, a repeated
+  key); ``flags & VALUE_FIRST``: the property object names its value before its type;
+* for the types registered as *read through fields* (:class:`TypeReading`), each plain value
+  (an object of exactly those fields, each a string without escape, non-empty unless
+  allowed) as interned strings: its key (the first ``key_fields`` fields' strings, numbered
+  per type) and, for an identity type, its version (field 1's string). Every other value of
+  such a type, and every value to canonicalise, is *odd* (``flags & ODD``): the caller reads
+  it itself. An identity type's properties are interned by their text whatever their form.
 
-There is no pure twin: without the C part (or with ``OLMKIT_PURE_PYTHON=1``) :func:`scanner`
-is ``None`` and the loader decodes every file with orjson, which is what this replaces.
+There is no pure twin of the scan: without the C part (or with ``OLMKIT_PURE_PYTHON=1``)
+:func:`scanner` is ``None`` and the loader decodes every file with orjson, which is what this
+replaces. :func:`rows_index` (what the loader files once every row is read) has one.
 
 .. versionadded:: 0.4
 """
@@ -28,15 +35,30 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-__all__ = ["CANONICALISE", "VALUE_FIRST", "FileScan", "LineScanner", "scanner"]
+__all__ = ["CANONICALISE", "ODD", "VALUE_FIRST", "FileScan", "LineScanner", "TypeReading", "rows_index", "scanner"]
 
 #: the property object names ``value`` before ``type``
 VALUE_FIRST: Final = 1
 #: the value's text is not orjson's: read and write it again
 CANONICALISE: Final = 2
-_FRESH: Final = 4  # of a type not interned (see LineScanner)
+#: the caller reads the value itself (to canonicalise, of a type read so, or not plain)
+ODD: Final = 8
+
+
+class TypeReading(NamedTuple):
+    """How the scan reads one property type's values (see the module docstring).
+
+    ``fields`` empty: every value is odd (the caller reads them all). ``identity``: the
+    type's properties are interned by their text only, and field 1 is the version.
+    """
+
+    name: str
+    fields: tuple[str, ...] = ()
+    key_fields: int = 0
+    may_be_empty: tuple[str, ...] = ()
+    identity: bool = False
 
 
 class FileScan:
@@ -50,23 +72,41 @@ class FileScan:
         b_ndist: per bundle, how many distinct properties were known once it was taken.
         occ: per property occurrence, its distinct property.
         names, packages, images: per bundle.
-        first: the number of the first distinct property this file added;
-        new: ``(flags, type, text)`` of each distinct property it added.
+        first: the number of the first distinct property this file added; per distinct
+            property it added: ``flags``, ``types`` (type numbers), ``texts``, ``keys``
+            (-1 none) and ``versions`` (string numbers, -1 none); ``odd``: those flagged ODD.
+        new_types, new_strings: the names of the types and the strings first numbered since
+            the last file taken, in order; ``key_type``, ``key_start``, ``key_strs``: the keys
+            likewise (each key's type and strings: ``key_strs[key_start[k]:key_start[k + 1]]``
+            for the k-th new key), ``keys_first`` the number of the first.
+        two_ways: some property was written both ways (value first and type first).
     """
 
     __slots__ = (
         "b_line",
         "b_ndist",
         "first",
+        "flags",
         "images",
+        "key_start",
+        "key_strs",
+        "key_type",
+        "keys",
+        "keys_first",
         "line_end",
         "line_kind",
         "line_start",
         "names",
-        "new",
+        "new_strings",
+        "new_types",
         "occ",
+        "odd",
         "packages",
         "prop_start",
+        "texts",
+        "two_ways",
+        "types",
+        "versions",
     )
 
     def __init__(self) -> None:
@@ -81,19 +121,30 @@ class FileScan:
         self.packages: list[str] = []
         self.images: list[str | None] = []
         self.first = 0
-        self.new: list[tuple[int, bytes, bytes]] = []
+        self.flags = b""
+        self.types = array("i")
+        self.texts: list[bytes] = []
+        self.keys = array("i")
+        self.versions = array("i")
+        self.odd = array("i")
+        self.new_types: list[str] = []
+        self.new_strings: list[str] = []
+        self.keys_first = 0
+        self.key_type = array("i")
+        self.key_start = array("i", [0])
+        self.key_strs = array("i")
+        self.two_ways = False
 
 
 class LineScanner:
     """A scan of one catalog's files (the distinct properties are numbered across them).
 
     Args:
-        fresh: property types not interned: each occurrence is a distinct property of its
-            own, whose text the scanner forgets after the file (a bundle's identity: the
-            caller keys them itself, and the scanner keeps no text of every bundle).
+        readings: how to read the values of some property types (the others' values are
+            interned as texts, without a key or a version).
     """
 
-    def __init__(self, fresh: Iterable[str] = ()) -> None:
+    def __init__(self, readings: Iterable[TypeReading] = ()) -> None:
         # the compiled extension, as its face imports it (ImportError without it)
         from olmkit._solver._native import ffi, lib  # type: ignore[attr-defined]
 
@@ -103,10 +154,22 @@ class LineScanner:
         if handle == ffi.NULL:
             raise MemoryError("olmkit._solver: out of memory while scanning")
         self._s = ffi.gc(handle, lib.olm_scan_free)
-        for name in fresh:
-            text = name.encode()
-            if lib.olm_scan_fresh(self._s, text, len(text)):
+        for r in readings:
+            text = r.name.encode()
+            fields = "".join(f + "\n" for f in r.fields).encode()
+            if any("\n" in f for f in r.fields) or len(set(r.fields)) != len(r.fields):
+                raise ValueError(f"{r.name}: field names must be distinct, without a newline")
+            kind = (1 if r.identity else 0) | (2 if r.fields else 4)
+            empty = sum(1 << i for i, f in enumerate(r.fields) if f in r.may_be_empty)
+            rc = lib.olm_scan_type(self._s, text, len(text), kind, fields, len(r.fields), r.key_fields, empty)
+            if rc == 1:
                 raise MemoryError("olmkit._solver: out of memory while scanning")
+            if rc:
+                raise ValueError(f"{r.name}: not a reading the scan takes: {r}")
+        # what the caller was handed of the tables so far (bytes of texts, numbers of keys)
+        self._types_at = 0
+        self._strings_at = 0
+        self._keys_at = 0
 
     def scan(self, data: bytes) -> FileScan | None:
         """Scan one file's bytes; ``None`` when a line is not exactly one JSON value."""
@@ -137,23 +200,34 @@ class LineScanner:
         end = s.n_dist
         if end > first:
             n = end - first
-            starts = array("Q" if ffi.sizeof("size_t") == 8 else "I")
-            starts.frombytes(buffer(s.d_start + first, starts.itemsize * n))
-            type_len, value_len = array("i"), array("i")
-            type_len.frombytes(buffer(s.d_type_len + first, 4 * n))
-            value_len.frombytes(buffer(s.d_value_len + first, 4 * n))
-            flags = bytes(buffer(s.d_flags + first, n))
-            arena = bytes(buffer(s.arena + s.arena_first, s.arena_len - s.arena_first))
-            fresh = bytes(buffer(s.farena, s.farena_len)) if s.farena_len else b""
-            base = s.arena_first
-            new = out.new
-            for f, at, tl, vl in zip(flags, starts, type_len, value_len, strict=True):
-                if f & _FRESH:
-                    new.append((f, fresh[at : at + tl], fresh[at + tl : at + tl + vl]))
-                else:
-                    at -= base
-                    new.append((f, arena[at : at + tl], arena[at + tl : at + tl + vl]))
+            out.flags = bytes(buffer(s.d_flags + first, n))
+            out.types.frombytes(buffer(s.d_type + first, 4 * n))
+            out.keys.frombytes(buffer(s.d_key + first, 4 * n))
+            out.versions.frombytes(buffer(s.d_version + first, 4 * n))
+            out.texts = bytes(buffer(s.new_texts, s.new_texts_len)).split(b"\n")[:-1]
+            if s.n_odd:
+                out.odd.frombytes(buffer(s.odd, 4 * s.n_odd))
+        if s.new_types_len > self._types_at:
+            out.new_types = _lines(buffer(s.new_types + self._types_at, s.new_types_len - self._types_at))
+            self._types_at = s.new_types_len
+        if s.new_strings_len > self._strings_at:
+            out.new_strings = _lines(buffer(s.new_strings + self._strings_at, s.new_strings_len - self._strings_at))
+            self._strings_at = s.new_strings_len
+        out.keys_first = k0 = self._keys_at
+        if s.n_keys > k0:
+            k1 = self._keys_at = s.n_keys
+            out.key_type.frombytes(buffer(s.key_type + k0, 4 * (k1 - k0)))
+            starts = array("i")
+            starts.frombytes(buffer(s.key_start + k0, 4 * (k1 - k0 + 1)))
+            out.key_strs.frombytes(buffer(s.key_strs + starts[0], 4 * (starts[-1] - starts[0])))
+            out.key_start = array("i", [at - starts[0] for at in starts])
+        out.two_ways = bool(s.two_ways)
         return out
+
+    def find(self, ptype: str, text: bytes, value_first: bool) -> int:
+        """The distinct property (-1 none) of a type and a value's text, in the given form."""
+        t = ptype.encode()
+        return int(self._lib.olm_scan_find(self._s, t, len(t), text, len(text), int(value_first)))
 
 
 def _lines(buffer: Any) -> list[str]:
@@ -162,10 +236,94 @@ def _lines(buffer: Any) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def scanner(fresh: Iterable[str] = ()) -> LineScanner | None:
+def scanner(readings: Iterable[TypeReading] = ()) -> LineScanner | None:
     """A new scanner (see :class:`LineScanner`), or ``None`` when the pure-Python implementation is in use."""
     from olmkit._solver import _encode
 
     if _encode.current() != "native":
         return None
-    return LineScanner(fresh)
+    return LineScanner(readings)
+
+
+def rows_index(
+    row_start: array[int],
+    refs: array[int],
+    value: array[int],
+    d_list: array[int],
+    ex_start: array[int],
+    ex_lists: array[int],
+    n_lists: int,
+) -> tuple[array[int], array[int], array[int]]:
+    """Per row, its first distinct property's value; per list, its rows (C, or its pure twin).
+
+    Rows are ``refs[row_start[r]:row_start[r + 1]]`` (distinct properties). Per distinct
+    property ``d``: ``value[d]`` (-1: none) and its lists: ``d_list[d]`` (>= 0), none (-1), or
+    ``ex_lists[ex_start[e]:ex_start[e + 1]]`` for ``d_list[d] == -2 - e``.
+
+    Returns:
+        ``(first, list_start, rows)``: per row the value of its first distinct property
+        with one (-1: none); each list's rows in order, each once:
+        ``rows[list_start[l]:list_start[l + 1]]``.
+    """
+    from olmkit._solver import _encode
+
+    n_rows = len(row_start) - 1
+    n_ex = len(ex_start) - 1 if ex_start else 0
+    if n_rows < 0 or len(value) != len(d_list) or (refs and (min(refs) < 0 or max(refs) >= len(value))):
+        raise ValueError("rows_index: inconsistent arrays")
+    if _encode.current() == "native":
+        from olmkit._solver._native import ffi, lib  # type: ignore[attr-defined]
+
+        first = array("i", bytes(4 * n_rows))
+        list_start = array("i", bytes(4 * (n_lists + 1)))
+        rows = array("i", bytes(4 * len(refs)))
+        buf = ffi.from_buffer
+        empty = array("i", [0])
+        rc = lib.olm_rows_index(
+            buf("int[]", row_start),
+            buf("int[]", refs or empty),
+            n_rows,
+            len(value),
+            buf("int[]", value or empty),
+            buf("int[]", d_list or empty),
+            buf("int[]", ex_start or empty),
+            buf("int[]", ex_lists or empty),
+            n_ex,
+            n_lists,
+            buf("int[]", first or empty),
+            buf("int[]", list_start),
+            buf("int[]", rows or empty),
+        )
+        if rc == 1:
+            raise MemoryError("olmkit._solver: out of memory while indexing rows")
+        if rc:
+            raise ValueError("rows_index: a list or an extra out of range")
+        del rows[list_start[-1] :]
+        return first, list_start, rows
+    first = array("i")
+    filed: list[list[int]] = [[] for _ in range(n_lists)]
+    for r in range(n_rows):
+        found = -1
+        for d in refs[row_start[r] : row_start[r + 1]]:
+            if found == -1:
+                found = value[d]
+            dl = d_list[d]
+            if dl >= 0:
+                lists: Any = (dl,)
+            elif dl == -1:
+                continue
+            else:
+                lists = ex_lists[ex_start[-2 - dl] : ex_start[-1 - dl]]
+            for lst in lists:
+                if not 0 <= lst < n_lists:
+                    raise ValueError("rows_index: a list or an extra out of range")
+                rows_of = filed[lst]
+                if not rows_of or rows_of[-1] != r:
+                    rows_of.append(r)
+        first.append(found)
+    list_start = array("i", [0])
+    rows = array("i")
+    for rows_of in filed:
+        rows.extend(rows_of)
+        list_start.append(len(rows))
+    return first, list_start, rows

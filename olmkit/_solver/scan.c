@@ -25,7 +25,11 @@
 #define MAX_KEYS 32
 #define F_VALUE_FIRST 1
 #define F_CANON 2
-#define F_FRESH 4 /* a property of a type not interned: its text is in the file's arena */
+#define F_ODD 8 /* for the caller to read itself (a text to canonicalise, a type read that way, a value not plain) */
+#define MAX_FIELDS 8
+#define K_IDENTITY 1
+#define K_FIELDS 2
+#define K_ODD 4
 
 typedef struct {
     char *v;
@@ -45,13 +49,38 @@ typedef struct {
     int flags;
 } prop_t;
 
+/* a type registered with olm_scan_type */
 typedef struct {
-    bytes_t names, packages, images, arena, farena, scratch;
-    /* the types whose properties are not interned (each occurrence its own distinct property) */
-    char **fresh;
-    int *fresh_len;
-    size_t n_fresh, fresh_cap, fresh_len_cap;
-    ints_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ;
+    char *name;
+    int len, kind, n_fields, key_fields;
+    unsigned empty_mask;
+    char *field[MAX_FIELDS];
+    int field_len[MAX_FIELDS];
+} kind_t;
+
+/* an interning table of texts: text i at off[i] in text (each followed by a newline) */
+typedef struct {
+    bytes_t text;
+    size_t *off;
+    uint64_t *hash;
+    size_t n, cap;
+    int *table; /* number + 1, 0 for an empty slot */
+    size_t table_cap;
+} strings_t;
+
+typedef struct {
+    bytes_t names, packages, images, arena, scratch, new_texts;
+    kind_t *kinds;
+    size_t n_kinds, kinds_cap;
+    strings_t types, strings;
+    int *type_kind; /* per type met: its registered kind, -1 none */
+    size_t type_kind_cap;
+    ints_t key_type, key_start, key_strs;
+    uint64_t *key_hash;
+    size_t key_hash_cap;
+    int *key_table;
+    size_t key_table_cap;
+    ints_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ, odd;
     size_t d_cap;
     uint64_t *d_hash;
     int *table; /* distinct + 1, 0 for an empty slot */
@@ -411,11 +440,15 @@ static int scan_properties(priv_t *pv, parser_t *s, int *usual) {
     }
 }
 
+static uint64_t hash_bytes(uint64_t h, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
 static uint64_t hash_of(int flags, const char *type, size_t type_len, const char *value, size_t value_len) {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)flags;
-    for (size_t i = 0; i < type_len; i++) h = (h ^ (unsigned char)type[i]) * 1099511628211ULL;
+    uint64_t h = hash_bytes(1469598103934665603ULL ^ (uint64_t)flags, type, type_len);
     h = (h ^ 0xFF) * 1099511628211ULL; /* never in UTF-8 text */
-    for (size_t i = 0; i < value_len; i++) h = (h ^ (unsigned char)value[i]) * 1099511628211ULL;
+    h = hash_bytes(h, value, value_len);
     return h ^ (h >> 29);
 }
 
@@ -423,7 +456,6 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
     int *table = calloc(cap, sizeof(int));
     if (!table) return 1;
     for (int d = 0; d < sc->n_dist; d++) {
-        if (sc->d_flags[d] & F_FRESH) continue;
         size_t i = (size_t)pv->d_hash[d] & (cap - 1);
         while (table[i]) i = (i + 1) & (cap - 1);
         table[i] = d + 1;
@@ -434,61 +466,259 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
     return 0;
 }
 
-/* the distinct property of prop (value text in the scratch buffer), added when new; -1 out of memory */
-static int is_fresh(const priv_t *pv, const prop_t *prop) {
-    for (size_t i = 0; i < pv->n_fresh; i++) {
-        if (pv->fresh_len[i] == prop->type_len && memcmp(pv->fresh[i], prop->type, (size_t)prop->type_len) == 0)
-            return 1;
+/* ------------------------------------------------------------------ interned texts */
+
+/* the number of a text in t, added when new (-1 out of memory) */
+static int string_of(strings_t *t, const char *p, size_t n) {
+    uint64_t h = hash_bytes(1469598103934665603ULL, p, n);
+    h ^= h >> 29;
+    if ((t->n + 1) * 2 > t->table_cap) {
+        size_t cap = t->table_cap ? t->table_cap * 2 : 1024;
+        int *table = calloc(cap, sizeof(int));
+        if (!table) return -1;
+        for (size_t k = 0; k < t->n; k++) {
+            size_t i = (size_t)t->hash[k] & (cap - 1);
+            while (table[i]) i = (i + 1) & (cap - 1);
+            table[i] = (int)k + 1;
+        }
+        free(t->table);
+        t->table = table;
+        t->table_cap = cap;
     }
-    return 0;
+    size_t mask = t->table_cap - 1, i = (size_t)h & mask;
+    for (; t->table[i]; i = (i + 1) & mask) {
+        size_t k = (size_t)t->table[i] - 1;
+        size_t len = (k + 1 < t->n ? t->off[k + 1] : t->text.n) - t->off[k] - 1;
+        if (t->hash[k] == h && len == n && memcmp(t->text.v + t->off[k], p, n) == 0) return (int)k;
+    }
+    if (t->n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024;
+        size_t *off = realloc(t->off, cap * sizeof(size_t));
+        if (off) t->off = off;
+        uint64_t *hh = realloc(t->hash, cap * sizeof(uint64_t));
+        if (hh) t->hash = hh;
+        if (!off || !hh) return -1;
+        t->cap = cap;
+    }
+    t->off[t->n] = t->text.n;
+    if (put_bytes(&t->text, p, n) || put_bytes(&t->text, "\n", 1)) return -1;
+    t->hash[t->n] = h;
+    t->table[i] = (int)t->n + 1;
+    return (int)t->n++;
 }
 
-static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
-    const char *value = pv->scratch.v + prop->value_off;
-    int fresh = is_fresh(pv, prop);
-    uint64_t h = hash_of(prop->flags, prop->type, (size_t)prop->type_len, value, (size_t)prop->value_len);
-    if ((size_t)(sc->n_dist + 1) * 2 > pv->table_cap && rehash(sc, pv, pv->table_cap ? pv->table_cap * 2 : 4096))
-        return -1;
+static void strings_free(strings_t *t) {
+    free(t->text.v);
+    free(t->off);
+    free(t->hash);
+    free(t->table);
+}
+
+/* the number of the key (type, strs[0:n]), added when new (-1 out of memory) */
+static int key_of_strings(priv_t *pv, int type, const int *strs, int n) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(unsigned)type;
+    for (int j = 0; j < n; j++) h = (h ^ (uint64_t)(unsigned)strs[j]) * 1099511628211ULL;
+    h ^= h >> 29;
+    size_t n_keys = pv->key_type.n;
+    if ((n_keys + 1) * 2 > pv->key_table_cap) {
+        size_t cap = pv->key_table_cap ? pv->key_table_cap * 2 : 1024;
+        int *table = calloc(cap, sizeof(int));
+        if (!table) return -1;
+        for (size_t k = 0; k < n_keys; k++) {
+            size_t i = (size_t)pv->key_hash[k] & (cap - 1);
+            while (table[i]) i = (i + 1) & (cap - 1);
+            table[i] = (int)k + 1;
+        }
+        free(pv->key_table);
+        pv->key_table = table;
+        pv->key_table_cap = cap;
+    }
+    size_t mask = pv->key_table_cap - 1, i = (size_t)h & mask;
+    for (; pv->key_table[i]; i = (i + 1) & mask) {
+        size_t k = (size_t)pv->key_table[i] - 1;
+        int at = pv->key_start.v[k], len = pv->key_start.v[k + 1] - at;
+        if (pv->key_hash[k] == h && pv->key_type.v[k] == type && len == n &&
+            memcmp(pv->key_strs.v + at, strs, (size_t)n * sizeof(int)) == 0)
+            return (int)k;
+    }
+    if (grow((void **)&pv->key_hash, &pv->key_hash_cap, n_keys + 1, sizeof(uint64_t))) return -1;
+    if (!pv->key_start.n && put_int(&pv->key_start, 0)) return -1;
+    for (int j = 0; j < n; j++) {
+        if (put_int(&pv->key_strs, strs[j])) return -1;
+    }
+    if (put_int(&pv->key_type, type) || put_int(&pv->key_start, (int)pv->key_strs.n)) return -1;
+    pv->key_hash[n_keys] = h;
+    pv->key_table[i] = (int)n_keys + 1;
+    return (int)n_keys;
+}
+
+/* the number of a type (in the order met), added when new (-1 out of memory) */
+static int type_of(priv_t *pv, const char *type, int len) {
+    size_t known = pv->types.n;
+    int t = string_of(&pv->types, type, (size_t)len);
+    if (t < 0 || (size_t)t < known) return t;
+    if (grow((void **)&pv->type_kind, &pv->type_kind_cap, (size_t)t + 1, sizeof(int))) return -1;
+    pv->type_kind[t] = -1;
+    for (size_t k = 0; k < pv->n_kinds; k++) {
+        if (pv->kinds[k].len == len && memcmp(pv->kinds[k].name, type, (size_t)len) == 0) pv->type_kind[t] = (int)k;
+    }
+    return t;
+}
+
+/* Read a plain value of a kind's fields from its text without whitespace: an object of
+ * exactly its fields, each once, each a string without escape, non-empty unless allowed.
+ * Fills str (the strings' numbers, in field order); 1 plain, 0 not, -1 out of memory. */
+static int read_fields(priv_t *pv, const kind_t *k, const char *p, const char *end, int *str) {
+    const char *at[MAX_FIELDS];
+    size_t len[MAX_FIELDS];
+    unsigned seen = 0;
+    if (p >= end || *p != '{') return 0;
+    p++;
+    if (p < end && *p == '}') return k->n_fields == 0;
+    for (;;) {
+        if (p >= end || *p != '"') return 0;
+        const char *key = ++p;
+        while (p < end && *p != '"' && *p != '\\') p++;
+        if (p >= end || *p != '"') return 0;
+        size_t key_len = (size_t)(p - key);
+        p++;
+        if (p >= end || *p != ':') return 0;
+        p++;
+        int f = -1;
+        for (int j = 0; j < k->n_fields; j++) {
+            if ((size_t)k->field_len[j] == key_len && memcmp(k->field[j], key, key_len) == 0) f = j;
+        }
+        if (f < 0 || (seen & (1u << f)) || p >= end || *p != '"') return 0;
+        seen |= 1u << f;
+        const char *v = ++p;
+        while (p < end && *p != '"' && *p != '\\') p++;
+        if (p >= end || *p != '"') return 0;
+        at[f] = v;
+        len[f] = (size_t)(p - v);
+        if (!len[f] && !(k->empty_mask & (1u << f))) return 0;
+        p++;
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == '}' && p + 1 == end) break;
+        return 0;
+    }
+    if (seen != (1u << k->n_fields) - 1) return 0;
+    for (int j = 0; j < k->n_fields; j++) {
+        str[j] = string_of(&pv->strings, at[j], len[j]);
+        if (str[j] < 0) return -1;
+    }
+    return 1;
+}
+
+/* the distinct property of (flags, type, value), -1 none */
+static int find(const olm_scan *sc, const priv_t *pv, int flags, const char *type, int type_len, const char *value,
+                int value_len, uint64_t h) {
+    if (!pv->table_cap) return -1;
     size_t mask = pv->table_cap - 1, i = (size_t)h & mask;
-    for (; !fresh && pv->table[i]; i = (i + 1) & mask) {
+    for (; pv->table[i]; i = (i + 1) & mask) {
         int d = pv->table[i] - 1;
-        if (pv->d_hash[d] == h && sc->d_flags[d] == prop->flags && sc->d_type_len[d] == prop->type_len &&
-            sc->d_value_len[d] == prop->value_len) {
+        if (pv->d_hash[d] == h && (sc->d_flags[d] & ~F_ODD) == flags && sc->d_type_len[d] == type_len &&
+            sc->d_value_len[d] == value_len) {
             const char *at = pv->arena.v + sc->d_start[d];
-            if (memcmp(at, prop->type, (size_t)prop->type_len) == 0 &&
-                memcmp(at + prop->type_len, value, (size_t)prop->value_len) == 0)
+            if (memcmp(at, type, (size_t)type_len) == 0 && memcmp(at + type_len, value, (size_t)value_len) == 0)
                 return d;
         }
     }
-    int d = sc->n_dist;
+    return -1;
+}
+
+static int grow_dist(olm_scan *sc, priv_t *pv, size_t need) {
     size_t cap = pv->d_cap;
-    if ((size_t)d + 1 > cap) {
-        size_t cap2 = cap ? cap * 2 : 4096;
-        uint64_t *hh = realloc(pv->d_hash, cap2 * sizeof(uint64_t));
-        if (hh) pv->d_hash = hh;
-        size_t *st = realloc(sc->d_start, cap2 * sizeof(size_t));
-        if (st) sc->d_start = st;
-        int *tl = realloc(sc->d_type_len, cap2 * sizeof(int));
-        if (tl) sc->d_type_len = tl;
-        int *vl = realloc(sc->d_value_len, cap2 * sizeof(int));
-        if (vl) sc->d_value_len = vl;
-        unsigned char *fl = realloc(sc->d_flags, cap2);
-        if (fl) sc->d_flags = fl;
-        if (!hh || !st || !tl || !vl || !fl) return -1;
-        pv->d_cap = cap2;
+    if (need <= cap) return 0;
+    size_t cap2 = cap ? cap * 2 : 4096;
+    while (cap2 < need) cap2 *= 2;
+    uint64_t *hh = realloc(pv->d_hash, cap2 * sizeof(uint64_t));
+    if (hh) pv->d_hash = hh;
+    size_t *st = realloc(sc->d_start, cap2 * sizeof(size_t));
+    if (st) sc->d_start = st;
+    int *ints[5] = {NULL};
+    int **where[5] = {&sc->d_type_len, &sc->d_value_len, &sc->d_type, &sc->d_key, &sc->d_version};
+    int ok = hh && st;
+    for (int j = 0; j < 5; j++) {
+        ints[j] = realloc(*where[j], cap2 * sizeof(int));
+        if (ints[j]) *where[j] = ints[j];
+        else ok = 0;
     }
-    bytes_t *arena = fresh ? &pv->farena : &pv->arena;
-    size_t start = arena->n;
-    if (put_bytes(arena, prop->type, (size_t)prop->type_len) || put_bytes(arena, value, (size_t)prop->value_len))
+    unsigned char *fl = realloc(sc->d_flags, cap2);
+    if (fl) sc->d_flags = fl;
+    if (!ok || !fl) return 1;
+    pv->d_cap = cap2;
+    return 0;
+}
+
+/* the distinct property of prop (value text in the scratch buffer), added when new; -1 out of memory */
+static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
+    const char *value = pv->scratch.v + prop->value_off;
+    int t = type_of(pv, prop->type, prop->type_len);
+    if (t < 0) return -1;
+    const kind_t *k = pv->type_kind[t] >= 0 ? &pv->kinds[pv->type_kind[t]] : NULL;
+    int flags = prop->flags;
+    if (k && (k->kind & K_IDENTITY)) flags &= ~F_VALUE_FIRST; /* an identity is its text, whatever its form */
+    uint64_t h = hash_of(flags, prop->type, (size_t)prop->type_len, value, (size_t)prop->value_len);
+    if ((size_t)(sc->n_dist + 1) * 2 > pv->table_cap && rehash(sc, pv, pv->table_cap ? pv->table_cap * 2 : 4096))
         return -1;
+    int found = find(sc, pv, flags, prop->type, prop->type_len, value, prop->value_len, h);
+    if (found >= 0) return found;
+    int d = sc->n_dist;
+    if (grow_dist(sc, pv, (size_t)d + 1)) return -1;
+    size_t start = pv->arena.n;
+    if (put_bytes(&pv->arena, prop->type, (size_t)prop->type_len) ||
+        put_bytes(&pv->arena, value, (size_t)prop->value_len) ||
+        put_bytes(&pv->new_texts, value, (size_t)prop->value_len) || put_bytes(&pv->new_texts, "\n", 1))
+        return -1;
+    int key = -1, version = -1, odd = (flags & F_CANON) != 0;
+    if (!odd && k) {
+        int str[MAX_FIELDS];
+        int plain = (k->kind & K_ODD) ? 0 : read_fields(pv, k, value, value + prop->value_len, str);
+        if (plain < 0) return -1;
+        if (plain) {
+            key = key_of_strings(pv, t, str, k->key_fields);
+            if (key < 0) return -1;
+            if (k->kind & K_IDENTITY) version = str[1];
+        } else {
+            odd = 1;
+        }
+    }
+    if (!(flags & F_CANON) && !(k && (k->kind & K_IDENTITY))) {
+        /* the same property written the other way round */
+        int other = flags ^ F_VALUE_FIRST;
+        uint64_t h2 = hash_of(other, prop->type, (size_t)prop->type_len, value, (size_t)prop->value_len);
+        if (find(sc, pv, other, prop->type, prop->type_len, value, prop->value_len, h2) >= 0) sc->two_ways = 1;
+    }
+    if (odd && put_int(&pv->odd, d)) return -1;
     pv->d_hash[d] = h;
     sc->d_start[d] = start;
     sc->d_type_len[d] = prop->type_len;
     sc->d_value_len[d] = prop->value_len;
-    sc->d_flags[d] = (unsigned char)(prop->flags | (fresh ? F_FRESH : 0));
+    sc->d_flags[d] = (unsigned char)(flags | (odd ? F_ODD : 0));
+    sc->d_type[d] = t;
+    sc->d_key[d] = key;
+    sc->d_version[d] = version;
     sc->n_dist = d + 1;
-    if (!fresh) pv->table[i] = d + 1;
+    /* the slot find stopped at is still the first empty one of the probe */
+    size_t mask = pv->table_cap - 1, i = (size_t)h & mask;
+    while (pv->table[i]) i = (i + 1) & mask;
+    pv->table[i] = d + 1;
     return d;
+}
+
+int olm_scan_find(olm_scan *sc, const char *type, int type_len, const char *text, int text_len, int value_first) {
+    priv_t *pv = sc->priv;
+    int flags = value_first ? F_VALUE_FIRST : 0;
+    for (size_t t = 0; t < pv->n_kinds; t++) {
+        if (pv->kinds[t].len == type_len && memcmp(pv->kinds[t].name, type, (size_t)type_len) == 0 &&
+            (pv->kinds[t].kind & K_IDENTITY))
+            flags = 0;
+    }
+    uint64_t h = hash_of(flags, type, (size_t)type_len, text, (size_t)text_len);
+    return find(sc, pv, flags, type, type_len, text, text_len, h);
 }
 
 typedef struct {
@@ -587,22 +817,33 @@ olm_scan *olm_scan_new(void) {
 void olm_scan_free(olm_scan *sc) {
     if (!sc) return;
     priv_t *pv = sc->priv;
-    bytes_t *bufs[] = {&pv->names, &pv->packages, &pv->images, &pv->arena, &pv->farena, &pv->scratch};
-    ints_t *ints[] = {&pv->line_kind, &pv->line_start, &pv->line_end, &pv->b_line,
-                      &pv->b_prop_start, &pv->b_ndist, &pv->occ};
+    bytes_t *bufs[] = {&pv->names, &pv->packages, &pv->images, &pv->arena, &pv->scratch, &pv->new_texts};
+    ints_t *ints[] = {&pv->line_kind, &pv->line_start, &pv->line_end, &pv->b_line, &pv->b_prop_start,
+                      &pv->b_ndist,   &pv->occ,        &pv->odd,      &pv->key_type, &pv->key_start,
+                      &pv->key_strs};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(*bufs); i++) free(bufs[i]->v);
     for (size_t i = 0; i < sizeof(ints) / sizeof(*ints); i++) free(ints[i]->v);
     free(pv->d_hash);
     free(pv->table);
     free(pv->props);
-    for (size_t i = 0; i < pv->n_fresh; i++) free(pv->fresh[i]);
-    free(pv->fresh);
-    free(pv->fresh_len);
+    for (size_t i = 0; i < pv->n_kinds; i++) {
+        free(pv->kinds[i].name);
+        for (int j = 0; j < pv->kinds[i].n_fields; j++) free(pv->kinds[i].field[j]);
+    }
+    free(pv->kinds);
+    strings_free(&pv->types);
+    strings_free(&pv->strings);
+    free(pv->type_kind);
+    free(pv->key_hash);
+    free(pv->key_table);
     free(pv);
     free(sc->d_start);
     free(sc->d_type_len);
     free(sc->d_value_len);
     free(sc->d_flags);
+    free(sc->d_type);
+    free(sc->d_key);
+    free(sc->d_version);
     free(sc);
 }
 
@@ -624,21 +865,59 @@ static void publish(olm_scan *sc, priv_t *pv) {
     sc->images_len = pv->images.n;
     sc->arena = pv->arena.v;
     sc->arena_len = pv->arena.n;
-    sc->farena = pv->farena.v;
-    sc->farena_len = pv->farena.n;
+    sc->new_texts = pv->new_texts.v;
+    sc->new_texts_len = pv->new_texts.n;
+    sc->odd = pv->odd.v;
+    sc->n_odd = (int)pv->odd.n;
+    /* the tables: from the caller's count of what it read (types_first etc. are its to keep) */
+    sc->n_types = (int)pv->types.n;
+    sc->new_types = pv->types.text.v;
+    sc->new_types_len = pv->types.text.n;
+    sc->n_strings = (int)pv->strings.n;
+    sc->new_strings = pv->strings.text.v;
+    sc->new_strings_len = pv->strings.text.n;
+    sc->n_keys = (int)pv->key_type.n;
+    sc->key_type = pv->key_type.v;
+    sc->key_start = pv->key_start.v;
+    sc->key_strs = pv->key_strs.v;
 }
 
-int olm_scan_fresh(olm_scan *sc, const char *type, int len) {
+int olm_scan_type(olm_scan *sc, const char *type, int len, int kind, const char *fields, int n_fields, int key_fields,
+                  unsigned empty_mask) {
     priv_t *pv = sc->priv;
-    char *copy = malloc(len > 0 ? (size_t)len : 1);
-    if (!copy || grow((void **)&pv->fresh, &pv->fresh_cap, pv->n_fresh + 1, sizeof(char *)) ||
-        grow((void **)&pv->fresh_len, &pv->fresh_len_cap, pv->n_fresh + 1, sizeof(int))) {
-        free(copy);
-        return 1;
+    if (len <= 0 || n_fields < 0 || n_fields > MAX_FIELDS || key_fields < 0 || key_fields > n_fields ||
+        ((kind & K_IDENTITY) && (kind & K_FIELDS) && n_fields < 2) || sc->n_dist)
+        return 2;
+    if (grow((void **)&pv->kinds, &pv->kinds_cap, pv->n_kinds + 1, sizeof(kind_t))) return 1;
+    kind_t *k = &pv->kinds[pv->n_kinds];
+    memset(k, 0, sizeof(*k));
+    k->name = malloc((size_t)len);
+    if (!k->name) return 1;
+    memcpy(k->name, type, (size_t)len);
+    k->len = len;
+    k->kind = (kind & K_FIELDS) ? kind : kind | K_ODD;
+    k->key_fields = key_fields;
+    k->empty_mask = empty_mask;
+    const char *p = fields;
+    for (int j = 0; j < n_fields; j++) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) {
+            for (int i = 0; i < j; i++) free(k->field[i]);
+            free(k->name);
+            return 2;
+        }
+        k->field[j] = malloc((size_t)(nl - p) + 1);
+        if (!k->field[j]) {
+            for (int i = 0; i < j; i++) free(k->field[i]);
+            free(k->name);
+            return 1;
+        }
+        memcpy(k->field[j], p, (size_t)(nl - p));
+        k->field_len[j] = (int)(nl - p);
+        p = nl + 1;
     }
-    memcpy(copy, type, (size_t)len);
-    pv->fresh[pv->n_fresh] = copy;
-    pv->fresh_len[pv->n_fresh++] = len;
+    k->n_fields = n_fields;
+    pv->n_kinds++;
     return 0;
 }
 
@@ -648,7 +927,8 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
     size_t arena_n = pv->arena.n;
     int rc = 0;
     sc->arena_first = arena_n;
-    pv->farena.n = 0;
+    pv->new_texts.n = 0;
+    pv->odd.n = 0;
     pv->line_kind.n = pv->line_start.n = pv->line_end.n = pv->b_line.n = pv->occ.n = pv->b_ndist.n = 0;
     pv->b_prop_start.n = 0;
     pv->names.n = pv->packages.n = pv->images.n = 0;
@@ -684,13 +964,93 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
         start = stop + 1;
     }
     if (rc) {
-        /* not taken: forget the distinct properties it added */
+        /* not taken: forget the distinct properties it added (its types, strings and keys
+         * stay: the caller reads them in order, and they are found again as they were) */
         sc->n_dist = first_dist;
         pv->arena.n = arena_n;
+        pv->new_texts.n = 0;
+        pv->odd.n = 0;
         if (pv->table_cap && rehash(sc, pv, pv->table_cap)) rc = 1;
         sc->n_bundles = 0;
     }
     publish(sc, pv);
     if (rc) sc->n_lines = 0;
     return rc;
+}
+
+/* ------------------------------------------------------------------ rows' index */
+
+int olm_rows_index(const int *row_start, const int *refs, int n_rows, int n_dist, const int *value, const int *d_list,
+                   const int *ex_start, const int *ex_lists, int n_ex, int n_lists, int *first_out, int *list_start_out,
+                   int *rows_out) {
+    int *last = malloc(((size_t)n_lists + 1) * sizeof(int));
+    if (!last) return 1;
+    for (int l = 0; l <= n_lists; l++) list_start_out[l] = 0;
+    for (int l = 0; l < n_lists; l++) last[l] = -1;
+    /* count each list's rows (into list_start_out[l + 1]) and find each row's first value */
+    for (int r = 0; r < n_rows; r++) {
+        int found = -1;
+        for (int i = row_start[r]; i < row_start[r + 1]; i++) {
+            int d = refs[i];
+            if (d < 0 || d >= n_dist) goto out_of_range;
+            if (found == -1 && value[d] != -1) found = value[d];
+            int dl = d_list[d], lo = 0, hi = 0;
+            if (dl >= 0) {
+                lo = -1;
+            } else if (dl <= -2) {
+                int e = -2 - dl;
+                if (e >= n_ex) goto out_of_range;
+                lo = ex_start[e];
+                hi = ex_start[e + 1];
+            }
+            for (int j = lo; j < hi || lo == -1; j++) {
+                int l = lo == -1 ? dl : ex_lists[j];
+                if (l < 0 || l >= n_lists) goto out_of_range;
+                if (last[l] != r) {
+                    last[l] = r;
+                    list_start_out[l + 1]++;
+                }
+                if (lo == -1) break;
+            }
+        }
+        first_out[r] = found;
+    }
+    for (int l = 0; l < n_lists; l++) {
+        list_start_out[l + 1] += list_start_out[l];
+        last[l] = -1;
+    }
+    /* fill: last[l] now the row last filed, and list_start_out[l] moves as rows are filed */
+    {
+        int *at = malloc(((size_t)n_lists + 1) * sizeof(int));
+        if (!at) {
+            free(last);
+            return 1;
+        }
+        memcpy(at, list_start_out, ((size_t)n_lists + 1) * sizeof(int));
+        for (int r = 0; r < n_rows; r++) {
+            for (int i = row_start[r]; i < row_start[r + 1]; i++) {
+                int dl = d_list[refs[i]], lo = 0, hi = 0;
+                if (dl >= 0) {
+                    lo = -1;
+                } else if (dl <= -2) {
+                    lo = ex_start[-2 - dl];
+                    hi = ex_start[-1 - dl];
+                }
+                for (int j = lo; j < hi || lo == -1; j++) {
+                    int l = lo == -1 ? dl : ex_lists[j];
+                    if (last[l] != r) {
+                        last[l] = r;
+                        rows_out[at[l]++] = r;
+                    }
+                    if (lo == -1) break;
+                }
+            }
+        }
+        free(at);
+    }
+    free(last);
+    return 0;
+out_of_range:
+    free(last);
+    return 2;
 }

@@ -24,6 +24,23 @@ typedef struct {
     size_t *d_start;
     int *d_type_len, *d_value_len;
     unsigned char *d_flags;
+    /* per distinct property (all of them): its type (numbered in the order met; the last
+     * file's new types' names from types_first, each followed by a newline, in new_types), its
+     * key (-1: none) and its version (a string, -1: none); see olm_scan_type */
+    int *d_type, *d_key, *d_version;
+    int n_types, types_first, n_strings, strings_first, n_keys, keys_first;
+    char *new_types, *new_strings;
+    size_t new_types_len, new_strings_len;
+    /* per key: its type and its strings (key_start: n_keys + 1 offsets into key_strs) */
+    int *key_type, *key_start, *key_strs;
+    /* the last file's new distinct properties' texts, each followed by a newline */
+    char *new_texts;
+    size_t new_texts_len;
+    /* the last file's new distinct properties the caller reads itself (flag 8), in order */
+    int *odd;
+    int n_odd;
+    /* set once two properties were written two ways (value first and type first) */
+    int two_ways;
     void *priv;
 } olm_scan;
 
@@ -31,7 +48,22 @@ olm_scan *olm_scan_new(void);
 void olm_scan_free(olm_scan *s);
 /* 0 scanned, 1 out of memory, 2 not a file of one plain JSON value per line */
 int olm_scan_file(olm_scan *s, const char *data, size_t n);
-/* properties of this type are not interned: each is a distinct property of its own (0, 1 out of memory) */
-int olm_scan_fresh(olm_scan *s, const char *type, int len);
+/* how to read properties of a type (0, 1 out of memory, 2 bad arguments): kind 1 an identity
+ * (interned whatever its form; its version is field 1), 2 read through its fields, 4 every one
+ * odd (for the caller to read); fields: n_fields names each followed by a newline; the key is
+ * the first key_fields fields; empty_mask: the fields that may be empty */
+int olm_scan_type(olm_scan *s, const char *type, int len, int kind, const char *fields, int n_fields, int key_fields,
+                  unsigned empty_mask);
+/* the distinct property (-1 none) of a type and text, interned in the form value_first (0, 1) */
+int olm_scan_find(olm_scan *s, const char *type, int type_len, const char *text, int text_len, int value_first);
+
+/* Per row (row_start: n_rows + 1 offsets into refs), the value of its first distinct
+ * property d with value[d] != -1 (first_out, -1: none); and each list's rows in order, each
+ * once (list_start_out: n_lists + 1 offsets into rows_out, which has room for every ref):
+ * d is in list d_list[d] (>= 0), none (-1), or the lists ex_lists[ex_start[e]:ex_start[e+1]]
+ * for d_list[d] = -2 - e. Returns 0, 1 out of memory, 2 out of range. */
+int olm_rows_index(const int *row_start, const int *refs, int n_rows, int n_dist, const int *value, const int *d_list,
+                   const int *ex_start, const int *ex_lists, int n_ex, int n_lists, int *first_out, int *list_start_out,
+                   int *rows_out);
 
 #endif

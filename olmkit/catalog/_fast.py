@@ -33,14 +33,14 @@ import os
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from itertools import accumulate, groupby, pairwise, repeat
+from itertools import accumulate, groupby, repeat
 from operator import sub
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
-from olmkit._solver import SCAN_CANONICALISE, SCAN_VALUE_FIRST, line_scanner
+from olmkit._solver import SCAN_CANONICALISE, SCAN_ODD, SCAN_VALUE_FIRST, ScanReading, line_scanner, rows_index
 from olmkit.catalog._columns import BundleColumns
 from olmkit.model import Bundle, Origin, Property
 from olmkit.model import _bundle as new_bundle
@@ -48,6 +48,7 @@ from olmkit.model import _origin as new_origin
 from olmkit.model import _property as new_property
 from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, bundle_head
+from olmkit.types import PackageIdentity, ValueFields
 
 if TYPE_CHECKING:
     from olmkit._solver import FileScan
@@ -68,6 +69,8 @@ SCAN = True
 
 
 _DECODED: Final = 2  # a distinct property made from a decoded blob (or an identity)
+#: a scanned distinct property's flags -> its form (SCAN_VALUE_FIRST or 0)
+_FORM_OF_FLAGS: Final = bytes(f & SCAN_VALUE_FIRST for f in range(256))
 
 
 def _blob(ptype: str, text: bytes, form: int) -> bytes:
@@ -91,18 +94,31 @@ class ColumnBuilder:
     Args:
         registry: the property types (identity types give versions, indexed types the index).
         rest: the object loader that takes every blob but bundles, and keeps the problems.
+
+    Per distinct property it keeps numbers, not objects: its index list (``d_list``: one
+    list, none, or several) and, for an identity, its version (``d_ver``); a value of a type
+    with :class:`~olmkit.types.ValueFields` that is plain is not parsed at all (its key and
+    version are its fields' strings: the C scan hands them as numbers). Each row's version
+    and each list's rows are filed once every row is read (:func:`olmkit._solver.rows_index`).
     """
 
     def __init__(self, registry: Registry, rest: _Builder) -> None:
         types = registry.property_types
         self.identity = {n: pt.parse for n, pt in types.items() if pt.identity}
         self.indexers = {n: pt for n, pt in types.items() if pt.index_keys is not None}
+        #: the types whose plain values are read through their fields (identities need a version field)
+        self.fields: dict[str, ValueFields] = {
+            n: pt.fields
+            for n, pt in types.items()
+            if pt.fields is not None
+            and (n in self.indexers or n in self.identity)
+            and (n not in self.identity or (pt.fields.key_fields >= 1 and len(pt.fields.fields) >= 2))
+        }
         self.rest = rest
         self.files: list[str] = []
-        #: per bundle, in the order read: package number, name, version, image, file, line, properties
+        #: per bundle, in the order read: package number, name, image, file, line, properties
         self.r_pkg = array("i")
         self.r_name: list[str] = []
-        self.r_version: list[str | None] = []
         self.r_image: list[str | None] = []
         self.r_file = array("i")
         self.r_line = array("i")
@@ -112,27 +128,50 @@ class ColumnBuilder:
         self.packages: dict[str, int] = {}
         self.names: list[set[str]] = []  # per package: its bundles' names
         # distinct properties
-        self.by_blob: dict[bytes, int] = {}  # a property blob's JSON text -> distinct property
-        self.by_key: dict[tuple[str, bytes], int] = {}  # (type, value's JSON text) -> distinct property
-        self.identities: dict[str, dict[bytes, int]] = {}  # the same for identities, by type
+        self.by_blob: dict[bytes, int] = {}  # a decoded property blob's JSON text -> distinct property
+        #: (type, value's JSON text) -> distinct property, for those not the scan's own (decoded, canonicalised)
+        self.by_key: dict[tuple[str, bytes], int] = {}
+        self.identities: dict[tuple[str, bytes], int] = {}  # the same for identities
+        self.known_texts: set[bytes] = set()  # the texts of both
         self.dist_type: list[str] = []
         self.types: dict[str, str] = {}
         self.dist_json: list[bytes] = []
         self.parsed: dict[int, Any] = {}  # distinct property -> its parsed value (those parsed)
-        #: distinct property -> (the version it gives or _FAILED, the index lists of its bundles),
-        #: for identity and indexed properties only
-        self.special: dict[int, tuple[list[int], ...]] = {}
-        #: per distinct property: the version its bundles have, if it is an identity that parsed, else _FAILED
-        self.version_of: list[Any] = []
-        self.index: dict[str, dict[Hashable, list[int]]] = {n: {} for n in self.indexers}
-        self.shared: dict[tuple[int, ...], tuple[list[int], ...]] = {}
+        #: per distinct property: its index list (>= 0), none (-1), or ``ex_lists[-2 - n]``
+        self.d_list = array("i")
+        self.ex_lists: list[tuple[int, ...]] = []
+        #: per distinct property: its version if it is an identity that reads (>= 0: a string
+        #: of the scan's, <= -2: ``py_versions[-2 - n]``), else -1
+        self.d_ver = array("i")
+        self.py_versions: list[str | None] = []
+        #: per type (indexed or read through fields): key -> its list; per list: its key
+        self.lists_of: dict[str, dict[Hashable, int]] = {n: {} for n in {**self.indexers, **self.fields}}
+        self.list_keys: list[Hashable] = []
+        #: once every row is read: each list's rows, ``rows[list_start[l]:list_start[l + 1]]``
+        self.list_start = array("i")
+        self.rows = array("i")
         #: the C scan of the files (None: files are decoded whole), and its distinct
         #: properties' numbers in the columns
-        self.scanner = line_scanner(self.identity) if SCAN else None
+        readings = [
+            ScanReading(
+                n,
+                f.fields if f is not None else (),
+                f.key_fields if f is not None else 0,
+                f.may_be_empty if f is not None else (),
+                n in self.identity,
+            )
+            for n in {**self.identity, **self.indexers}
+            for f in (self.fields.get(n),)
+        ]
+        self.scanner = line_scanner(readings) if SCAN else None
         self.cmap = array("i")
+        self.same = True  # cmap[c] == c for every scanned distinct property c so far
         #: per distinct property: the form of a scanned one's blob (SCAN_VALUE_FIRST or 0), else _DECODED
         self.forms = bytearray()
-        self.type_names: dict[bytes, str] = {}
+        #: the scan's tables: its types' names, its strings, its keys' lists (then -1, for no key)
+        self.type_names: list[str] = []
+        self.strings: list[str] = []
+        self.key_list: list[int] = [-1]
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
@@ -159,6 +198,10 @@ class ColumnBuilder:
             self.files.append(path)
             self._add_values(path, file, enumerate(values, 1))
             return
+        if scan.two_ways:
+            raise Bail  # a property written two ways: the object loader keeps them apart
+        self.type_names += scan.new_types
+        self.strings += scan.new_strings
         file = len(self.files)
         self.files.append(path)
         kinds, starts, ends = scan.line_kind, scan.line_start, scan.line_end
@@ -184,10 +227,9 @@ class ColumnBuilder:
         """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
         add = self.rest.add
         packages, names, extra = self.packages, self.names, self.extra
-        r_pkg, r_name, r_version, r_image = self.r_pkg.append, self.r_name, self.r_version.append, self.r_image.append
+        r_pkg, r_name, r_image = self.r_pkg.append, self.r_name, self.r_image.append
         r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
         known = self.by_blob.get
-        file_row = self._file_row
         extend = self.refs.extend
         distinct = self._distinct
         own = self._identity
@@ -230,7 +272,6 @@ class ColumnBuilder:
             number = len(r_name)
             r_pkg(pn)
             r_name.append(name)
-            r_version(file_row(ds, number))
             r_image(image)
             r_file(file)
             r_line(line)
@@ -241,15 +282,15 @@ class ColumnBuilder:
     def _add_scanned(self, scan: FileScan, lo: int, hi: int, file: int) -> None:
         """Add the bundles ``lo`` to ``hi`` the scan took from the file numbered ``file`` (as :meth:`_add_values`)."""
         cmap = self.cmap
-        new, first = scan.new, scan.first
+        c_lo, c_hi = len(cmap), scan.b_ndist[hi - 1]
         # the distinct properties first met in these bundles, in the order met (bundles make
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
-        cmap.extend([self._scanned(*new[c - first]) for c in range(len(cmap), scan.b_ndist[hi - 1])])
+        if c_hi > c_lo:
+            self._take_distinct(scan, c_lo, c_hi)
         packages, names = self.packages, self.names
         starts = scan.prop_start
-        ds_all = list(map(cmap.__getitem__, scan.occ[starts[lo] : starts[hi]]))
-        self.refs.extend(ds_all)
-        offset = starts[lo]
+        occ = scan.occ[starts[lo] : starts[hi]]
+        self.refs.extend(occ if self.same else array("i", map(cmap.__getitem__, occ)))
         b_names, b_packages = scan.names[lo:hi], scan.packages[lo:hi]
         for package in dict.fromkeys(b_packages):  # numbered in the order first met
             if package not in packages:
@@ -265,45 +306,81 @@ class ColumnBuilder:
             at += k
             if len(seen) != known + k:
                 raise Bail  # a duplicate: the object loader words the problem
-        bounds = [b - offset for b in starts[lo : hi + 1]]
-        counts = list(map(sub, bounds[1:], bounds))
-        file_row = self._file_row
-        number = len(self.r_name)
-        versions = [file_row(ds_all[a:z], number + i) for i, (a, z) in enumerate(pairwise(bounds))]
+        bounds = starts[lo : hi + 1]
         self.r_pkg.extend(pns)
         self.r_name += b_names
-        self.r_version += versions
         self.r_image += scan.images[lo:hi]
         self.r_file.extend(repeat(file, hi - lo))
         self.r_line.extend(scan.b_line[lo:hi])
-        self.r_count.extend(counts)
+        self.r_count.extend(map(sub, bounds[1:], bounds))
 
-    def _file_row(self, ds: Iterable[int], number: int) -> str | None:
-        """File the bundle numbered ``number``, carrying distinct properties ``ds``, in its index lists.
+    def _take_keys(self, scan: FileScan, end: int) -> None:
+        """Number the lists of the scan's keys up to ``end`` (their order first met)."""
+        key_list = self.key_list
+        k0 = len(key_list) - 1
+        if end <= k0:
+            return
+        strings, type_names, lists = self.strings, self.type_names, self._list
+        base, key_type, key_start, key_strs = scan.keys_first, scan.key_type, scan.key_start, scan.key_strs
+        new = []
+        for k in range(k0 - base, end - base):
+            ptype = type_names[key_type[k]]
+            parts = key_strs[key_start[k] : key_start[k + 1]]
+            key = strings[parts[0]] if self.fields[ptype].key_fields == 1 else tuple(map(strings.__getitem__, parts))
+            new.append(lists(ptype, key))
+        key_list[-1:] = [*new, -1]
 
-        Returns:
-            Its version: the first of its identities that parsed gives it (else ``None``).
+    def _take_distinct(self, scan: FileScan, c_lo: int, c_hi: int) -> None:
+        """Number the scan's distinct properties ``c_lo`` to ``c_hi`` in the columns, in order.
+
+        Odd ones one by one (read here), the others at once unless a text was met another
+        way already (decoded, or canonicalised).
         """
-        special, version_of = self.special, self.version_of
-        version = None
-        versioned = False
-        for d in filter(special.__contains__, ds):
-            if not versioned and version_of[d] is not _FAILED:
-                version, versioned = version_of[d], True
-            for lst in special[d]:
-                if not lst or lst[-1] != number:
-                    lst.append(number)
-        return version
+        odd = scan.odd
+        at = c_lo
+        for c in odd[bisect_left(odd, c_lo) : bisect_left(odd, c_hi)]:
+            if c > at:
+                self._take_plain(scan, at, c)
+            self._take_one(scan, c)
+            at = c + 1
+        if at < c_hi:
+            self._take_plain(scan, at, c_hi)
 
-    def _scanned(self, flags: int, type_text: bytes, text: bytes) -> int:
-        """The distinct property of a scanned one (as :meth:`_distinct` of the blob it was read from).
+    def _take_one(self, scan: FileScan, c: int) -> None:
+        d = self._scanned(scan, c)
+        if d != c:
+            self.same = False
+        self.cmap.append(d)
+
+    def _take_plain(self, scan: FileScan, c_lo: int, c_hi: int) -> None:
+        """:meth:`_take_distinct` of distinct properties none of which is odd."""
+        i0, i1 = c_lo - scan.first, c_hi - scan.first
+        if self.known_texts and not self.known_texts.isdisjoint(scan.texts[i0:i1]):
+            for c in range(c_lo, c_hi):
+                self._take_one(scan, c)
+            return
+        keys = scan.keys[i0:i1]
+        self._take_keys(scan, max(keys) + 1)
+        base = len(self.dist_type)
+        if base != c_lo:
+            self.same = False
+        self.cmap.extend(range(base, base + c_hi - c_lo))
+        self.dist_type += map(self.type_names.__getitem__, scan.types[i0:i1])
+        self.dist_json += scan.texts[i0:i1]
+        self.forms += scan.flags[i0:i1].translate(_FORM_OF_FLAGS)
+        self.d_list.extend(map(self.key_list.__getitem__, keys))
+        self.d_ver.extend(scan.versions[i0:i1])
+
+    def _scanned(self, scan: FileScan, c: int) -> int:
+        """The distinct property of the scan's ``c`` (as :meth:`_distinct` of the blob it was read from).
 
         Raises:
             Bail: as :meth:`_distinct`, or its value does not read (a number orjson refuses).
         """
-        ptype = self.type_names.get(type_text)
-        if ptype is None:
-            ptype = self.type_names[type_text] = type_text.decode()
+        i = c - scan.first
+        flags = scan.flags[i]
+        ptype = self.type_names[scan.types[i]]
+        text = scan.texts[i]
         value: Any = _UNREAD
         if flags & SCAN_CANONICALISE:
             try:
@@ -311,21 +388,48 @@ class ColumnBuilder:
             except orjson.JSONDecodeError:
                 raise Bail from None
             text = bytes(memoryview(orjson.dumps(value)))
-        if ptype in self.identity:
-            return self._identity_text(ptype, text, value)
         form = flags & SCAN_VALUE_FIRST
-        d = self.by_key.get((ptype, text))
-        if d is not None:  # the same property, from a blob written the same way (else: two ways)
-            known = self.forms[d]
-            if known == form or (known == _DECODED and self.by_blob.get(_blob(ptype, text, form)) == d):
+        if ptype in self.identity:
+            d = self.identities.get((ptype, text))
+            if d is None and flags & SCAN_CANONICALISE:
+                d = self._scanned_as(ptype, text, False)
+            if d is not None:
                 return d
-            raise Bail
-        d = self.by_key[(ptype, text)] = self._new(ptype, text)
-        self.forms[d] = form  # its blob's text is not kept: its form tells it
-        lists = self._lists(d, ptype, value)
-        if lists:
-            self.special[d] = lists
+            d = self._new(ptype, text)
+            if flags & SCAN_CANONICALISE:
+                self.identities[(ptype, text)] = d
+                self.known_texts.add(text)
+        else:
+            d = self.by_key.get((ptype, text))
+            if d is None and flags & SCAN_CANONICALISE:
+                d = self._scanned_as(ptype, text, bool(form))
+                if d is None and self._scanned_as(ptype, text, not form) is not None:
+                    raise Bail  # the same property, written the other way round
+            if d is not None:  # the same property, from a blob written the same way (else: two ways)
+                known = self.forms[d]
+                if known == form or (known == _DECODED and self.by_blob.get(_blob(ptype, text, form)) == d):
+                    return d
+                raise Bail
+            d = self._new(ptype, text)
+            if flags & SCAN_CANONICALISE:
+                self.by_key[(ptype, text)] = d
+                self.known_texts.add(text)
+            self.forms[d] = form  # its blob's text is not kept: its form tells it
+        if flags & SCAN_ODD:
+            self._read(d, ptype, value if value is not _UNREAD else orjson.loads(text))
+        else:
+            key = scan.keys[i]
+            self._take_keys(scan, key + 1)
+            self.d_list[d] = self.key_list[key]
+            self.d_ver[d] = scan.versions[i]
         return d
+
+    def _scanned_as(self, ptype: str, text: bytes, value_first: bool) -> int | None:
+        """The distinct property of a plain scanned property (type, text, form) numbered already, or ``None``."""
+        if self.scanner is None:
+            return None
+        c = self.scanner.find(ptype, text, value_first)
+        return self.cmap[c] if 0 <= c < len(self.cmap) else None
 
     def _distinct(self, p: Any, key: bytes) -> int:
         """The distinct property of a property blob (its JSON text ``key``), numbered, parsed and filed if new.
@@ -349,24 +453,29 @@ class ColumnBuilder:
         # compact copies: orjson's results keep a larger buffer, too much to keep
         text = bytes(memoryview(orjson.dumps(value)))
         d = self.by_key.get((ptype, text))
+        if d is None:
+            for form in (0, SCAN_VALUE_FIRST):
+                d = self._scanned_as(ptype, text, bool(form))
+                if d is not None:
+                    break
         if d is not None:
             if self.forms[d] != _DECODED and key == _blob(ptype, text, self.forms[d]):
                 self.by_blob[bytes(memoryview(key))] = d  # a scanned property, written the same way
                 return d
             raise Bail
         d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = self._new(ptype, text)
-        lists = self._lists(d, ptype, value)
-        if lists:
-            self.special[d] = lists
+        self.known_texts.add(text)
+        self._read(d, ptype, value)
         return d
 
     def _new(self, ptype: str, text: bytes) -> int:
-        """A new distinct property."""
+        """A new distinct property (no list, no version)."""
         d = len(self.dist_type)
         self.dist_type.append(self.types.setdefault(ptype, ptype))  # one string per type
         self.dist_json.append(text)
         self.forms.append(_DECODED)
-        self.version_of.append(_FAILED)
+        self.d_list.append(-1)
+        self.d_ver.append(-1)
         return d
 
     def _identity(self, ptype: str, value: Any) -> int:
@@ -375,53 +484,78 @@ class ColumnBuilder:
         Bundles with one identity share it: the object loader shares no identity, but
         theirs are equal.
         """
-        return self._identity_text(ptype, bytes(memoryview(orjson.dumps(value))), value)
-
-    def _identity_text(self, ptype: str, text: bytes, value: Any) -> int:
-        """:meth:`_identity` of the value written ``text`` (``value``: it read, or ``_UNREAD``)."""
-        seen = self.identities.get(ptype)
-        if seen is None:
-            seen = self.identities[ptype] = {}
-        d = seen.get(text)
-        if d is not None:
-            return d
-        d = seen[text] = self._new(ptype, text)
-        version: Any = _FAILED
-        if value is _UNREAD:
-            value = orjson.loads(text)
-        try:
-            parsed = self.parsed[d] = self.identity[ptype](value)
-        except _PARSE_ERRORS:
-            pass
-        else:
-            version = getattr(parsed, "version", None)
-        self.version_of[d] = version
-        self.special[d] = self._lists(d, ptype, value)  # an identity's, even without index lists
+        text = bytes(memoryview(orjson.dumps(value)))
+        d = self.identities.get((ptype, text))
+        if d is None:
+            d = self._scanned_as(ptype, text, False)
+        if d is None:
+            d = self.identities[(ptype, text)] = self._new(ptype, text)
+            self.known_texts.add(text)
+            self._read(d, ptype, value)
         return d
 
-    def _lists(self, d: int, ptype: str, value: Any) -> tuple[list[int], ...]:
-        """The index lists of the bundles carrying distinct property ``d`` (parsed once)."""
-        lists: tuple[list[int], ...] = ()
+    def _list(self, ptype: str, key: Hashable) -> int:
+        """The index list of ``key`` of type ``ptype``."""
+        lists = self.lists_of[ptype]
+        found = lists.get(key)
+        if found is None:
+            found = lists[key] = len(self.list_keys)
+            self.list_keys.append(key)
+        return found
+
+    def _read(self, d: int, ptype: str, value: Any) -> None:
+        """File distinct property ``d`` of ``ptype`` (decoded ``value``): its lists and version, parsed if need be."""
+        reading = self.fields.get(ptype)
+        if reading is not None:
+            strings = _plain(reading, value)
+            if strings is not None:  # read through its fields: not parsed
+                key = strings[0] if reading.key_fields == 1 else tuple(strings[: reading.key_fields])
+                self.d_list[d] = self._list(ptype, key)
+                if ptype in self.identity:
+                    self.d_ver[d] = -2 - len(self.py_versions)
+                    self.py_versions.append(strings[1])
+                return
+        parse = self.identity.get(ptype)
+        if parse is not None:
+            try:
+                parsed = self.parsed[d] = parse(value)
+            except _PARSE_ERRORS:
+                pass
+            else:
+                self.d_ver[d] = -2 - len(self.py_versions)
+                self.py_versions.append(getattr(parsed, "version", None))
         pt = self.indexers.get(ptype)
         if pt is not None:
             try:
                 parsed = self.parsed.get(d)
                 if parsed is None:
-                    if value is _UNREAD:
-                        value = orjson.loads(self.dist_json[d])
                     parsed = self.parsed[d] = pt.parse(value)
-                keys = pt.index_keys(parsed)  # type: ignore[misc]
-                idx = self.index[ptype]
-                lists = tuple(idx.setdefault(k, []) for k in keys)
-                # one tuple per set of lists (a package's bundles all have their identity's)
-                lists = self.shared.setdefault(tuple(map(id, lists)), lists)
+                lists = tuple(self._list(ptype, k) for k in pt.index_keys(parsed))  # type: ignore[misc]
             except _PARSE_ERRORS:
                 lists = ()
-        return lists
+            if len(lists) == 1:
+                self.d_list[d] = lists[0]
+            elif lists:
+                self.d_list[d] = -2 - len(self.ex_lists)
+                self.ex_lists.append(lists)
 
     def count(self) -> int:
         """The number of bundles read."""
         return len(self.r_name)
+
+    def _filed(self) -> tuple[list[str | None], array[int], array[int]]:
+        """Each row's version (in the order read) and each list's rows: ``rows[start[l]:start[l + 1]]``."""
+        starts = array("i", [0])
+        starts.extend(accumulate(self.r_count))
+        ex_start = array("i", [0])
+        ex_start.extend(accumulate(map(len, self.ex_lists)))
+        ex = array("i", [lst for lists in self.ex_lists for lst in lists])
+        first, list_start, rows = rows_index(
+            starts, self.refs, self.d_ver, self.d_list, ex_start, ex, len(self.list_keys)
+        )
+        # version codes: a string of the scan's (>= 0), py_versions[-2 - n], or -1 (none)
+        table: list[str | None] = [*self.strings, *reversed(self.py_versions), None]
+        return list(map(table.__getitem__, first)), list_start, rows
 
     def columns(self) -> tuple[BundleColumns, array[int], array[int], dict[int, int] | None]:
         """The columns (bundles package by package), each row's file and line, and (when
@@ -430,7 +564,9 @@ class ColumnBuilder:
         if not self.r_name:
             empty = BundleColumns(packages, array("i"), [], [], [], array("i", [0]), array("i"), [], [])
             return empty, array("i"), array("i"), None
-        b_pkg, names, versions, images = self.r_pkg, self.r_name, self.r_version, self.r_image
+        versions, list_start, rows = self._filed()
+        self.list_start, self.rows = list_start, rows
+        b_pkg, names, images = self.r_pkg, self.r_name, self.r_image
         files, lines, counts = self.r_file, self.r_line, self.r_count
         starts = array("i", [0])
         dist_type, dist_json = self.dist_type, self.dist_json
@@ -460,9 +596,13 @@ class ColumnBuilder:
                 renumber[d] = new
             refs = array("i", map(renumber.__getitem__, refs))
             dist_type, dist_json = list(dist_type), list(dist_json)
+            d_ver, d_list = array("i", self.d_ver), array("i", self.d_list)
             for d, new in renumber.items():
                 dist_type[new] = self.dist_type[d]
                 dist_json[new] = self.dist_json[d]
+                d_ver[new] = self.d_ver[d]
+                d_list[new] = self.d_list[d]
+            self.d_ver, self.d_list = d_ver, d_list
             self.parsed = {renumber[d]: v for d, v in self.parsed.items()}
         columns = BundleColumns(packages, b_pkg, names, versions, images, starts, refs, dist_type, dist_json)
         return columns, files, lines, row_of
@@ -472,24 +612,96 @@ class ColumnBuilder:
         self.by_blob = {}  # the reading's tables first: less at the peak
         self.by_key = {}
         self.identities = {}
-        self.special = {}
-        self.version_of = []
+        self.known_texts = set()
         self.scanner = None  # its texts and tables (C memory)
-        self.shared = {}
         self.cmap = array("i")
         self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
-        self.r_pkg, self.r_name, self.r_version, self.r_image = array("i"), [], [], []
+        self.r_pkg, self.r_name, self.r_image = array("i"), [], []
         self.r_file, self.r_line, self.r_count = array("i"), array("i"), array("i")
         extra = self.extra
-        index = {n: {k: v for k, v in idx.items() if v} for n, idx in self.index.items()}
+        index: dict[str, dict[Hashable, Any]] = {}
+        if len(columns):
+            list_start, rows = self.list_start, self.rows
+            for n in self.indexers:
+                index[n] = {
+                    k: rows[list_start[lst] : list_start[lst + 1]]
+                    for k, lst in self.lists_of[n].items()
+                    if list_start[lst] != list_start[lst + 1]
+                }
+        else:
+            index = {n: {} for n in self.indexers}
+        self.list_start, self.rows = array("i"), array("i")
         if row_of is not None:  # from the order read to the columns' order
             extra = {row_of[i]: v for i, v in extra.items()}
-            index = {n: {k: [row_of[i] for i in v] for k, v in idx.items()} for n, idx in index.items()}
+            index = {n: {k: array("i", map(row_of.__getitem__, v)) for k, v in idx.items()} for n, idx in index.items()}
         # what the values in self.parsed were parsed with: the identities' and indexed types' parsers
         parsed_with = {**self.identity, **{n: pt.parse for n, pt in self.indexers.items()}}
-        bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed_with, parsed)
+        plain = _PlainIdentities(
+            self.d_ver,
+            self.d_list,
+            self.list_keys,
+            self.strings,
+            self.py_versions,
+            self.parsed,
+            columns.dist_type,
+            {n: f.key_fields for n, f in self.fields.items() if n in self.identity},
+        )
+        bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed_with, parsed, plain)
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
+
+
+def _plain(reading: ValueFields, value: Any) -> list[str] | None:
+    """The fields' strings of a plain value (see :class:`~olmkit.types.ValueFields`), else ``None``."""
+    if type(value) is not dict or len(value) != len(reading.fields):
+        return None
+    out = []
+    for field in reading.fields:
+        found = value.get(field)
+        if type(found) is not str or (not found and field not in reading.may_be_empty):
+            return None
+        out.append(found)
+    return out
+
+
+class _PlainIdentities:
+    """The parsed values of identities read through their fields, made when asked (not kept here)."""
+
+    def __init__(
+        self,
+        d_ver: array[int],
+        d_list: array[int],
+        list_keys: list[Hashable],
+        strings: list[str],
+        py_versions: list[str | None],
+        parsed: Mapping[int, Any],
+        dist_type: list[str],
+        key_fields: Mapping[str, int],
+    ) -> None:
+        self._d_ver = d_ver
+        self._d_list = d_list
+        self._list_keys = list_keys
+        self._strings = strings
+        self._py_versions = py_versions
+        self._parsed = parsed
+        self._dist_type = dist_type
+        self._key_fields = key_fields
+
+    def get(self, d: int) -> Any:
+        """The parsed value of distinct property ``d`` if it is such an identity, else ``_FAILED``."""
+        code = self._d_ver[d]
+        if code == -1 or d in self._parsed:
+            return _FAILED
+        key = self._list_keys[self._d_list[d]]
+        package = key if self._key_fields[self._dist_type[d]] == 1 else key[0]  # type: ignore[index]
+        version = self._strings[code] if code >= 0 else self._py_versions[-2 - code]
+        return PackageIdentity(package, version)  # type: ignore[arg-type]
+
+    def all(self) -> dict[int, Any]:
+        """Every such identity's parsed value, by distinct property."""
+        parsed, d_ver = self._parsed, self._d_ver
+        get = self.get
+        return {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed}
 
 
 class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
@@ -510,9 +722,10 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         files: array[int],
         lines: array[int],
         extra: Mapping[int, Mapping[str, Any]],
-        parsed: Mapping[int, Any],
+        parsed: dict[int, Any],
         parsed_with: Mapping[str, Callable[[Any], Any]],
         catalog_parsed: dict[int, Any],
+        plain: _PlainIdentities | None = None,
     ) -> None:
         self.columns = columns
         self._paths = paths
@@ -520,6 +733,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         self._lines = lines
         self._extra = extra
         self._parsed = parsed
+        self._plain = plain  # the identities not parsed, until parsed_view asks for every one
         self._catalog_parsed = catalog_parsed
         self._props: list[Property | None] = [None] * len(columns.dist_type)
         #: type -> the function the values in ``parsed`` of that type were parsed with
@@ -564,10 +778,12 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         if not missing:
             return
         c, props = self.columns, self._props
-        dist_type, parsed, catalog_parsed = c.dist_type, self._parsed, self._catalog_parsed
+        dist_type, parsed, catalog_parsed, plain = c.dist_type, self._parsed, self._catalog_parsed, self._plain
         for d, value in zip(missing, c.values(missing), strict=True):
             prop = props[d] = new_property(dist_type[d], value)
             known = parsed.get(d, _FAILED)
+            if known is _FAILED and plain is not None:
+                known = plain.get(d)
             if known is not _FAILED:
                 catalog_parsed[id(prop)] = known
 
@@ -601,7 +817,13 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         return self._extra
 
     def parsed_view(self) -> Mapping[int, Any]:
-        """Distinct property -> its value as the loader parsed it (read-only, no copy)."""
+        """Distinct property -> its value as the loader parsed it (read-only, no copy).
+
+        The identities read through their fields are made now, every one (once).
+        """
+        if self._plain is not None:
+            self._parsed.update(self._plain.all())
+            self._plain = None
         return MappingProxyType(self._parsed)
 
     def build_all(self) -> None:

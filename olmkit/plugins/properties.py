@@ -29,7 +29,7 @@ import attrs
 
 from olmkit import hookimpl
 from olmkit.catalog.semver import parse_version
-from olmkit.types import PackageIdentity, PropertyType, Uniqueness
+from olmkit.types import PackageIdentity, PropertyType, Uniqueness, ValueFields
 
 __all__ = ["GVK", "PACKAGE_TEXTS", "parse_gvk", "parse_label", "parse_package"]
 
@@ -175,6 +175,7 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         index_keys=lambda v: (v.package,),
         uniqueness=_package_uniqueness,
         validate=_validate_package,
+        fields=ValueFields(("packageName", "version"), key_fields=1, may_be_empty=("version",)),
     )
     yield PropertyType(
         name=GVK_TYPE,
@@ -182,12 +183,14 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         description="an API (group/version/kind) the bundle provides",
         index_keys=lambda v: ((v.group, v.version, v.kind),),
         uniqueness=_gvk_uniqueness,
+        fields=ValueFields(("group", "version", "kind"), key_fields=3, may_be_empty=("group",)),
     )
     yield PropertyType(
         name=LABEL_TYPE,
         parse=parse_label,
         description="a label that olm.label.required can ask for",
         index_keys=_single,
+        fields=ValueFields(("label",)),
     )
     yield PropertyType(
         name="olm.deprecated",

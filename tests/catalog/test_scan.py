@@ -316,8 +316,10 @@ def test_scanned_text_is_orjsons(value, data):
     out = scan.scan(line.encode())
     assert out is not None
     assert list(out.line_kind) == [0]
-    ((flags, type_text, raw),) = out.new
-    assert type_text == b"t"
+    (flags,) = out.flags
+    (raw,) = out.texts
+    assert out.new_types == ["t"]
+    assert list(out.types) == [0]
     try:
         canonical = orjson.dumps(orjson.loads(text.encode()))
     except orjson.JSONDecodeError:
@@ -328,28 +330,94 @@ def test_scanned_text_is_orjsons(value, data):
 
 
 @needs_native
-def test_properties_of_fresh_types_are_not_interned():
-    """A bundle's identity (a fresh type) is a distinct property per occurrence, its text kept for one file."""
-    from olmkit._solver import line_scanner
+def test_identities_are_interned_by_their_text_and_read_through_their_fields():
+    """An identity type's properties are one distinct property per text (whatever the form), its
+    plain values read as strings: a key and a version; the others are odd (the caller reads them)."""
+    from olmkit._solver import SCAN_ODD, ScanReading, line_scanner
 
-    scan = line_scanner(["olm.package"])
+    readings = [ScanReading("olm.package", ("packageName", "version"), 1, ("version",), identity=True)]
+    scan = line_scanner(readings)
     assert scan is not None
-    line = (
+    lines = (
         b'{"schema": "olm.bundle", "name": "a", "package": "a", "properties": '
-        b'[{"type": "olm.package", "value": {"packageName": "a"}}, {"type": "t", "value": 1}]}\n'
+        b'[{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}, {"type": "t", "value": 1}]}\n'
+        b'{"schema": "olm.bundle", "name": "b", "package": "a", "properties": '
+        b'[{"value": {"packageName": "a", "version": "1.0.0"}, "type": "olm.package"}]}\n'
+        b'{"schema": "olm.bundle", "name": "c", "package": "a", "properties": '
+        b'[{"type": "olm.package", "value": {"version": "", "packageName": "a"}}]}\n'
+        b'{"schema": "olm.bundle", "name": "d", "package": "a", "properties": '
+        b'[{"type": "olm.package", "value": {"packageName": "a", "version": 2}}]}\n'
     )
 
-    first = scan.scan(line * 2)
-    second = scan.scan(line)
+    first = scan.scan(lines)
+    second = scan.scan(lines[: lines.index(b"\n") + 1])
 
     assert first is not None
     assert second is not None
-    assert list(first.occ) == [0, 1, 2, 1]
-    assert [(f & 3, t, v) for f, t, v in first.new] == [
-        (0, b"olm.package", b'{"packageName":"a"}'),
-        (0, b"t", b"1"),
-        (0, b"olm.package", b'{"packageName":"a"}'),
+    assert list(first.occ) == [0, 1, 0, 2, 3]
+    assert first.texts == [
+        b'{"packageName":"a","version":"1.0.0"}',
+        b"1",
+        b'{"version":"","packageName":"a"}',
+        b'{"packageName":"a","version":2}',
     ]
-    assert second.first == 3
-    assert list(second.occ) == [3, 1]
-    assert [t for _, _, t in second.new] == [b'{"packageName":"a"}']
+    assert first.new_types == ["olm.package", "t"]
+    assert list(first.types) == [0, 1, 0, 0]
+    assert first.new_strings == ["a", "1.0.0", ""]
+    assert list(first.keys) == [0, -1, 0, -1]  # one key: the package "a"
+    assert list(first.key_type) == [0]
+    assert list(first.key_strs) == [0]
+    assert list(first.versions) == [1, -1, 2, -1]
+    assert list(first.odd) == [3]  # a version that is not a string
+    assert [bool(f & SCAN_ODD) for f in first.flags] == [False, False, False, True]
+    assert not first.two_ways
+    # the next file: the same distinct properties, nothing new to hand over
+    assert list(second.occ) == [0, 1]
+    assert second.texts == []
+    assert second.new_strings == []
+    assert len(second.key_type) == 0
+    assert scan.find("olm.package", b'{"packageName":"a","version":"1.0.0"}', True) == 0
+    assert scan.find("t", b"1", False) == 1
+    assert scan.find("t", b"1", True) == -1
+
+
+@needs_native
+def test_a_property_written_both_ways_is_flagged():
+    from olmkit._solver import line_scanner
+
+    scan = line_scanner()
+    assert scan is not None
+    out = scan.scan(
+        b'{"schema": "olm.bundle", "name": "a", "package": "a", "properties": [{"type": "t", "value": 1}]}\n'
+        b'{"schema": "olm.bundle", "name": "b", "package": "a", "properties": [{"value": 1, "type": "t"}]}\n'
+    )
+    assert out is not None
+    assert out.two_ways
+    assert list(out.occ) == [0, 1]
+
+
+def test_rows_index_files_rows_once_per_list_and_finds_first_values():
+    """The C part and its pure twin give the same rows' values and lists."""
+    from array import array
+
+    from olmkit._solver import _encode, rows_index
+
+    row_start = array("i", [0, 3, 3, 6, 8])
+    refs = array("i", [0, 1, 1, 2, 3, 0, 4, 2])
+    value = array("i", [-1, 7, -1, -2, 5])
+    d_list = array("i", [0, 1, -2, -1, 0])
+    ex_start = array("i", [0, 3])
+    ex_lists = array("i", [1, 2, 1])
+    expected = (
+        array("i", [7, -1, -2, 5]),
+        array("i", [0, 3, 6, 8]),
+        array("i", [0, 2, 3, 0, 2, 3, 2, 3]),
+    )
+    assert rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 3) == expected
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_encode, "current", lambda: "pure")
+        assert rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 3) == expected
+        with pytest.raises(ValueError, match="out of range"):
+            rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
+    with pytest.raises(ValueError, match="out of range"):
+        rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
