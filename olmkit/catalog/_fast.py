@@ -697,6 +697,27 @@ class _PlainIdentities:
         version = self._strings[code] if code >= 0 else self._py_versions[-2 - code]
         return PackageIdentity(package, version)  # type: ignore[arg-type]
 
+    def columns(self, ds: Iterable[int]) -> tuple[list[str], list[str | None]] | None:
+        """Package and version of identities ``ds`` (each plain, or parsed to exactly a PackageIdentity), else ``None``."""
+        ds = list(ds)
+        codes = list(map(self._d_ver.__getitem__, ds))
+        if -1 in codes:
+            return None
+        parsed = self._parsed
+        if parsed and not parsed.keys().isdisjoint(ds):
+            values = [parsed.get(d) for d in ds]
+            if any(v is not None and type(v) is not PackageIdentity for v in values):
+                return None
+            got = [v if v is not None else self.get(d) for d, v in zip(ds, values, strict=True)]
+            return [v.package for v in got], [v.version for v in got]
+        key_fields = self._key_fields
+        if any(key_fields.get(self._dist_type[d]) != 1 for d in ds):
+            got = list(map(self.get, ds))
+            return [v.package for v in got], [v.version for v in got]
+        table: list[str | None] = [*self._strings, *reversed(self._py_versions), None]
+        packages = list(map(self._list_keys.__getitem__, map(self._d_list.__getitem__, ds)))
+        return packages, list(map(table.__getitem__, codes))  # type: ignore[return-value]
+
     def all(self) -> dict[int, Any]:
         """Every such identity's parsed value, by distinct property."""
         parsed, d_ver = self._parsed, self._d_ver
@@ -734,6 +755,7 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         self._extra = extra
         self._parsed = parsed
         self._plain = plain  # the identities not parsed, until parsed_view asks for every one
+        self._identities = plain
         self._catalog_parsed = catalog_parsed
         self._props: list[Property | None] = [None] * len(columns.dist_type)
         #: type -> the function the values in ``parsed`` of that type were parsed with
@@ -815,6 +837,16 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
     def extra(self) -> Mapping[int, Mapping[str, Any]]:
         """Row -> the bundle's extra fields (bundles that have some)."""
         return self._extra
+
+    def identities(self, ds: Iterable[int]) -> tuple[list[str], list[str | None]] | None:
+        """The package and version of each identity property ``ds``, without a PackageIdentity per property.
+
+        ``None`` unless each is an identity that parses to exactly a
+        :class:`~olmkit.types.PackageIdentity` (read through its fields, or parsed).
+        """
+        if self._identities is None:
+            return None
+        return self._identities.columns(ds)
 
     def parsed_view(self) -> Mapping[int, Any]:
         """Distinct property -> its value as the loader parsed it (read-only, no copy).

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from olmkit._solver import _encode
 from olmkit.catalog import Catalog
 from olmkit.errors import InputError
+from olmkit.types import PackageIdentity
 from tests.shared import COMMUNITY
 
 from .test_catalog import EXAMPLES, bundle, chan, pkg
@@ -40,13 +41,28 @@ def _state(cat: Catalog) -> dict[str, Any]:
     bundles = cat.bundles
     if not isinstance(bundles, LazyBundles):
         return {"lazy": False}
+    columns = cat.columns(build=False)
+    assert columns is not None
+    identities = {}  # read from the columns, before any PackageIdentity is made for them
+    for name in ("olm.package",):
+        ds = [d for d, t in enumerate(columns.dist_type) if t == name]
+        identities[name] = (ds, bundles.identities(ds))
+    parsed = bundles.parsed_view()
+    for name, (ds, found) in identities.items():
+        values = [parsed.get(d) for d in ds]
+        if all(type(v) is PackageIdentity for v in values):
+            # as the PackageIdentity objects say (checked by the caller: not an exception here)
+            identities[name] = (found, ([v.package for v in values], [v.version for v in values]))  # type: ignore[union-attr]
+        else:
+            identities[name] = (found, None)
     return {
         "columns": cat.columns(build=False),
         "paths": bundles._paths,
         "files": list(bundles._files),
         "lines": list(bundles._lines),
         "extra": dict(bundles.extra),
-        "parsed": dict(bundles.parsed_view()),
+        "parsed": dict(parsed),
+        "identities": identities,
         "index": {n: dict(keys.lists) for n, keys in (cat._refs or {}).items()},
     }
 
@@ -100,7 +116,11 @@ def assert_scan_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.M
         assert [p.to_dict() for p in decoded.problems] == [p.to_dict() for p in scanned.problems]
         return scanned.catalog, taken
     expected = seen(decoded)
-    assert expected == seen(scanned)
+    got = seen(scanned)
+    assert expected == got
+    for state in (expected, got):  # read from the columns as their PackageIdentity objects say
+        for found, wanted in state[0].get("identities", {}).values() if not isinstance(state, str) else ():
+            assert found == wanted
     if not isinstance(expected, str):
         assert_fast_load_is_the_object_load(path, registry, monkeypatch)
     return scanned.catalog, taken
@@ -148,6 +168,8 @@ def test_scan_of_a_yaml_catalog(olmkit_pm, monkeypatch):
 
 
 T = '{"type": "x.io/t", "value": {"a": 1.0}}'
+P = '{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}'
+PE = '{"type": "olm.package", "value": {"packageName": "\\u0061", "version": "1.0.0"}}'
 V = '{"value": {"a": 1.0}, "type": "x.io/t"}'
 MIXED = {
     "scanned, then decoded alike": ([T], [T], True),
@@ -155,6 +177,9 @@ MIXED = {
     "scanned value first, decoded type first": ([V], [T], False),
     "scanned type first, then value first": ([T, V], [], False),
     "one value written two ways, both scanned": (['{"type": "x.io/t", "value": {"a": 1.00}}', T], [], True),
+    # an identity is its text, whatever the form; an escape is read away
+    "an identity in both forms and escaped": ([P, '{"value": ' + P[P.index("{", 1) : -1] + ', "type": "olm.package"}', PE], [P], True),
+    "an identity decoded, then scanned escaped": ([PE], [P], True),
 }
 
 
@@ -183,6 +208,62 @@ def test_a_property_of_scanned_and_decoded_bundles(name, olmkit_pm, tmp_path, mo
     if fast:
         columns = cat.columns()
         assert len(set(columns.prop_ref)) == 1
+
+
+GVK = '{"type": "olm.gvk", "value": {"group": "g", "version": "v1", "kind": "K"}}'
+PLAIN_AND_NOT = {
+    "plain": [P, GVK],
+    "an extra field": [
+        '{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0", "x": 1}}',
+        '{"type": "olm.gvk", "value": {"group": "g", "version": "v1", "kind": "K", "x": 1}}',
+    ],
+    "other key orders": [
+        '{"type": "olm.package", "value": {"version": "1.0.0", "packageName": "a"}}',
+        '{"type": "olm.gvk", "value": {"kind": "K", "version": "v1", "group": "g"}}',
+    ],
+    "empty and missing fields": [
+        '{"type": "olm.package", "value": {"packageName": "a", "version": ""}}',
+        '{"type": "olm.package", "value": {"packageName": "a"}}',
+        '{"type": "olm.gvk", "value": {"group": "", "version": "v1", "kind": "K"}}',
+        '{"type": "olm.gvk", "value": {"version": "v1", "kind": "K"}}',
+        '{"type": "olm.gvk", "value": {"group": "g", "version": "", "kind": "K"}}',
+    ],
+    "not strings": [
+        '{"type": "olm.package", "value": {"packageName": "a", "version": 1}}',
+        '{"type": "olm.package", "value": {"packageName": "a", "version": null}}',
+        '{"type": "olm.gvk", "value": {"group": "g", "version": "v1", "kind": ["K"]}}',
+        '{"type": "olm.label", "value": {"label": "x"}}',
+        '{"type": "olm.label", "value": "x"}',
+    ],
+    "escapes and repeated keys": [
+        '{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.\\u0030"}}',
+        '{"type": "olm.package", "value": {"packageName": "b", "packageName": "a", "version": "1.0.0"}}',
+        '{"type": "olm.gvk", "value": {"group": "g", "version": "v1", "k\\u0069nd": "K"}}',
+    ],
+}
+
+
+@needs_native
+@pytest.mark.parametrize("name", list(PLAIN_AND_NOT))
+def test_values_read_through_fields_and_parsed_alike(name, olmkit_pm, tmp_path, monkeypatch):
+    """Identity and index values the scan reads as strings, and those it leaves to the plugin's
+    parser (not plain), give the decoding's catalog: versions, index, parsed values, problems;
+    scanned after decoded bundles, before them, and alone."""
+    props = PLAIN_AND_NOT[name]
+    head = [json.dumps(pkg("a"))]
+    plain = [
+        f'{{"schema": "olm.bundle", "name": "a.v{i}", "package": "a", "properties": [{p}, {GVK}]}}'
+        for i, p in enumerate(props)
+    ]
+    extra = [
+        f'{{"schema": "olm.bundle", "name": "b.v{i}", "package": "a", "x": 1, "properties": [{GVK}, {p}]}}'
+        for i, p in enumerate(props)
+    ]
+    for case, lines in {"scanned": plain, "decoded first": extra + plain, "decoded last": plain + extra}.items():
+        (tmp_path / "a.json").write_text("\n".join(head + lines) + "\n")
+        cat, taken = assert_scan_is_the_decoding(tmp_path, olmkit_pm.registry, monkeypatch)
+        assert taken == len(plain), case
+        assert fast_taken(cat), case
 
 
 def test_without_the_c_part_files_are_decoded(olmkit_pm, tmp_path):
