@@ -698,7 +698,7 @@ class _PlainIdentities:
         return PackageIdentity(package, version)  # type: ignore[arg-type]
 
     def columns(self, ds: Iterable[int]) -> tuple[list[str], list[str | None]] | None:
-        """Package and version of identities ``ds`` (each plain, or parsed to exactly a PackageIdentity), else ``None``."""
+        """Package and version of identities ``ds`` (each plain, or parsed to a PackageIdentity), else ``None``."""
         ds = list(ds)
         codes = list(map(self._d_ver.__getitem__, ds))
         if -1 in codes:
