@@ -15,8 +15,8 @@ A :class:`LineScanner` reads one file's bytes at a time and returns a :class:`Fi
   first met, each with its flags, its type (types numbered in the order met), and its
   value's text without the whitespace outside strings, which is exactly :func:`orjson.dumps`
   of the value :func:`orjson.loads` reads from it, unless ``flags & CANONICALISE`` (an
-  escape in a string, a number other than an integer of at most 18 digits, a repeated
-  key); ``flags & VALUE_FIRST``: the property object names its value before its type;
+  escape orjson does not write, ``\\/`` or ``\\u``, a number other than an integer of at
+  most 18 digits, a repeated key); ``flags & VALUE_FIRST``: the property object names its value before its type;
 * for the types registered as *read through fields* (:class:`TypeReading`), each plain value
   (an object of exactly those fields, each a string without escape, non-empty unless
   allowed) as interned strings: its key (the first ``key_fields`` fields' strings, numbered
@@ -71,7 +71,10 @@ class FileScan:
         prop_start: ``n_bundles + 1`` offsets into ``occ``.
         b_ndist: per bundle, how many distinct properties were known once it was taken.
         occ: per property occurrence, its distinct property.
-        names, packages, images: per bundle.
+        names, images: per bundle; b_pkg: per bundle its package, numbered across files in
+            the order met (``new_packages``: the names first numbered since the last file taken).
+        duplicate: a bundle's package and name were met before (taken, or registered with
+            :meth:`LineScanner.bundle`), or only their 64-bit hash: one of them at least.
         first: the number of the first distinct property this file added; per distinct
             property it added: ``flags``, ``types`` (type numbers), ``texts``, ``keys``
             (-1 none) and ``versions`` (string numbers, -1 none); ``odd``: those flagged ODD.
@@ -85,6 +88,8 @@ class FileScan:
     __slots__ = (
         "b_line",
         "b_ndist",
+        "b_pkg",
+        "duplicate",
         "first",
         "flags",
         "images",
@@ -97,11 +102,11 @@ class FileScan:
         "line_kind",
         "line_start",
         "names",
+        "new_packages",
         "new_strings",
         "new_types",
         "occ",
         "odd",
-        "packages",
         "prop_start",
         "texts",
         "two_ways",
@@ -118,7 +123,9 @@ class FileScan:
         self.b_ndist = array("i")
         self.occ = array("i")
         self.names: list[str] = []
-        self.packages: list[str] = []
+        self.b_pkg = array("i")
+        self.new_packages: list[str] = []
+        self.duplicate = False
         self.images: list[str | None] = []
         self.first = 0
         self.flags = b""
@@ -168,6 +175,7 @@ class LineScanner:
                 raise ValueError(f"{r.name}: not a reading the scan takes: {r}")
         # what the caller was handed of the tables so far (bytes of texts, numbers of keys)
         self._types_at = 0
+        self._packages_at = 0
         self._strings_at = 0
         self._keys_at = 0
 
@@ -194,7 +202,7 @@ class LineScanner:
             if s.n_occ:
                 out.occ.frombytes(buffer(s.occ, 4 * s.n_occ))
             out.names = _lines(buffer(s.names, s.names_len))
-            out.packages = _lines(buffer(s.packages, s.packages_len))
+            out.b_pkg.frombytes(buffer(s.b_pkg, 4 * n_bundles))
             out.images = [image or None for image in _lines(buffer(s.images, s.images_len))]
         out.first = first
         end = s.n_dist
@@ -213,6 +221,12 @@ class LineScanner:
         if s.new_strings_len > self._strings_at:
             out.new_strings = _lines(buffer(s.new_strings + self._strings_at, s.new_strings_len - self._strings_at))
             self._strings_at = s.new_strings_len
+        if s.new_packages_len > self._packages_at:
+            out.new_packages = _lines(
+                buffer(s.new_packages + self._packages_at, s.new_packages_len - self._packages_at)
+            )
+            self._packages_at = s.new_packages_len
+        out.duplicate = bool(s.duplicate)
         out.keys_first = k0 = self._keys_at
         if s.n_keys > k0:
             k1 = self._keys_at = s.n_keys
@@ -223,6 +237,14 @@ class LineScanner:
             out.key_start = array("i", [at - starts[0] for at in starts])
         out.two_ways = bool(s.two_ways)
         return out
+
+    def bundle(self, package: str, name: str) -> bool:
+        """Register a bundle read otherwise (decoded): whether its package and name were met before (or their hash)."""
+        p, n = package.encode(), name.encode()
+        rc = int(self._lib.olm_scan_bundle(self._s, p, len(p), n, len(n)))
+        if rc < 0:
+            raise MemoryError("olmkit._solver: out of memory while scanning")
+        return bool(rc)
 
     def find(self, ptype: str, text: bytes, value_first: bool) -> int:
         """The distinct property (-1 none) of a type and a value's text, in the given form."""

@@ -10,7 +10,7 @@
  * whitespace outside strings). Every other line is left to the caller (line_kind -1).
  *
  * A value's text without whitespace is what orjson writes for the value it reads, except where
- * flagged (flag 2) for the caller to canonicalise: an escape in a string, a number other than
+ * flagged (flag 2) for the caller to canonicalise: an escape orjson does not write (\/, \u), a number other than
  * an integer of at most 18 digits (fractions, exponents, -0, large), a repeated key in an object
  * (or an object too large to check for one).
  */
@@ -69,7 +69,11 @@ typedef struct {
 } strings_t;
 
 typedef struct {
-    bytes_t names, packages, images, arena, scratch, new_texts;
+    bytes_t names, images, arena, scratch, new_texts;
+    strings_t packages; /* the bundles' packages, numbered in the order met */
+    /* every bundle taken or registered: the hash of its package and name, and a table of them */
+    uint64_t *bh;
+    size_t n_bh, bh_cap, *bh_table, bh_table_cap;
     kind_t *kinds;
     size_t n_kinds, kinds_cap;
     strings_t types, strings;
@@ -80,7 +84,7 @@ typedef struct {
     size_t key_hash_cap;
     int *key_table;
     size_t key_table_cap;
-    ints_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ, odd;
+    ints_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ, odd, b_pkg;
     size_t d_cap;
     uint64_t *d_hash;
     int *table; /* distinct + 1, 0 for an empty slot */
@@ -140,7 +144,8 @@ static inline int is_hex(unsigned char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-/* a string at s->p (its opening quote); *escaped: it holds an escape */
+/* a string at s->p (its opening quote); *escaped: 0 no escape, 1 only escapes orjson writes
+ * alike (\" \\ \b \f \n \r \t), 2 another (\/, \u) */
 static int scan_string(parser_t *s, int *escaped) {
     const unsigned char *start = (const unsigned char *)s->p;
     const unsigned char *p = start + 1, *end = (const unsigned char *)s->end;
@@ -153,15 +158,18 @@ static int scan_string(parser_t *s, int *escaped) {
             return emit(s, (const char *)start, (size_t)(p - start));
         }
         if (c == '\\') {
-            *escaped = 1;
             if (p + 1 >= end) return BAD;
             c = p[1];
             if (c == 'u') {
                 if (end - p < 6 || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) return BAD;
                 p += 6;
-            } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' ||
-                       c == 't') {
+                *escaped = 2;
+            } else if (c == '/') {
                 p += 2;
+                *escaped = 2;
+            } else if (c == '"' || c == '\\' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
+                p += 2; /* as orjson writes the character */
+                if (!*escaped) *escaped = 1;
             } else {
                 return BAD;
             }
@@ -276,7 +284,7 @@ static int scan_object(parser_t *s, int depth) {
         const char *key = s->p;
         if (scan_string(s, &escaped)) return BAD;
         size_t len = (size_t)(s->p - key);
-        if (escaped) s->flags |= F_CANON;
+        if (escaped == 2) s->flags |= F_CANON;
         if (n_keys < MAX_KEYS) {
             for (int i = 0; i < n_keys; i++) {
                 if (key_len[i] == len && memcmp(keys[i], key, len) == 0) s->flags |= F_CANON;
@@ -320,7 +328,7 @@ static int scan_value(parser_t *s, int depth) {
     switch (*s->p) {
     case '"':
         if (scan_string(s, &escaped)) return BAD;
-        if (escaped) s->flags |= F_CANON;
+        if (escaped == 2) s->flags |= F_CANON;
         return 0;
     case '{':
         return scan_object(s, depth + 1);
@@ -721,6 +729,48 @@ int olm_scan_find(olm_scan *sc, const char *type, int type_len, const char *text
     return find(sc, pv, flags, type, type_len, text, text_len, h);
 }
 
+/* ------------------------------------------------------------------ bundles met */
+
+static uint64_t bundle_hash(const char *package, size_t pl, const char *name, size_t nl) {
+    uint64_t h = hash_bytes(1469598103934665603ULL, package, pl);
+    h = (h ^ 0xFF) * 1099511628211ULL;
+    h = hash_bytes(h, name, nl);
+    return h ^ (h >> 29);
+}
+
+static int bh_rehash(priv_t *pv, size_t cap) {
+    size_t *table = calloc(cap, sizeof(size_t));
+    if (!table) return 1;
+    for (size_t k = 0; k < pv->n_bh; k++) {
+        size_t i = (size_t)pv->bh[k] & (cap - 1);
+        while (table[i]) i = (i + 1) & (cap - 1);
+        table[i] = k + 1;
+    }
+    free(pv->bh_table);
+    pv->bh_table = table;
+    pv->bh_table_cap = cap;
+    return 0;
+}
+
+/* add a bundle by the hash of its package and name: 0 new, 1 met before (or a hash met before), -1 out of memory */
+static int bundle_met(priv_t *pv, uint64_t h) {
+    if ((pv->n_bh + 1) * 2 > pv->bh_table_cap && bh_rehash(pv, pv->bh_table_cap ? pv->bh_table_cap * 2 : 4096))
+        return -1;
+    size_t mask = pv->bh_table_cap - 1, i = (size_t)h & mask;
+    for (; pv->bh_table[i]; i = (i + 1) & mask) {
+        if (pv->bh[pv->bh_table[i] - 1] == h) return 1;
+    }
+    if (grow((void **)&pv->bh, &pv->bh_cap, pv->n_bh + 1, sizeof(uint64_t))) return -1;
+    pv->bh[pv->n_bh++] = h;
+    pv->bh_table[i] = pv->n_bh;
+    return 0;
+}
+
+int olm_scan_bundle(olm_scan *sc, const char *package, int pl, const char *name, int nl) {
+    priv_t *pv = sc->priv;
+    return bundle_met(pv, bundle_hash(package, (size_t)pl, name, (size_t)nl));
+}
+
 typedef struct {
     const char *at;
     size_t len;
@@ -787,10 +837,14 @@ static int scan_line(olm_scan *sc, priv_t *pv, const char *p, const char *end, i
     int b = sc->n_bundles;
     if (put_int(&pv->line_kind, b) || put_int(&pv->b_line, line) ||
         put_bytes(&pv->names, field[K_NAME].at, field[K_NAME].len) || put_bytes(&pv->names, "\n", 1) ||
-        put_bytes(&pv->packages, field[K_PACKAGE].at, field[K_PACKAGE].len) ||
-        put_bytes(&pv->packages, "\n", 1) || put_bytes(&pv->images, field[K_IMAGE].at, field[K_IMAGE].len) ||
-        put_bytes(&pv->images, "\n", 1))
+        put_bytes(&pv->images, field[K_IMAGE].at, field[K_IMAGE].len) || put_bytes(&pv->images, "\n", 1))
         return LINE_OOM;
+    int package = string_of(&pv->packages, field[K_PACKAGE].at, field[K_PACKAGE].len);
+    if (package < 0 || put_int(&pv->b_pkg, package)) return LINE_OOM;
+    int met = bundle_met(pv, bundle_hash(field[K_PACKAGE].at, field[K_PACKAGE].len, field[K_NAME].at,
+                                         field[K_NAME].len));
+    if (met < 0) return LINE_OOM;
+    if (met) sc->duplicate = 1;
     for (size_t i = 0; i < pv->n_props; i++) {
         int d = intern(sc, pv, &pv->props[i]);
         if (d < 0 || put_int(&pv->occ, d)) return LINE_OOM;
@@ -817,10 +871,10 @@ olm_scan *olm_scan_new(void) {
 void olm_scan_free(olm_scan *sc) {
     if (!sc) return;
     priv_t *pv = sc->priv;
-    bytes_t *bufs[] = {&pv->names, &pv->packages, &pv->images, &pv->arena, &pv->scratch, &pv->new_texts};
+    bytes_t *bufs[] = {&pv->names, &pv->images, &pv->arena, &pv->scratch, &pv->new_texts};
     ints_t *ints[] = {&pv->line_kind, &pv->line_start, &pv->line_end, &pv->b_line, &pv->b_prop_start,
                       &pv->b_ndist,   &pv->occ,        &pv->odd,      &pv->key_type, &pv->key_start,
-                      &pv->key_strs};
+                      &pv->key_strs,  &pv->b_pkg};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(*bufs); i++) free(bufs[i]->v);
     for (size_t i = 0; i < sizeof(ints) / sizeof(*ints); i++) free(ints[i]->v);
     free(pv->d_hash);
@@ -833,6 +887,9 @@ void olm_scan_free(olm_scan *sc) {
     free(pv->kinds);
     strings_free(&pv->types);
     strings_free(&pv->strings);
+    strings_free(&pv->packages);
+    free(pv->bh);
+    free(pv->bh_table);
     free(pv->type_kind);
     free(pv->key_hash);
     free(pv->key_table);
@@ -858,10 +915,12 @@ static void publish(olm_scan *sc, priv_t *pv) {
     sc->b_ndist = pv->b_ndist.v;
     sc->occ = pv->occ.v;
     sc->names = pv->names.v;
-    sc->packages = pv->packages.v;
+    sc->b_pkg = pv->b_pkg.v;
+    sc->n_packages = (int)pv->packages.n;
+    sc->new_packages = pv->packages.text.v;
+    sc->new_packages_len = pv->packages.text.n;
     sc->images = pv->images.v;
     sc->names_len = pv->names.n;
-    sc->packages_len = pv->packages.n;
     sc->images_len = pv->images.n;
     sc->arena = pv->arena.v;
     sc->arena_len = pv->arena.n;
@@ -931,7 +990,8 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
     pv->odd.n = 0;
     pv->line_kind.n = pv->line_start.n = pv->line_end.n = pv->b_line.n = pv->occ.n = pv->b_ndist.n = 0;
     pv->b_prop_start.n = 0;
-    pv->names.n = pv->packages.n = pv->images.n = 0;
+    pv->names.n = pv->images.n = pv->b_pkg.n = 0;
+    size_t bh_first = pv->n_bh;
     sc->n_bundles = 0;
     if (n > INT_MAX / 2) return 2;
     if (put_int(&pv->b_prop_start, 0)) return 1;
@@ -970,7 +1030,9 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
         pv->arena.n = arena_n;
         pv->new_texts.n = 0;
         pv->odd.n = 0;
+        pv->n_bh = bh_first;
         if (pv->table_cap && rehash(sc, pv, pv->table_cap)) rc = 1;
+        if (pv->bh_table_cap && bh_rehash(pv, pv->bh_table_cap)) rc = 1;
         sc->n_bundles = 0;
     }
     publish(sc, pv);

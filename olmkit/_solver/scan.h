@@ -13,9 +13,16 @@ typedef struct {
      * of distinct properties known once it was scanned */
     int *b_line, *b_prop_start, *b_ndist;
     int *occ; /* per property occurrence: its distinct property */
-    /* the bundles' names, packages and images, each followed by a newline ("" for no image) */
-    char *names, *packages, *images;
-    size_t names_len, packages_len, images_len;
+    /* the bundles' names and images, each followed by a newline ("" for no image) */
+    char *names, *images;
+    size_t names_len, images_len;
+    /* per bundle: its package (numbered in the order met across files; the names of all, each
+     * followed by a newline, in new_packages); duplicate: set once a bundle's package and name
+     * were met before (taken, or registered with olm_scan_bundle), or only their hash */
+    int *b_pkg;
+    int n_packages, duplicate;
+    char *new_packages;
+    size_t new_packages_len;
     /* per distinct property: flags (1 value written first, 2 text to canonicalise, 4 of a type
      * not interned), its type's and value's text at d_start in arena (farena with flag 4: the
      * last file's only); arena_first: where the last file's texts start in arena */
@@ -54,6 +61,8 @@ int olm_scan_file(olm_scan *s, const char *data, size_t n);
  * the first key_fields fields; empty_mask: the fields that may be empty */
 int olm_scan_type(olm_scan *s, const char *type, int len, int kind, const char *fields, int n_fields, int key_fields,
                   unsigned empty_mask);
+/* register a bundle read otherwise: 0, 1 its package and name (or their hash) met before, -1 out of memory */
+int olm_scan_bundle(olm_scan *s, const char *package, int package_len, const char *name, int name_len);
 /* the distinct property (-1 none) of a type and text, interned in the form value_first (0, 1) */
 int olm_scan_find(olm_scan *s, const char *type, int type_len, const char *text, int text_len, int value_first);
 

@@ -33,7 +33,7 @@ import os
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from itertools import accumulate, groupby, repeat
+from itertools import accumulate, repeat
 from operator import sub
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -126,7 +126,8 @@ class ColumnBuilder:
         self.refs = array("i")  # every bundle's distinct properties, one after the other
         self.extra: dict[int, Mapping[str, Any]] = {}
         self.packages: dict[str, int] = {}
-        self.names: list[set[str]] = []  # per package: its bundles' names
+        #: per package: its bundles' names (without the scan: it finds duplicates itself)
+        self.names: dict[int, set[str]] = {}
         # distinct properties
         self.by_blob: dict[bytes, int] = {}  # a decoded property blob's JSON text -> distinct property
         #: (type, value's JSON text) -> distinct property, for those not the scan's own (decoded, canonicalised)
@@ -172,6 +173,8 @@ class ColumnBuilder:
         self.type_names: list[str] = []
         self.strings: list[str] = []
         self.key_list: list[int] = [-1]
+        self.package_names: list[str] = []
+        self.package_of: list[int] = []  # the scan's package -> its number here (-1: not yet)
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
@@ -198,9 +201,11 @@ class ColumnBuilder:
             self.files.append(path)
             self._add_values(path, file, enumerate(values, 1))
             return
-        if scan.two_ways:
-            raise Bail  # a property written two ways: the object loader keeps them apart
+        if scan.two_ways or scan.duplicate:
+            raise Bail  # a property written two ways, a duplicate bundle: the object loader tells
         self.type_names += scan.new_types
+        self.package_names += scan.new_packages
+        self.package_of += [-1] * len(scan.new_packages)
         self.strings += scan.new_strings
         file = len(self.files)
         self.files.append(path)
@@ -227,6 +232,7 @@ class ColumnBuilder:
         """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
         add = self.rest.add
         packages, names, extra = self.packages, self.names, self.extra
+        met = self.scanner.bundle if self.scanner is not None else None
         r_pkg, r_name, r_image = self.r_pkg.append, self.r_name, self.r_image.append
         r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
         known = self.by_blob.get
@@ -245,12 +251,15 @@ class ColumnBuilder:
             name, package, image = fields
             pn = packages.get(package)
             if pn is None:
-                pn = packages[package] = len(names)
-                names.append(set())
-            seen = names[pn]
-            if name in seen:
-                raise Bail  # a duplicate: the object loader words the problem
-            seen.add(name)
+                pn = packages[package] = len(packages)
+            if met is not None:
+                if met(package, name):
+                    raise Bail  # a duplicate: the object loader words the problem
+            else:
+                seen = names.setdefault(pn, set())
+                if name in seen:
+                    raise Bail
+                seen.add(name)
             props = raw.get("properties") or ()
             if type(props) is not list and props != ():
                 raise Bail
@@ -287,28 +296,21 @@ class ColumnBuilder:
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
         if c_hi > c_lo:
             self._take_distinct(scan, c_lo, c_hi)
-        packages, names = self.packages, self.names
         starts = scan.prop_start
         occ = scan.occ[starts[lo] : starts[hi]]
         self.refs.extend(occ if self.same else array("i", map(cmap.__getitem__, occ)))
-        b_names, b_packages = scan.names[lo:hi], scan.packages[lo:hi]
-        for package in dict.fromkeys(b_packages):  # numbered in the order first met
-            if package not in packages:
-                packages[package] = len(names)
-                names.append(set())
-        pns = list(map(packages.__getitem__, b_packages))
-        at = 0
-        for pn, group in groupby(pns):  # a package's bundles come together
-            k = sum(1 for _ in group)
-            seen = names[pn]
-            known = len(seen)
-            seen.update(b_names[at : at + k])
-            at += k
-            if len(seen) != known + k:
-                raise Bail  # a duplicate: the object loader words the problem
+        b_pkg = scan.b_pkg[lo:hi]
+        package_of, packages = self.package_of, self.packages
+        for c in dict.fromkeys(b_pkg):  # numbered in the order first met (duplicates: found by the scan)
+            if package_of[c] < 0:
+                name = self.package_names[c]
+                pn = packages.get(name)
+                if pn is None:
+                    pn = packages[name] = len(packages)
+                package_of[c] = pn
         bounds = starts[lo : hi + 1]
-        self.r_pkg.extend(pns)
-        self.r_name += b_names
+        self.r_pkg.extend(map(package_of.__getitem__, b_pkg))
+        self.r_name += scan.names[lo:hi]
         self.r_image += scan.images[lo:hi]
         self.r_file.extend(repeat(file, hi - lo))
         self.r_line.extend(scan.b_line[lo:hi])
