@@ -503,3 +503,39 @@ def test_rows_index_files_rows_once_per_list_and_finds_first_values():
             rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
     with pytest.raises(ValueError, match="out of range"):
         rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
+
+
+@needs_native
+def test_the_scan_numbers_packages_and_finds_duplicate_bundles():
+    from olmkit._solver import line_scanner
+
+    scan = line_scanner()
+    assert scan is not None
+    a1 = b'{"schema": "olm.bundle", "name": "a.v1", "package": "a"}\n'
+    b1 = b'{"schema": "olm.bundle", "name": "b.v1", "package": "b"}\n'
+    a2 = b'{"schema": "olm.bundle", "name": "a.v2", "package": "a"}\n'
+
+    first = scan.scan(a1 + b1 + a2)
+    assert first is not None
+    assert (list(first.b_pkg), first.new_packages, first.duplicate) == ([0, 1, 0], ["a", "b"], False)
+    assert scan.bundle("a", "a.v3") is False  # a bundle decoded by the caller: registered
+    assert scan.bundle("c", "c.v1") is False
+    assert scan.bundle("a", "a.v3") is True
+    rejected = scan.scan(b'{"schema": "olm.bundle", "name": "d.v1", "package": "d"}\nnot JSON\n')
+    assert rejected is None  # its bundle is forgotten: the caller decodes the file and registers it
+    assert scan.bundle("d", "d.v1") is False
+    second = scan.scan(a2)
+    assert second is not None
+    assert (list(second.b_pkg), second.new_packages, second.duplicate) == ([0], ["d"], True)
+
+
+@needs_native
+@pytest.mark.parametrize("order", ["scanned first", "decoded first"])
+def test_a_bundle_scanned_and_decoded_twice_is_the_object_loaders_problem(order, olmkit_pm, tmp_path, monkeypatch):
+    plain = '{"schema": "olm.bundle", "name": "a.v1", "package": "a", "properties": []}'
+    extra = '{"schema": "olm.bundle", "name": "a.v1", "package": "a", "x": 1, "properties": []}'
+    lines = [json.dumps(pkg("a")), *([plain, extra] if order == "scanned first" else [extra, plain])]
+    (tmp_path / "a.json").write_text("\n".join(lines) + "\n")
+    cat, _ = assert_scan_is_the_decoding(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    assert not fast_taken(cat)
