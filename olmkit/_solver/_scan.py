@@ -322,27 +322,27 @@ def rows_index(
             raise ValueError("rows_index: a list or an extra out of range")
         del rows[list_start[-1] :]
         return first, list_start, rows
+    # each distinct property's lists, checked once
+    lists_of: list[Any] = [
+        () if dl == -1 else (dl,) if dl >= 0 else ex_lists[ex_start[-2 - dl] : ex_start[-1 - dl]] for dl in d_list
+    ]
+    if any(not 0 <= lst < n_lists for lists in lists_of for lst in lists):
+        raise ValueError("rows_index: a list or an extra out of range")
     first = array("i")
     filed: list[list[int]] = [[] for _ in range(n_lists)]
     for r in range(n_rows):
+        ds = refs[row_start[r] : row_start[r + 1]]
         found = -1
-        for d in refs[row_start[r] : row_start[r + 1]]:
-            if found == -1:
+        for d in ds:
+            if value[d] != -1:
                 found = value[d]
-            dl = d_list[d]
-            if dl >= 0:
-                lists: Any = (dl,)
-            elif dl == -1:
-                continue
-            else:
-                lists = ex_lists[ex_start[-2 - dl] : ex_start[-1 - dl]]
-            for lst in lists:
-                if not 0 <= lst < n_lists:
-                    raise ValueError("rows_index: a list or an extra out of range")
+                break
+        first.append(found)
+        for d in ds:
+            for lst in lists_of[d]:
                 rows_of = filed[lst]
                 if not rows_of or rows_of[-1] != r:
                     rows_of.append(r)
-        first.append(found)
     list_start = array("i", [0])
     rows = array("i")
     for rows_of in filed:

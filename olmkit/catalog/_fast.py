@@ -466,7 +466,8 @@ class ColumnBuilder:
                 return d
             raise Bail
         d = self.by_key[(ptype, text)] = self.by_blob[bytes(memoryview(key))] = self._new(ptype, text)
-        self.known_texts.add(text)
+        if self.scanner is not None:  # the scan's runs are checked against it
+            self.known_texts.add(text)
         self._read(d, ptype, value)
         return d
 
@@ -492,7 +493,8 @@ class ColumnBuilder:
             d = self._scanned_as(ptype, text, False)
         if d is None:
             d = self.identities[(ptype, text)] = self._new(ptype, text)
-            self.known_texts.add(text)
+            if self.scanner is not None:
+                self.known_texts.add(text)
             self._read(d, ptype, value)
         return d
 
