@@ -539,3 +539,58 @@ def test_a_bundle_scanned_and_decoded_twice_is_the_object_loaders_problem(order,
     cat, _ = assert_scan_is_the_decoding(tmp_path, olmkit_pm.registry, monkeypatch)
 
     assert not fast_taken(cat)
+
+
+def test_value_fields_are_checked_when_declared():
+    from olmkit.types import ValueFields
+
+    assert ValueFields(["a", "b"], key_fields=2).fields == ("a", "b")
+    for bad in (
+        {"fields": ()},
+        {"fields": ("a", "a")},
+        {"fields": ("a",), "key_fields": 2},
+        {"fields": ("a",), "may_be_empty": ("b",)},
+        {"fields": tuple("abcdefghi")},
+    ):
+        with pytest.raises(ValueError, match="ValueFields"):
+            ValueFields(**bad)
+
+
+@needs_native
+def test_a_plugins_type_read_through_its_fields(olmkit_pm, olmkit_register, tmp_path, monkeypatch):
+    """A third-party indexed type declaring ValueFields (a two-field key) is indexed as its parser would."""
+    from olmkit import hookimpl
+    from olmkit.types import PropertyType, ValueFields
+
+    def parse(value: Any) -> tuple[str, str]:
+        if not isinstance(value, dict) or not isinstance(value.get("zone"), str):
+            raise ValueError("zone is required")
+        return (value["zone"], str(value.get("rack", "")))
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self) -> Any:
+            yield PropertyType(
+                name="example.io/place",
+                parse=parse,
+                index_keys=lambda v: (v,),
+                fields=ValueFields(("zone", "rack"), key_fields=2, may_be_empty=("rack",)),
+            )
+
+    olmkit_register(Plugin())
+    values = ['{"zone": "z1", "rack": "r1"}', '{"rack": "", "zone": "z1"}', '{"zone": "z1", "rack": 7}']
+    values.append('{"zone": "z2"}')
+    lines = [json.dumps(pkg("a"))] + [
+        f'{{"schema": "olm.bundle", "name": "a.v{i}", "package": "a", '
+        f'"properties": [{{"type": "example.io/place", "value": {v}}}]}}'
+        for i, v in enumerate(values)
+    ]
+    (tmp_path / "a.json").write_text("\n".join(lines) + "\n")
+
+    cat, taken = assert_scan_is_the_decoding(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    assert taken == 4
+    assert fast_taken(cat)
+    assert [b.name for b in cat.lookup("example.io/place", ("z1", "r1"))] == ["a.v0"]
+    assert [b.name for b in cat.lookup("example.io/place", ("z1", ""))] == ["a.v1"]
+    assert [b.name for b in cat.lookup("example.io/place", ("z1", "7"))] == ["a.v2"]
