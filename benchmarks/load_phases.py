@@ -1,0 +1,59 @@
+"""CPU time of a catalog load (no cache) and of its bundle rows, and the memory it holds after.
+
+For comparing the loader of two installs on one machine: run it with each install's Python,
+interleaved, from outside both trees (``cd /tmp``)::
+
+    python benchmarks/load_phases.py /tmp/olmkit-compare/P2000-B20-S50-seed1/catalog --repeat 3
+
+Prints, per load, the CPU time (user + system) of the whole load and of
+``ColumnBuilder._add_scanned`` (the bundle lines the C scan took), then VmRSS and VmHWM once
+the last load is done (the catalog alive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from typing import Any
+
+
+def _memory() -> str:
+    with open("/proc/self/status") as status:
+        lines = [line for line in status if line.startswith(("VmRSS", "VmHWM"))]
+    found = {line.split(":")[0]: int(line.split()[1]) >> 10 for line in lines}
+    return f"VmRSS {found.get('VmRSS', 0)} MB, VmHWM {found.get('VmHWM', 0)} MB"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("catalog")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    from olmkit import get_plugin_manager
+    from olmkit.catalog import _fast, load_catalog_result
+
+    registry = get_plugin_manager(entrypoints=False).registry
+    spent = [0.0]
+    scanned = _fast.ColumnBuilder._add_scanned
+
+    def timed(*a: Any) -> None:
+        start = time.process_time()
+        scanned(*a)
+        spent[0] += time.process_time() - start
+
+    _fast.ColumnBuilder._add_scanned = timed  # type: ignore[method-assign]
+    kept: list[Any] = []
+    for _ in range(args.repeat):
+        kept.clear()  # the last load's catalog stays alive for the memory figure
+        gc.collect()
+        spent[0] = 0.0
+        start = time.process_time()
+        kept.append(load_catalog_result(args.catalog, registry, cache=False))
+        print(f"load {time.process_time() - start:.3f} s CPU, bundle rows (_add_scanned) {spent[0]:.3f} s")
+    print(_memory())
+
+
+if __name__ == "__main__":
+    main()
