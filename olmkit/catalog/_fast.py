@@ -22,9 +22,12 @@ writes for it (or flagged, to be made so here); the lines it leaves are decoded 
 and a file it does not take (a line that is not exactly one JSON value) is decoded whole,
 as without the C part. The catalog is the same either way (``tests/catalog/test_scan.py``).
 
-Reading costs about what the object loader's does (per distinct property the identity's and
-indexed types' parses, per bundle its row and index entries); what it saves is the
-consumers': a compiler or a check that reads the columns builds no bundle.
+Per distinct property the loader keeps numbers: its index list and, for an identity, its
+version. A value of a type declaring :class:`~olmkit.types.ValueFields` that is plain is not
+parsed (the C scan hands its key and version as interned strings; without it the decoded
+value's fields are read); other identity and indexed values are parsed once, as by the object
+loader. Every row's version and every index list's rows are filed once all rows are read
+(:func:`olmkit._solver.rows_index`). A compiler or a check that reads the columns builds no bundle.
 """
 
 from __future__ import annotations
