@@ -653,6 +653,8 @@ class ColumnBuilder:
             self.parsed,
             columns.dist_type,
             {n: f.key_fields for n, f in self.fields.items() if n in self.identity},
+            {n: self.indexers[n].parse for n in self.fields if n not in self.identity},
+            columns.values,
         )
         bundles = LazyBundles(columns, self.files, files, lines, extra, self.parsed, parsed_with, parsed, plain)
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
@@ -672,7 +674,11 @@ def _plain(reading: ValueFields, value: Any) -> list[str] | None:
 
 
 class _PlainIdentities:
-    """The parsed values of identities read through their fields, made when asked (not kept here)."""
+    """The parsed values of the distinct properties read through their fields, made when asked (not kept here).
+
+    An identity's is made from its strings; another type's by its parser (``parse``: type ->
+    parser) from its decoded value (``decode``: distinct properties -> values).
+    """
 
     def __init__(
         self,
@@ -684,7 +690,11 @@ class _PlainIdentities:
         parsed: Mapping[int, Any],
         dist_type: list[str],
         key_fields: Mapping[str, int],
+        parse: Mapping[str, Callable[[Any], Any]],
+        decode: Callable[[list[int]], list[Any]],
     ) -> None:
+        self._parse = parse
+        self._decode = decode
         self._d_ver = d_ver
         self._d_list = d_list
         self._list_keys = list_keys
@@ -726,10 +736,15 @@ class _PlainIdentities:
         return packages, list(map(table.__getitem__, codes))  # type: ignore[return-value]
 
     def all(self) -> dict[int, Any]:
-        """Every such identity's parsed value, by distinct property."""
-        parsed, d_ver = self._parsed, self._d_ver
+        """Every such distinct property's parsed value (what the loader would have parsed), by number."""
+        parsed, d_ver, d_list, dist_type, parse = self._parsed, self._d_ver, self._d_list, self._dist_type, self._parse
         get = self.get
-        return {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed}
+        found = {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed}
+        # the others read through their fields: filed under a key, not parsed (a failed parse files none)
+        rest = [d for d in range(len(d_list)) if d_list[d] != -1 and dist_type[d] in parse and d not in parsed]
+        for d, value in zip(rest, self._decode(rest), strict=True):
+            found[d] = parse[dist_type[d]](value)  # plain: it parses
+        return found
 
 
 class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
