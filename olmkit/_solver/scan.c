@@ -73,7 +73,8 @@ typedef struct {
     strings_t packages; /* the bundles' packages, numbered in the order met */
     /* every bundle taken or registered: the hash of its package and name, and a table of them */
     uint64_t *bh;
-    size_t n_bh, bh_cap, *bh_table, bh_table_cap;
+    size_t n_bh, bh_cap, bh_table_cap;
+    int *bh_table;
     kind_t *kinds;
     size_t n_kinds, kinds_cap;
     strings_t types, strings;
@@ -460,14 +461,34 @@ static uint64_t hash_of(int flags, const char *type, size_t type_len, const char
     return h ^ (h >> 29);
 }
 
-static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
+/* an open-addressing table (cap a power of two) of the numbers 0 .. n - 1 by their hashes:
+ * a slot holds a number + 1, 0 when empty; NULL out of memory */
+static int *table_of(const uint64_t *hash, size_t n, size_t cap) {
     int *table = calloc(cap, sizeof(int));
-    if (!table) return 1;
-    for (int d = 0; d < sc->n_dist; d++) {
-        size_t i = (size_t)pv->d_hash[d] & (cap - 1);
+    if (!table) return NULL;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (size_t)hash[k] & (cap - 1);
         while (table[i]) i = (i + 1) & (cap - 1);
-        table[i] = d + 1;
+        table[i] = (int)k + 1;
     }
+    return table;
+}
+
+/* room in a table_of table for one more of n numbers (at most half full), grown if need be: 0, 1 out of memory */
+static int room(int **table, size_t *cap, const uint64_t *hash, size_t n) {
+    if ((n + 1) * 2 <= *cap) return 0;
+    size_t cap2 = *cap ? *cap * 2 : 1024;
+    int *grown = table_of(hash, n, cap2);
+    if (!grown) return 1;
+    free(*table);
+    *table = grown;
+    *cap = cap2;
+    return 0;
+}
+
+static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
+    int *table = table_of(pv->d_hash, (size_t)sc->n_dist, cap);
+    if (!table) return 1;
     free(pv->table);
     pv->table = table;
     pv->table_cap = cap;
@@ -480,19 +501,7 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
 static int string_of(strings_t *t, const char *p, size_t n) {
     uint64_t h = hash_bytes(1469598103934665603ULL, p, n);
     h ^= h >> 29;
-    if ((t->n + 1) * 2 > t->table_cap) {
-        size_t cap = t->table_cap ? t->table_cap * 2 : 1024;
-        int *table = calloc(cap, sizeof(int));
-        if (!table) return -1;
-        for (size_t k = 0; k < t->n; k++) {
-            size_t i = (size_t)t->hash[k] & (cap - 1);
-            while (table[i]) i = (i + 1) & (cap - 1);
-            table[i] = (int)k + 1;
-        }
-        free(t->table);
-        t->table = table;
-        t->table_cap = cap;
-    }
+    if (room(&t->table, &t->table_cap, t->hash, t->n)) return -1;
     size_t mask = t->table_cap - 1, i = (size_t)h & mask;
     for (; t->table[i]; i = (i + 1) & mask) {
         size_t k = (size_t)t->table[i] - 1;
@@ -528,19 +537,7 @@ static int key_of_strings(priv_t *pv, int type, const int *strs, int n) {
     for (int j = 0; j < n; j++) h = (h ^ (uint64_t)(unsigned)strs[j]) * 1099511628211ULL;
     h ^= h >> 29;
     size_t n_keys = pv->key_type.n;
-    if ((n_keys + 1) * 2 > pv->key_table_cap) {
-        size_t cap = pv->key_table_cap ? pv->key_table_cap * 2 : 1024;
-        int *table = calloc(cap, sizeof(int));
-        if (!table) return -1;
-        for (size_t k = 0; k < n_keys; k++) {
-            size_t i = (size_t)pv->key_hash[k] & (cap - 1);
-            while (table[i]) i = (i + 1) & (cap - 1);
-            table[i] = (int)k + 1;
-        }
-        free(pv->key_table);
-        pv->key_table = table;
-        pv->key_table_cap = cap;
-    }
+    if (room(&pv->key_table, &pv->key_table_cap, pv->key_hash, n_keys)) return -1;
     size_t mask = pv->key_table_cap - 1, i = (size_t)h & mask;
     for (; pv->key_table[i]; i = (i + 1) & mask) {
         size_t k = (size_t)pv->key_table[i] - 1;
@@ -739,13 +736,8 @@ static uint64_t bundle_hash(const char *package, size_t pl, const char *name, si
 }
 
 static int bh_rehash(priv_t *pv, size_t cap) {
-    size_t *table = calloc(cap, sizeof(size_t));
+    int *table = table_of(pv->bh, pv->n_bh, cap);
     if (!table) return 1;
-    for (size_t k = 0; k < pv->n_bh; k++) {
-        size_t i = (size_t)pv->bh[k] & (cap - 1);
-        while (table[i]) i = (i + 1) & (cap - 1);
-        table[i] = k + 1;
-    }
     free(pv->bh_table);
     pv->bh_table = table;
     pv->bh_table_cap = cap;
@@ -754,15 +746,14 @@ static int bh_rehash(priv_t *pv, size_t cap) {
 
 /* add a bundle by the hash of its package and name: 0 new, 1 met before (or a hash met before), -1 out of memory */
 static int bundle_met(priv_t *pv, uint64_t h) {
-    if ((pv->n_bh + 1) * 2 > pv->bh_table_cap && bh_rehash(pv, pv->bh_table_cap ? pv->bh_table_cap * 2 : 4096))
-        return -1;
+    if (room(&pv->bh_table, &pv->bh_table_cap, pv->bh, pv->n_bh)) return -1;
     size_t mask = pv->bh_table_cap - 1, i = (size_t)h & mask;
     for (; pv->bh_table[i]; i = (i + 1) & mask) {
         if (pv->bh[pv->bh_table[i] - 1] == h) return 1;
     }
     if (grow((void **)&pv->bh, &pv->bh_cap, pv->n_bh + 1, sizeof(uint64_t))) return -1;
     pv->bh[pv->n_bh++] = h;
-    pv->bh_table[i] = pv->n_bh;
+    pv->bh_table[i] = (int)pv->n_bh;
     return 0;
 }
 

@@ -167,6 +167,14 @@ def test_scan_of_a_yaml_catalog(olmkit_pm, monkeypatch):
     assert not fast_taken(cat)
 
 
+def _bundle_lines(prefix: str, extra: str, properties: list[list[str]]) -> list[str]:
+    """Bundle lines of package "a", named ``prefix`` and a number, with ``extra`` fields, carrying ``properties``."""
+    return [
+        f'{{"schema": "olm.bundle", "name": "{prefix}{i}", "package": "a", {extra}"properties": [{", ".join(ps)}]}}'
+        for i, ps in enumerate(properties)
+    ]
+
+
 T = '{"type": "x.io/t", "value": {"a": 1.0}}'
 P = '{"type": "olm.package", "value": {"packageName": "a", "version": "1.0.0"}}'
 PV = '{"value": {"packageName": "a", "version": "1.0.0"}, "type": "olm.package"}'
@@ -191,14 +199,8 @@ def test_a_property_of_scanned_and_decoded_bundles(name, olmkit_pm, tmp_path, mo
     distinct property when written alike, and makes the object loader read a catalog where it is not."""
     scanned, decoded, fast = MIXED[name]
     lines = [json.dumps(pkg("a"))]
-    plain = [
-        f'{{"schema": "olm.bundle", "name": "a.v{i}", "package": "a", "properties": [{p}]}}'
-        for i, p in enumerate(scanned)
-    ]
-    extra = [
-        f'{{"schema": "olm.bundle", "name": "b{i}", "package": "a", "x": 1, "properties": [{p}]}}'
-        for i, p in enumerate(decoded)
-    ]
+    plain = _bundle_lines("a.v", "", [[p] for p in scanned])
+    extra = _bundle_lines("b", '"x": 1, ', [[p] for p in decoded])
     lines += extra + plain if name.startswith("decoded") else plain + extra
     (tmp_path / "a.json").write_text("\n".join(lines) + "\n")
 
@@ -252,14 +254,8 @@ def test_values_read_through_fields_and_parsed_alike(name, olmkit_pm, tmp_path, 
     scanned after decoded bundles, before them, and alone."""
     props = PLAIN_AND_NOT[name]
     head = [json.dumps(pkg("a"))]
-    plain = [
-        f'{{"schema": "olm.bundle", "name": "a.v{i}", "package": "a", "properties": [{p}, {GVK}]}}'
-        for i, p in enumerate(props)
-    ]
-    extra = [
-        f'{{"schema": "olm.bundle", "name": "b.v{i}", "package": "a", "x": 1, "properties": [{GVK}, {p}]}}'
-        for i, p in enumerate(props)
-    ]
+    plain = _bundle_lines("a.v", "", [[p, GVK] for p in props])
+    extra = _bundle_lines("b.v", '"x": 1, ', [[GVK, p] for p in props])
     for case, lines in {"scanned": plain, "decoded first": extra + plain, "decoded last": plain + extra}.items():
         (tmp_path / "a.json").write_text("\n".join(head + lines) + "\n")
         cat, taken = assert_scan_is_the_decoding(tmp_path, olmkit_pm.registry, monkeypatch)
