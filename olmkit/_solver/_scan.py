@@ -50,8 +50,9 @@ ODD: Final = 8
 class TypeReading(NamedTuple):
     """How the scan reads one property type's values (see the module docstring).
 
-    ``fields`` empty: every value is odd (the caller reads them all). ``identity``: the
-    type's properties are interned by their text only, and field 1 is the version.
+    ``fields`` empty: values are not read (no key, no version: the caller reads them), and
+    ``odd`` flags every one. ``identity``: the type's properties are interned by their text
+    only, and field 1 is the version.
     """
 
     name: str
@@ -59,6 +60,7 @@ class TypeReading(NamedTuple):
     key_fields: int = 0
     may_be_empty: tuple[str, ...] = ()
     identity: bool = False
+    odd: bool = False
 
 
 class FileScan:
@@ -166,7 +168,7 @@ class LineScanner:
             fields = "".join(f + "\n" for f in r.fields).encode()
             if any("\n" in f for f in r.fields) or len(set(r.fields)) != len(r.fields):
                 raise ValueError(f"{r.name}: field names must be distinct, without a newline")
-            kind = (1 if r.identity else 0) | (2 if r.fields else 4)
+            kind = (1 if r.identity else 0) | (2 if r.fields else 0) | (4 if r.odd else 0)
             empty = sum(1 << i for i, f in enumerate(r.fields) if f in r.may_be_empty)
             rc = lib.olm_scan_type(self._s, text, len(text), kind, fields, len(r.fields), r.key_fields, empty)
             if rc == 1:

@@ -679,7 +679,7 @@ static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
         put_bytes(&pv->new_texts, value, (size_t)prop->value_len) || put_bytes(&pv->new_texts, "\n", 1))
         return -1;
     int key = -1, version = -1, odd = (flags & F_CANON) != 0;
-    if (!odd && k) {
+    if (!odd && k && (k->kind & (K_FIELDS | K_ODD))) {
         int str[MAX_FIELDS];
         int plain = (k->kind & K_ODD) ? 0 : read_fields(pv, k, value, value + prop->value_len, str);
         if (plain < 0) return -1;
@@ -945,7 +945,7 @@ int olm_scan_type(olm_scan *sc, const char *type, int len, int kind, const char 
     if (!k->name) return 1;
     memcpy(k->name, type, (size_t)len);
     k->len = len;
-    k->kind = (kind & K_FIELDS) ? kind : kind | K_ODD;
+    k->kind = kind;
     k->key_fields = key_fields;
     k->empty_mask = empty_mask;
     const char *p = fields;

@@ -57,7 +57,7 @@ void olm_scan_free(olm_scan *s);
 int olm_scan_file(olm_scan *s, const char *data, size_t n);
 /* how to read properties of a type (0, 1 out of memory, 2 bad arguments): kind 1 an identity
  * (interned whatever its form; its version is field 1), 2 read through its fields, 4 every one
- * odd (for the caller to read); fields: n_fields names each followed by a newline; the key is
+ * odd (for the caller to read; else, without 2, not read); fields: n_fields names each followed by a newline; the key is
  * the first key_fields fields; empty_mask: the fields that may be empty */
 int olm_scan_type(olm_scan *s, const char *type, int len, int kind, const char *fields, int n_fields, int key_fields,
                   unsigned empty_mask);

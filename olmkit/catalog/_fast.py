@@ -176,6 +176,9 @@ class ColumnBuilder:
         self.type_names: list[str] = []
         self.strings: list[str] = []
         self.key_list: list[int] = [-1]
+        #: the identity and indexed types read by their parsers (no ValueFields), and the scan's numbers of them
+        self.by_parser = {*self.identity, *self.indexers} - set(self.fields)
+        self.parsed_types: set[int] = set()
         self.package_names: list[str] = []
         self.package_of: list[int] = []  # the scan's package -> its number here (-1: not yet)
 
@@ -206,7 +209,10 @@ class ColumnBuilder:
             return
         if scan.two_ways or scan.duplicate:
             raise Bail  # a property written two ways, a duplicate bundle: the object loader tells
-        self.type_names += scan.new_types
+        for ptype in scan.new_types:
+            if ptype in self.by_parser:
+                self.parsed_types.add(len(self.type_names))
+            self.type_names.append(ptype)
         self.package_names += scan.new_packages
         self.package_of += [-1] * len(scan.new_packages)
         self.strings += scan.new_strings
@@ -375,6 +381,14 @@ class ColumnBuilder:
         self.forms += scan.flags[i0:i1].translate(_FORM_OF_FLAGS)
         self.d_list.extend(map(self.key_list.__getitem__, keys))
         self.d_ver.extend(scan.versions[i0:i1])
+        if self.parsed_types:  # the values of types read by their parsers: decoded at once, read in order
+            parsed_types = self.parsed_types
+            picked = [i for i, t in enumerate(scan.types[i0:i1]) if t in parsed_types]
+            if picked:
+                texts, types, names = scan.texts, scan.types, self.type_names
+                values = orjson.loads(b"".join((b"[", b",".join([texts[i0 + i] for i in picked]), b"]")))
+                for i, value in zip(picked, values, strict=True):
+                    self._read(base + i, names[types[i0 + i]], value)
 
     def _scanned(self, scan: FileScan, c: int) -> int:
         """The distinct property of the scan's ``c`` (as :meth:`_distinct` of the blob it was read from).
@@ -420,7 +434,7 @@ class ColumnBuilder:
                 self.by_key[(ptype, text)] = d
                 self.known_texts.add(text)
             self.forms[d] = form  # its blob's text is not kept: its form tells it
-        if flags & SCAN_ODD:
+        if flags & SCAN_ODD or ptype in self.by_parser:
             self._read(d, ptype, value if value is not _UNREAD else orjson.loads(text))
         else:
             key = scan.keys[i]

@@ -183,14 +183,12 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         description="an API (group/version/kind) the bundle provides",
         index_keys=lambda v: ((v.group, v.version, v.kind),),
         uniqueness=_gvk_uniqueness,
-        fields=ValueFields(("group", "version", "kind"), key_fields=3, may_be_empty=("group",)),
     )
     yield PropertyType(
         name=LABEL_TYPE,
         parse=parse_label,
         description="a label that olm.label.required can ask for",
         index_keys=_single,
-        fields=ValueFields(("label",)),
     )
     yield PropertyType(
         name="olm.deprecated",
