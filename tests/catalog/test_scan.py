@@ -298,6 +298,12 @@ def json_values(integers: st.SearchStrategy[int]) -> st.SearchStrategy[Any]:
 # not intern, and its caches by id() of such properties make two loads of one file differ
 # (a known fault of the object loader, not the scan's; the text test below goes beyond).
 VALUES = json_values(st.integers(min_value=-(2**63), max_value=2**64 - 1))
+#: identity-shaped values: plain ones (strings, empty or not, any order) and near misses
+IDENTITY_VALUES = st.one_of(
+    st.fixed_dictionaries({"packageName": st.sampled_from(["a", "b", "", "é"]), "version": st.text(max_size=4)}),
+    st.fixed_dictionaries({"version": st.sampled_from(["1.0.0", ""]), "packageName": st.text(max_size=3)}),
+    st.fixed_dictionaries({"packageName": st.just("a")}, optional={"version": VALUES, "x": VALUES}),
+)
 WIDE_VALUES = json_values(st.integers(min_value=-(2**70), max_value=2**70))
 
 
@@ -328,8 +334,8 @@ def write(draw: Any, value: Any) -> str:
 def awkward_files(draw: Any) -> str:
     """A file of one package: its blobs, bundles with awkward property values, written awkwardly."""
     n = draw(st.integers(1, 6))
-    pool = draw(st.lists(VALUES, min_size=1, max_size=4))  # shared values: distinct properties recur
-    types = ["x.io/t", "olm.gvk", "olm.label", "olm.package.required", "olm.constraint"]
+    pool = draw(st.lists(VALUES | IDENTITY_VALUES, min_size=1, max_size=4))  # shared: distinct properties recur
+    types = ["x.io/t", "olm.gvk", "olm.label", "olm.package.required", "olm.constraint", "olm.package"]
     lines = [json.dumps(pkg("a")), json.dumps(chan("a", [{"name": f"a.v{i}.0.0"} for i in range(n)]))]
     for i in range(n):
         blob: dict[str, Any] = bundle("a", f"{i}.0.0")
