@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
 from operator import sub
 from types import MappingProxyType
@@ -914,11 +914,11 @@ class IndexKeys(Mapping[Hashable, list[tuple[str, str]]]):
     """One property type's index: ``key -> [(package, bundle name)]``, each key's list made on first use.
 
     Args:
-        lists: key -> the rows of the bundles filed under it, in the order read.
+        lists: key -> the rows of the bundles filed under it, in the order read (``array("i")`` slices).
         columns: the bundles.
     """
 
-    def __init__(self, lists: dict[Hashable, list[int]], columns: BundleColumns) -> None:
+    def __init__(self, lists: dict[Hashable, Sequence[int]], columns: BundleColumns) -> None:
         self.lists = lists
         self._columns = columns
         self._done: dict[Hashable, list[tuple[str, str]]] = {}
