@@ -64,7 +64,7 @@ class _Compiler:
         self.wellformed = bytearray()
         #: id(property) -> parsed value or Failed (the properties stay alive with the catalog)
         self.parsed: dict[int, Any] = {}
-        self._lookups: dict[tuple[str, Hashable], list[int]] = {}
+        self._lookups: dict[tuple[str, Hashable], Sequence[int]] = {}
         #: lookup -> its candidates for predicates that select (and what they read of them)
         self._batches: dict[tuple[str, Hashable], CandidateBatch] = {}
         # requirements: by property, and by (type, exact JSON) (or None: does not build, or
@@ -211,10 +211,10 @@ class _Compiler:
             entries = catalog.channels[package][ch].entries
             if len(order) == len(entries):
                 continue  # the chain holds every entry (it holds distinct names, at most all of them)
-            on_chain = set(order)
+            seen = set(order)  # (each channel once: an entry is known by its name within it)
             for e in entries:
-                if e.name not in on_chain and (package, ch, e.name) not in g.off_chain:
-                    g.off_chain[(package, ch, e.name)] = len(entry_class)
+                if e.name not in seen:
+                    seen.add(e.name)
                     entry_class.append(class_of(package, e.name))
                     entry_channel.append(channel_index.setdefault(ch, len(channel_index)))
         g.packages = list(package_index)
@@ -225,10 +225,8 @@ class _Compiler:
         g.class_image = class_image
         g.entry_class = array("i", entry_class)
         g.entry_channel = array("i", entry_channel)
-        ents_of: list[list[int]] = [[] for _ in range(len(class_name))]
-        for e, cls in enumerate(entry_class[: g.n_chain]):
-            ents_of[cls].append(e)
-        self.ents_of = ents_of
+        g.defer(lambda: _off_chain(g), "off_chain")
+        self._file_entries()
         self.class_err = _class_errors(self.broken, catalog, names_of)
         self.views = [None] * len(class_name)
         self.wellformed = bytearray(len(class_name))
@@ -241,6 +239,14 @@ class _Compiler:
             slot = [first.setdefault((ch, class_name[cls]), e) for e, (ch, cls) in enumerate(pairs)]
             if len(first) < len(slot):
                 g.slot = array("i", slot)
+
+    def _file_entries(self) -> None:
+        """File the chains' entries by class (:attr:`ents_of`)."""
+        g = self.g
+        ents_of: list[list[int]] = [[] for _ in range(len(g.class_name))]
+        for e, cls in enumerate(g.entry_class[: g.n_chain]):
+            ents_of[cls].append(e)
+        self.ents_of = ents_of
 
     # -- classes --------------------------------------------------------------------
 
@@ -739,7 +745,7 @@ class _Compiler:
         self.wellformed[cls] = state
         return state
 
-    def _candidates(self, lookup: tuple[str, Hashable]) -> list[int]:
+    def _candidates(self, lookup: tuple[str, Hashable]) -> Sequence[int]:
         found = self._lookups.get(lookup)
         if found is None:
             names_of = self.names_of
@@ -749,6 +755,20 @@ class _Compiler:
 
 #: orjson options for requirement values compared exactly (datetimes are not their text)
 _EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _off_chain(g: CatalogGraph) -> None:
+    """Fill in the graph's ``off_chain``: the entries after its chains, by their names (as entries numbered them)."""
+    packages = g.packages
+    channels = g.channel_names
+    class_package = g.class_package
+    class_name = g.class_name
+    entry_channel = g.entry_channel
+    entry_class = g.entry_class
+    g.off_chain = {
+        (packages[class_package[cls]], channels[entry_channel[e]], class_name[cls]): e
+        for e, cls in enumerate(entry_class[g.n_chain :], g.n_chain)
+    }
 
 
 def _append_lists(g: CatalogGraph, found_lists: list[Any]) -> None:

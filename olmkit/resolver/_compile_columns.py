@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from itertools import accumulate, chain, compress, islice
 from operator import gt
 from typing import Any, Final
@@ -214,7 +215,7 @@ class _Encoder:
         found = self.identities.get(type_name)
         if found is None:
             c = self.c
-            ds: list[int] = []
+            ds: Sequence[int] = []
             identities: list[Any] = []
             if type_name not in c.inline and type_name in c.registry.property_types:
                 ds = c.by_type.get(type_name, [])
@@ -481,6 +482,70 @@ class _Forms:
         return key, lookup, lookups, program, lookup_set, lookups_sets
 
 
+class _Sources:
+    """A graph's ``pred_source`` in compact form: per list, the distinct property and the row of a bundle using it."""
+
+    __slots__ = ("atoms", "names", "rows", "texts", "types")
+
+    def __init__(self, types: list[str], texts: list[bytes], names: list[str], rows: Any, atoms: Any) -> None:
+        self.types = types
+        self.texts = texts
+        self.names = names
+        self.rows = rows
+        self.atoms = atoms
+
+    def __getitem__(self, p: int) -> tuple[str, bytes, str]:
+        d = self.atoms[p]
+        return self.types[d], self.texts[d], self.names[self.rows[p]]
+
+    def fill(self, g: CatalogGraph) -> Callable[[], None]:
+        """What sets ``g.pred_source`` (the text is the requirement's JSON as read: plain JSON's ``_json``)."""
+
+        def make() -> None:
+            types, texts, names = self.types, self.texts, self.names
+            g.pred_source = [(types[d], texts[d], names[row]) for row, d in zip(self.rows, self.atoms, strict=True)]
+            g._source_at = None
+
+        return make
+
+
+class _Requirements:
+    """A graph's ``pred_raw`` in compact form: the requirement properties in the order of first use, their lists."""
+
+    __slots__ = ("atom_list", "canonical", "number", "order", "texts", "types")
+
+    def __init__(
+        self, types: list[str], texts: list[bytes], canonical: bytearray, order: Any, atom_list: Any, number: Any
+    ) -> None:
+        self.types = types
+        self.texts = texts
+        self.canonical = canonical
+        self.order = order
+        self.atom_list = atom_list
+        self.number = number
+
+    def fill(self, g: CatalogGraph) -> Callable[[], None]:
+        """What sets ``g.pred_raw``: each requirement's first list, by its type and sorted JSON."""
+
+        def make() -> None:
+            types, texts, canonical = self.types, self.texts, self.canonical
+            number, atom_list = self.number, self.atom_list
+            sort_keys = orjson.OPT_SORT_KEYS
+            loads = orjson.loads
+            pred_raw: dict[tuple[str, bytes], int] = {}
+            for d in self.order:
+                # a canonical text is the sorted JSON; the others are decoded and written again
+                sorted_json = texts[d]
+                if not canonical[d]:
+                    written = _json(loads(sorted_json), sort_keys)
+                    if written != sorted_json:  # (else the text is kept, not a copy of it)
+                        sorted_json = written
+                pred_raw.setdefault((types[d], sorted_json), number[atom_list[d]])
+            g.pred_raw = pred_raw
+
+        return make
+
+
 class _GiveUp(Exception):
     """The columns hold something only the general compiler reproduces exactly."""
 
@@ -499,11 +564,14 @@ class _ColumnCompiler(_Compiler):
         #: whether the catalog's index gives column rows (``lookup_rows``)
         self._rows = hasattr(catalog, "lookup_rows")
         #: type -> its distinct properties
-        self.by_type: dict[str, list[int]] = {}
+        self.by_type: Mapping[str, Sequence[int]] = {}
         #: per list, the reading of its requirement (``None``: the predicates were built)
         self.readings: list[Any] | None = None
         #: what encoded the readings' programs (their sets' numbers)
         self.encoder: _Encoder | None = None
+        #: the chains' entries by class: ``items[item_start[c]:item_start[c + 1]]`` (ascending)
+        self.items = array("i")
+        self.item_start = array("i", [0])
         #: per distinct property: 1 when read from its text, which is its JSON with sorted keys (not decoded)
         self.canonical = bytearray()
 
@@ -531,6 +599,27 @@ class _ColumnCompiler(_Compiler):
         versions, images = list(cols.bundle_version), list(cols.bundle_image)
         return package_index, array("i", bundle_package), list(names), versions, images
 
+    def _file_entries(self) -> None:
+        # as flat arrays, sorted in C (not a list per class): ents_of is made only if the general way asks
+        g = self.g
+        chain = g.entry_class[: g.n_chain]
+        self.items = array("i", sorted(range(len(chain)), key=chain.__getitem__))
+        self.item_start = array("i", map(partial(bisect_left, sorted(chain)), range(len(g.class_name) + 1)))
+        self._ents_of: list[Any] | None = None
+
+    @property
+    def ents_of(self) -> list[Any]:
+        """Per class, its entries (ascending), from the flat arrays."""
+        found = self._ents_of
+        if found is None:
+            items, start = self.items, self.item_start
+            found = self._ents_of = [items[start[c] : start[c + 1]] for c in range(len(start) - 1)]
+        return found
+
+    @ents_of.setter
+    def ents_of(self, value: list[Any]) -> None:
+        self._ents_of = value
+
     def entries(self) -> None:
         super().entries()
         n = self.g.n_bundles
@@ -544,14 +633,14 @@ class _ColumnCompiler(_Compiler):
             view = self.views[cls] = _ColumnView(self, cls)
         return view
 
-    def _candidates(self, lookup: tuple[str, Hashable]) -> list[int]:
+    def _candidates(self, lookup: tuple[str, Hashable]) -> Sequence[int]:
         found = self._lookups.get(lookup)
         if found is None:
             rows = self.catalog.lookup_rows(*lookup) if self._rows else None
             if rows is None:
                 self._rows = False  # the index is not filed by rows: by names then
                 return super()._candidates(lookup)
-            found = self._lookups[lookup] = list(rows)  # bundles' rows are their classes
+            found = self._lookups[lookup] = rows  # bundles' rows are their classes (read, never changed)
         return found
 
     def value(self, d: int) -> Any:
@@ -575,7 +664,7 @@ class _ColumnCompiler(_Compiler):
 
     # -- classes --------------------------------------------------------------------
 
-    def _parse_all(self, ds: list[int], pt: Any) -> list[Any]:
+    def _parse_all(self, ds: Sequence[int], pt: Any) -> list[Any]:
         """Parse distinct properties ``ds`` of type ``pt`` (their decoded values kept)."""
         texts = self.columns.dist_json
         raws = [orjson.loads(texts[d]) for d in ds]
@@ -592,15 +681,15 @@ class _ColumnCompiler(_Compiler):
 
     @staticmethod
     def _keys(
-        ds: list[int], pt: Any, parsed: list[Any], group: int, keys: dict[str, int], atom_key: Any, atom_group: Any
+        ds: Sequence[int], pt: Any, parsed: list[Any], group: int, keys: dict[str, int], atom_key: Any, atom_group: Any
     ) -> None:
         """Number the uniqueness keys of distinct properties ``ds`` (their group ``group``)."""
         for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
             atom_key[d] = keys.setdefault(u.key, len(keys)) if u is not None else -1
             atom_group[d] = group
 
-    def _read_forms(self, required: list[tuple[list[int], Any]], decoded: list[Any]) -> list[Any] | None:
-        """Every requirement property's reading through its type's form, decoding them into ``decoded``.
+    def _read_forms(self, required: list[tuple[Any, Any]], decoded: list[Any]) -> list[Any] | None:
+        """Every requirement property's reading through its type's form (``decoded``: per distinct property).
 
         ``required``: each type's distinct properties and its kind. ``None`` when a type
         with a requirement has no form (or keys), or a value is not plain: the predicates
@@ -631,14 +720,12 @@ class _ColumnCompiler(_Compiler):
                     ds = rest
                     if type(form) is RangeForm:
                         raws = list(map(loads, map(texts.__getitem__, ds)))
-                        for d, raw, reading in zip(ds, raws, forms.read_ranges(form, raws), strict=True):
-                            decoded[d] = raw
+                        for d, reading in zip(ds, forms.read_ranges(form, raws), strict=True):
                             readings[d] = reading
                         continue
                 for d in ds:
                     text = texts[d]
-                    raw = decoded[d] = loads(text)
-                    readings[d] = read(form, raw, text)
+                    readings[d] = read(form, loads(text), text)  # (the value is not kept: decoded again if asked)
         except _NotPlain:
             self.encoder = None
             return None
@@ -665,11 +752,11 @@ class _ColumnCompiler(_Compiler):
         lists: dict[Any, int] = {}
         keys: dict[str, int] = {}
         groups: dict[str, int] = {}
-        by_type: dict[str, list[int]] = {}
+        by_type: dict[str, array[int]] = {}  # (ints in arrays: no int object per distinct property kept)
         for d, type_name in enumerate(cols.dist_type):
             found = by_type.get(type_name)
             if found is None:
-                by_type[type_name] = [d]
+                by_type[type_name] = array("i", [d])
             else:
                 found.append(d)
         self.values = values
@@ -680,7 +767,7 @@ class _ColumnCompiler(_Compiler):
         known = distinct({n: pt.parse for n, pt in registry.property_types.items()}) if distinct else {}
         # (the numbers of templates, keys, groups and lists are the types' order here: lay_out
         # numbers them again in the order bundles use them)
-        required: list[tuple[list[int], Any]] = []
+        required: list[tuple[Sequence[int], Any]] = []
         for type_name, ds in by_type.items():
             kind = kind_of(type_name)
             if kind is None:
@@ -704,21 +791,21 @@ class _ColumnCompiler(_Compiler):
                 self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
         readings = self._read_forms(required, decoded) if required else None
         if readings is not None:
-            for ds, _ in required:
-                for d in ds:
+            for rds, _ in required:
+                for d in rds:
                     values[d] = _UNREAD  # read through its form: parsed if a view asks
                     preds[d] = reading = readings[d]
                     atom_list[d] = lists.setdefault(reading[0], len(lists))
         else:
-            for ds, (pt, _, _, has_keys) in required:
-                type_name = cols.dist_type[ds[0]]
-                parsed = self._parse_all(ds, pt)
+            for rds, (pt, _, _, has_keys) in required:
+                type_name = cols.dist_type[rds[0]]
+                parsed = self._parse_all(rds, pt)
                 if has_keys:
-                    self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
+                    self._keys(rds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
                 requirement = pt.requirement
                 # one context for all: a builder that reads the bundle's name makes the fast path give up
                 context = Context(registry, "")
-                for d, value in zip(ds, parsed, strict=True):
+                for d, value in zip(rds, parsed, strict=True):
                     try:
                         predicate = requirement(value, context)
                     except ValueError:
@@ -766,17 +853,14 @@ class _ColumnCompiler(_Compiler):
         else:
             # no predicate objects: the graph makes them when asked (as a graph read from disk)
             self.readings = [preds[d] for d in list_atom]
-            types = cols.dist_type
-            g.pred_source = [(types[d], texts[d], names[row]) for row, d in zip(list_row, list_atom, strict=True)]
+            # the sources and requirements of the lists, made when first read (from the columns)
+            sources = g._source_at = _Sources(cols.dist_type, texts, names, list_row, list_atom)
+            g.defer(sources.fill(g), "pred_source")
             number = array("i", [0]) * len(list_order)
             for p, lst in enumerate(list_order):
                 number[lst] = p
-            pred_raw = g.pred_raw
-            sort_keys = orjson.OPT_SORT_KEYS
-            canonical = self.canonical
-            for d in atom_order:
-                sorted_json = texts[d] if canonical[d] else _json(decoded[d], sort_keys)  # the text is the sorted JSON
-                pred_raw.setdefault((types[d], sorted_json), number[atom_list[d]])
+            requirements = _Requirements(cols.dist_type, texts, self.canonical, atom_order, atom_list, number)
+            g.defer(requirements.fill(g), "pred_raw")
         template_text = list(templates)
         g.templates = [template_text[t] for t in template_order]
         key_text = list(keys)
@@ -885,8 +969,8 @@ class _ColumnCompiler(_Compiler):
             chosen.append(p)
         if chosen:
             cols = self.columns
-            items = array("i", chain.from_iterable(self.ents_of))
-            item_start = array("i", accumulate(map(len, self.ents_of), initial=0))
+            items = self.items
+            item_start = self.item_start
             found, starts = select(
                 prog_start,
                 prog,
@@ -915,6 +999,8 @@ class _ColumnCompiler(_Compiler):
         super().release()
         self.readings = None
         self.encoder = None
+        self.items = array("i")
+        self.item_start = array("i", [0])
         self.values = []
         self.props = []
         self.decoded = []

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import marshal
 from array import array
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -102,6 +102,10 @@ class CatalogGraph:
         self._tables: tuple[Any, ...] | None = None
         self._block: Block | None = None
         self._sections: dict[str, bytes] | None = None
+        #: what gives one list's ``pred_source`` while the whole is deferred
+        self._source_at: Any = None
+        #: attributes made on first use (:meth:`defer`): name -> what fills it in
+        self._later: dict[str, Callable[[], None]] = {}
         self.storable = True
 
     # -- sizes ----------------------------------------------------------------------
@@ -128,6 +132,16 @@ class CatalogGraph:
         cls = _ERRORS.get(type(exc).__name__)
         return cls(str(exc)) if cls is not None else exc
 
+    def defer(self, make: Callable[[], None], *names: str) -> None:
+        """Leave attributes ``names`` out until first read: ``make`` then sets them (all of them).
+
+        For what a resolution seldom reads and the compiler holds in compact form: the
+        graph's bytes (:meth:`dumps`) and answers are the same, made or not.
+        """
+        for name in names:
+            self.__dict__.pop(name, None)
+            self._later[name] = make
+
     # -- predicates -----------------------------------------------------------------
 
     def predicate(self, pred: int, registry: Registry) -> Any:
@@ -136,7 +150,10 @@ class CatalogGraph:
             self._preds += [None] * (self.n_preds - len(self._preds))
         found = self._preds[pred]
         if found is None:
-            type_name, raw, bundle = self.pred_source[pred]
+            sources = self.__dict__.get("pred_source")
+            if sources is None:
+                sources = self.__dict__.get("_source_at") or self.pred_source  # compact (deferred), or all
+            type_name, raw, bundle = sources[pred]
             pt = registry.property_types[type_name]
             requirement = pt.requirement
             assert requirement is not None
@@ -260,6 +277,7 @@ class CatalogGraph:
             g._tables = None
             g._block = None
             g.storable = True
+            g._later = {}
             g._sections = {"names": state["names"], "preds": state["preds"]}
             g.entry_class = _ints(core["entry_class"])
             g.channel_first = {(p, c): f for p, c, f in core["channel_first"]}
@@ -288,7 +306,15 @@ class CatalogGraph:
         return g
 
     def __getattr__(self, name: str) -> Any:
-        # only for graphs read by loads(): their sections are decoded on first use
+        # attributes left out until first use (defer), and the sections of graphs read by
+        # loads(), decoded on first use
+        later = self.__dict__.get("_later")
+        if later and name in later:
+            make = later[name]
+            for other in [n for n, m in later.items() if m is make]:
+                del later[other]
+            make()
+            return self.__dict__[name]
         sections = self.__dict__.get("_sections")
         section = _SECTION_OF.get(name)
         if section is None or sections is None or section not in sections:

@@ -56,6 +56,17 @@ def compare(catalog: Any, registry: Any) -> bool:
                 expected, predicate, registry, catalog
             )
     assert [type(e) for e in expected.errors] == [type(e) for e in fast.errors]
+    # what the graph holds compactly (made when first read) is the same, whichever is read first
+    late = compile_columns(catalog, columns, registry)
+    assert late is not None
+    deferred = {"off_chain", "pred_source", "pred_raw"} - set(vars(late))
+    assert "off_chain" in deferred
+    assert made == [late.predicate(p, registry) for p in range(late.n_preds)]
+    assert ("pred_source" in deferred) == ("pred_source" not in vars(late))  # one list's source needs not all
+    assert expected.off_chain == late.off_chain
+    assert expected.pred_raw == late.pred_raw
+    assert expected.pred_source == late.pred_source
+    assert expected.dumps() == late.dumps()
     return True
 
 
@@ -359,7 +370,7 @@ def test_built_in_predicates_are_selected_in_c(olmkit_pm, tmp_path, monkeypatch,
     )
 
     assert compare(catalog, olmkit_pm.registry)
-    assert [6] == programs  # of 8 lists: the two with a full CEL rule are asked
+    assert [6, 6] == programs  # of 8 lists: the two with a full CEL rule are asked (compare compiles twice)
 
 
 def test_a_broken_channel_gathers_the_general_way(olmkit_pm, tmp_path, monkeypatch):
@@ -385,6 +396,40 @@ def test_a_broken_channel_gathers_the_general_way(olmkit_pm, tmp_path, monkeypat
 
     assert compare(catalog, olmkit_pm.registry)
     assert [] == calls
+
+
+def test_sources_requirements_and_off_chain_entries_are_made_when_read(olmkit_pm, tmp_path):
+    """The compiled graph holds them compactly: made on first read, equal to the general compiler's."""
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v2.0.0 replaces a.v1.0.0 skips a.v0.9.0", "a.v1.0.0", "a.v0.9.0"]},
+                "bundles": {
+                    "a.v2.0.0": ["needs-gvk g/v1/B", "needs-package b >=1.0.0"],
+                    "a.v1.0.0": ["needs-package b >=1.0.0"],
+                    "a.v0.9.0": [],
+                },
+            },
+            "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": ["gvk g/v1/B"]}},
+        },
+        tmp_path,
+        olmkit_pm,
+    )
+    registry = olmkit_pm.registry
+    general = compile_general(catalog, registry)
+    fast = compile_columns(catalog, catalog.columns(), registry)
+    assert fast is not None
+    held = vars(fast)
+    assert not {"off_chain", "pred_source", "pred_raw"} & set(held)
+
+    assert [str(fast.predicate(p, registry)) for p in range(fast.n_preds)] == [str(p) for p in general._preds]
+    assert "pred_source" not in held  # one list's source is read from the compact form
+    assert fast.off_chain == general.off_chain == {("a", "stable", "a.v0.9.0"): 3}  # after the chains
+    assert "pred_raw" not in held
+    assert fast.pred_raw == general.pred_raw
+    assert len(fast.pred_raw) == 2
+    assert fast.pred_source == general.pred_source
+    assert fast.dumps() == general.dumps()
 
 
 def test_compile_graph_takes_the_columns_the_loader_filled(olmkit_pm, tmp_path, monkeypatch, implementation):
