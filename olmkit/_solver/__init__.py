@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from olmkit._solver._encode import current as implementation
     from olmkit._solver._encode import describe as describe_implementation
     from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
+    from olmkit._solver._group import group
     from olmkit._solver._problem import Problem
 
     # the constraint codes of Block templates and problem arrays
@@ -108,6 +109,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "describe_implementation": ("_encode", "describe"),
     "expand": ("_expand", "expand"),
     "get_backend": ("backends", "get_backend"),
+    "group": ("_group", "group"),
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
     "line_scanner": ("_scan", "scanner"),
@@ -173,6 +175,7 @@ __all__ = [
     "describe_implementation",
     "expand",
     "get_backend",
+    "group",
     "implementation",
     "lay_out",
     "line_scanner",

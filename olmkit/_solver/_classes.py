@@ -25,8 +25,6 @@ their first use.
 from __future__ import annotations
 
 from array import array
-from itertools import islice
-from operator import le
 
 __all__ = ["lay_out"]
 
@@ -49,6 +47,7 @@ def lay_out(
         list_atom, atom_order, key_order)``.
     """
     from olmkit._solver import _encode
+    from olmkit._solver._group import ascending, within
 
     n_atoms = len(atom_template)
     if not (len(atom_list) == len(atom_key) == len(atom_group) == n_atoms) or not row_start:
@@ -58,11 +57,11 @@ def lay_out(
         ("atom_list", atom_list, n_lists),
         ("atom_key", atom_key, n_keys),
     ):
-        if column and (max(column) >= bound or min(column) < (-2 if name == "atom_key" else -1)):
+        if not within(column, -2 if name == "atom_key" else -1, bound):
             raise ValueError(f"lay_out: {name} out of range")
-    if row_atoms and (min(row_atoms) < 0 or max(row_atoms) >= n_atoms):
+    if not within(row_atoms, 0, n_atoms):
         raise ValueError("lay_out: row_atoms out of range")
-    if row_start[0] != 0 or row_start[-1] != len(row_atoms) or not all(map(le, row_start, islice(row_start, 1, None))):
+    if row_start[0] != 0 or row_start[-1] != len(row_atoms) or not ascending(row_start):
         raise ValueError("lay_out: row_start is not a partition of row_atoms")
     impl = _encode.get()
     result: tuple[array[int], ...] = impl.lay_out(

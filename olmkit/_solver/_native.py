@@ -13,7 +13,7 @@ from typing import Any
 
 from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Searcher", "encode", "encode_counter", "expand", "lay_out", "select"]
+__all__ = ["Searcher", "ascending", "encode", "encode_counter", "expand", "group", "lay_out", "select", "within"]
 
 
 def _ptr(buf: array[int], ctype: str = "int *") -> Any:
@@ -368,3 +368,22 @@ def select(
     if rc:
         raise MemoryError("olmkit._solver: out of memory while selecting")
     return _take(out, out_len), out_start
+
+
+def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
+    """See :func:`olmkit._solver._group.group`."""
+    items = array("i", bytes(4 * len(keys)))
+    start = array("i", bytes(4 * (n_keys + 1)))
+    if lib.olm_group(len(keys), _ptr(keys), n_keys, _ptr(items), _ptr(start)):
+        raise ValueError("group: a key is out of range")
+    return items, start
+
+
+def ascending(a: array[int]) -> bool:
+    """See :func:`olmkit._solver._group.ascending`."""
+    return bool(lib.olm_ascending(len(a), _ptr(a)))
+
+
+def within(a: array[int], lo: int, hi: int) -> bool:
+    """See :func:`olmkit._solver._group.within`."""
+    return bool(lib.olm_within(len(a), _ptr(a), lo, hi))

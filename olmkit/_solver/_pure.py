@@ -27,6 +27,7 @@ from olmkit._solver._pure_encode import (
     encode_counter,
 )
 from olmkit._solver._pure_expand import expand
+from olmkit._solver._pure_group import ascending, group, within
 from olmkit._solver._pure_select import select
 
 __all__ = [
@@ -39,11 +40,14 @@ __all__ = [
     "OR",
     "PROHIBITED",
     "Searcher",
+    "ascending",
     "encode",
     "encode_counter",
     "expand",
+    "group",
     "lay_out",
     "select",
+    "within",
 ]
 
 UNKNOWN = 0

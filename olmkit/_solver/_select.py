@@ -26,8 +26,6 @@ A program is a tree of nodes in prefix form:
 from __future__ import annotations
 
 from array import array
-from itertools import islice
-from operator import le
 
 __all__ = ["select"]
 
@@ -54,6 +52,7 @@ def select(
         ValueError: a program, a candidate set or a table is malformed.
     """
     from olmkit._solver import _encode
+    from olmkit._solver._group import ascending, within
 
     n_atoms = len(atom_type)
     n_sets = len(set_start) - 1
@@ -62,11 +61,11 @@ def select(
         raise ValueError("select: inconsistent tables")
     if len(cand_start) != len(prog_start) or not prog_start or prog_start[0] != 0 or prog_start[-1] != len(prog):
         raise ValueError("select: inconsistent programs")
-    if cand_start[0] != 0 or cand_start[-1] != len(cand_sets) or (cand_sets and max(cand_sets) >= n_sets):
+    if cand_start[0] != 0 or cand_start[-1] != len(cand_sets) or not within(cand_sets, -(2**31), n_sets):
         raise ValueError("select: candidate sets out of range")
-    if set_start[0] != 0 or set_start[-1] != len(set_rows) or (set_rows and max(set_rows) >= rows_with_items):
+    if set_start[0] != 0 or set_start[-1] != len(set_rows) or not within(set_rows, -(2**31), rows_with_items):
         raise ValueError("select: sets out of range")
-    if row_atoms and (min(row_atoms) < 0 or max(row_atoms) >= n_atoms):
+    if not within(row_atoms, 0, n_atoms):
         raise ValueError("select: row atoms out of range")
     if row_start[-1] != len(row_atoms) or item_start[-1] != len(items):
         raise ValueError("select: inconsistent rows")
@@ -77,7 +76,7 @@ def select(
         ("row", row_start),
         ("item", item_start),
     ):
-        if not all(map(le, starts, islice(starts, 1, None))):
+        if not ascending(starts):
             raise ValueError(f"select: {name}_start is not ascending")
     result: tuple[array[int], array[int]] = _encode.get().select(
         prog_start,

@@ -164,7 +164,7 @@ class _Compiler:
         package_index, class_package, class_name, class_version, class_image = self._number_bundles()
         g.n_bundles = len(class_name)
         # a channel's entries are consecutive: sort the channels, not the entries
-        chans: list[tuple[bool, str, str, list[str]]] = []  # (not default, package, channel, its chain's names)
+        chans: list[tuple[bool, str, str, list[Any]]] = []  # (not default, package, channel, its chain's entries)
         for package, channels in catalog.channels.items():
             pkg = catalog.packages.get(package)
             default = pkg.default_channel if pkg is not None else None
@@ -174,7 +174,7 @@ class _Compiler:
                 except CatalogError as exc:
                     self.broken[(package, ch)] = g.add_error(exc)
                     continue
-                chans.append((ch != default, package, ch, [e.name for e in order]))
+                chans.append((ch != default, package, ch, order))
         chans.sort(key=lambda c: c[:3])
         channel_index: dict[str, int] = {}
         entry_class: list[int] = []
@@ -197,21 +197,21 @@ class _Compiler:
             number = channel_index.setdefault(ch, len(channel_index))
             g.channel_first[(package, ch)] = len(entry_class)
             get = names_of.get(package, {}).get
-            found = [get(name, -1) for name in order]
+            found = [get(e.name, -1) for e in order]
             if -1 in found:  # an entry naming no bundle: classes made for them in entry order
-                found = [class_of(package, name) for name in order]
+                found = [class_of(package, e.name) for e in order]
             entry_class += found
             entry_channel += [number] * len(order)
         # entries off the chain (skipped or not reached from the head) come last: only a
         # subscription's startingCSV can name them, no candidate list holds them
         # (a broken channel has no chain: upstream sorts only the starting entry, so it works)
         g.n_chain = len(entry_class)
-        broken: list[tuple[bool, str, str, list[str]]] = [(True, package, ch, []) for package, ch in self.broken]
+        broken: list[tuple[bool, str, str, list[Any]]] = [(True, package, ch, []) for package, ch in self.broken]
         for _, package, ch, order in [*chans, *broken]:
             entries = catalog.channels[package][ch].entries
             if len(order) == len(entries):
                 continue  # the chain holds every entry (it holds distinct names, at most all of them)
-            seen = set(order)  # (each channel once: an entry is known by its name within it)
+            seen = {e.name for e in order}  # (each channel once: an entry is known by its name within it)
             for e in entries:
                 if e.name not in seen:
                     seen.add(e.name)

@@ -26,7 +26,6 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from functools import partial
 from itertools import accumulate, chain, compress, islice
 from operator import gt
 from typing import Any, Final
@@ -142,8 +141,9 @@ class _Encoder:
     def __init__(self, compiler: _ColumnCompiler) -> None:
         self.c = compiler
         cols = compiler.columns
-        self.type_id: dict[str, int] = {}
-        self.atom_type = array("i", [self.type_id.setdefault(t, len(self.type_id)) for t in cols.dist_type])
+        #: the types' numbers (as the compiler numbered them) and each distinct property's
+        self.type_id: dict[str, int] = compiler.type_id
+        self.atom_type = compiler.atom_type
         n = len(cols.dist_type)
         self.atom_owner = array("i", [-1]) * n
         self.atom_rank = array("i", [-1]) * n
@@ -569,6 +569,9 @@ class _ColumnCompiler(_Compiler):
         self.readings: list[Any] | None = None
         #: what encoded the readings' programs (their sets' numbers)
         self.encoder: _Encoder | None = None
+        #: the types of the distinct properties, numbered in order of first appearance
+        self.type_id: dict[str, int] = {}
+        self.atom_type = array("i")
         #: the chains' entries by class: ``items[item_start[c]:item_start[c + 1]]`` (ascending)
         self.items = array("i")
         self.item_start = array("i", [0])
@@ -600,11 +603,11 @@ class _ColumnCompiler(_Compiler):
         return package_index, array("i", bundle_package), list(names), versions, images
 
     def _file_entries(self) -> None:
-        # as flat arrays, sorted in C (not a list per class): ents_of is made only if the general way asks
+        # as flat arrays, grouped in C (not a list per class): ents_of is made only if the general way asks
+        from olmkit._solver import group
+
         g = self.g
-        chain = g.entry_class[: g.n_chain]
-        self.items = array("i", sorted(range(len(chain)), key=chain.__getitem__))
-        self.item_start = array("i", map(partial(bisect_left, sorted(chain)), range(len(g.class_name) + 1)))
+        self.items, self.item_start = group(g.entry_class[: g.n_chain], len(g.class_name))
         self._ents_of: list[Any] | None = None
 
     @property
@@ -732,7 +735,7 @@ class _ColumnCompiler(_Compiler):
         return readings
 
     def classes(self) -> None:
-        from olmkit._solver import lay_out
+        from olmkit._solver import group, lay_out
 
         g = self.g
         g._preds = []
@@ -752,13 +755,12 @@ class _ColumnCompiler(_Compiler):
         lists: dict[Any, int] = {}
         keys: dict[str, int] = {}
         groups: dict[str, int] = {}
-        by_type: dict[str, array[int]] = {}  # (ints in arrays: no int object per distinct property kept)
-        for d, type_name in enumerate(cols.dist_type):
-            found = by_type.get(type_name)
-            if found is None:
-                by_type[type_name] = array("i", [d])
-            else:
-                found.append(d)
+        # the distinct properties by type (in order of first appearance), grouped in C
+        type_id: dict[str, int] = {}
+        self.atom_type = array("i", [type_id.setdefault(t, len(type_id)) for t in cols.dist_type])
+        self.type_id = type_id
+        ds_of, ds_start = group(self.atom_type, len(type_id))
+        by_type = {t: ds_of[ds_start[i] : ds_start[i + 1]] for t, i in type_id.items()}
         self.values = values
         self.decoded = decoded
         self.by_type = by_type
@@ -1001,6 +1003,8 @@ class _ColumnCompiler(_Compiler):
         self.encoder = None
         self.items = array("i")
         self.item_start = array("i", [0])
+        self.atom_type = array("i")
+        self.type_id = {}
         self.values = []
         self.props = []
         self.decoded = []

@@ -1,0 +1,44 @@
+"""Grouping indices by key (C, or its pure twin), and the checks of int tables the C parts read.
+
+:func:`group` is a stable counting sort: for ``keys`` (one int in ``0 .. n_keys-1`` per
+index), the indices grouped by key, each group ascending, and each key's start:
+``items[start[k]:start[k + 1]]`` are the indices whose key is ``k``. :func:`ascending` and
+:func:`within` are the checks the callers of the C parts make of their tables (in C when it
+is built: a pass over a table in Python costs 20-30 ns per item).
+
+.. versionadded:: 0.3
+"""
+
+from __future__ import annotations
+
+from array import array
+
+__all__ = ["ascending", "group", "within"]
+
+
+def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
+    """The indices of ``keys`` grouped by key, and each key's start (see the module docstring).
+
+    Raises:
+        ValueError: a key is not in ``0 .. n_keys-1``, or ``n_keys`` is negative.
+    """
+    from olmkit._solver import _encode
+
+    if n_keys < 0:
+        raise ValueError("group: n_keys is negative")
+    result: tuple[array[int], array[int]] = _encode.get().group(keys, n_keys)
+    return result
+
+
+def ascending(a: array[int]) -> bool:
+    """Whether ``a`` never decreases."""
+    from olmkit._solver import _encode
+
+    return bool(_encode.get().ascending(a))
+
+
+def within(a: array[int], lo: int, hi: int) -> bool:
+    """Whether every item of ``a`` is in ``lo .. hi-1`` (an empty ``a``: ``True``)."""
+    from olmkit._solver import _encode
+
+    return bool(_encode.get().within(a, lo, hi))
