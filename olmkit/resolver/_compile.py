@@ -193,6 +193,7 @@ class _Compiler:
                 bundles.append(None)
             return cls
 
+        chain_classes: list[list[int]] = []  # per channel of chans, its chain's classes
         for _, package, ch, order in chans:
             number = channel_index.setdefault(ch, len(channel_index))
             g.channel_first[(package, ch)] = len(entry_class)
@@ -200,6 +201,7 @@ class _Compiler:
             found = [get(e.name, -1) for e in order]
             if -1 in found:  # an entry naming no bundle: classes made for them in entry order
                 found = [class_of(package, e.name) for e in order]
+            chain_classes.append(found)
             entry_class += found
             entry_channel += [number] * len(order)
         # entries off the chain (skipped or not reached from the head) come last: only a
@@ -207,16 +209,27 @@ class _Compiler:
         # (a broken channel has no chain: upstream sorts only the starting entry, so it works)
         g.n_chain = len(entry_class)
         broken: list[tuple[bool, str, str, list[Any]]] = [(True, package, ch, []) for package, ch in self.broken]
-        for _, package, ch, order in [*chans, *broken]:
+        for (_, package, ch, order), found in zip(
+            [*chans, *broken], [*chain_classes, *[[]] * len(broken)], strict=True
+        ):
             entries = catalog.channels[package][ch].entries
             if len(order) == len(entries):
                 continue  # the chain holds every entry (it holds distinct names, at most all of them)
-            seen = {e.name for e in order}  # (each channel once: an entry is known by its name within it)
+            # each channel once, and within it a name is a class: an entry is known by its class
+            seen = set(found)
+            get = names_of.get(package, {}).get
+            number = -1
             for e in entries:
-                if e.name not in seen:
-                    seen.add(e.name)
-                    entry_class.append(class_of(package, e.name))
-                    entry_channel.append(channel_index.setdefault(ch, len(channel_index)))
+                cls = get(e.name)
+                if cls is None:
+                    cls = class_of(package, e.name)
+                    get = names_of[package].get
+                if cls not in seen:
+                    seen.add(cls)
+                    if number < 0:
+                        number = channel_index.setdefault(ch, len(channel_index))
+                    entry_class.append(cls)
+                    entry_channel.append(number)
         g.packages = list(package_index)
         g.channel_names = list(channel_index)
         g.class_package = array("i", class_package)
