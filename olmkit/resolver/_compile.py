@@ -216,20 +216,15 @@ class _Compiler:
             if len(order) == len(entries):
                 continue  # the chain holds every entry (it holds distinct names, at most all of them)
             # each channel once, and within it a name is a class: an entry is known by its class
-            seen = set(found)
             get = names_of.get(package, {}).get
-            number = -1
-            for e in entries:
-                cls = get(e.name)
-                if cls is None:
-                    cls = class_of(package, e.name)
-                    get = names_of[package].get
-                if cls not in seen:
-                    seen.add(cls)
-                    if number < 0:
-                        number = channel_index.setdefault(ch, len(channel_index))
-                    entry_class.append(cls)
-                    entry_channel.append(number)
+            classes = [get(e.name, -1) for e in entries]
+            if -1 in classes:  # an entry naming no bundle: classes made for them in entry order
+                classes = [class_of(package, e.name) for e in entries]
+            on_chain = set(found)
+            off = [cls for cls in dict.fromkeys(classes) if cls not in on_chain]
+            if off:
+                entry_class += off
+                entry_channel += [channel_index.setdefault(ch, len(channel_index))] * len(off)
         g.packages = list(package_index)
         g.channel_names = list(channel_index)
         g.class_package = array("i", class_package)
