@@ -1,0 +1,98 @@
+"""Two olmkit installs, interleaved, on the graph compile alone: CPU per phase and the memory it adds.
+
+Each round runs, with install A then install B, a fresh process that loads the workload's
+catalog (no cache) and compiles its graph once from the loader's columns (the cold
+``resolve`` path, the cyclic GC off as there): the compile's CPU (process time) split by the
+compiler's phases, the process's RSS before and after, and the SHA-256 of the stored graph
+bytes (which must be equal). Only runs interleaved in one sitting compare on a shared machine.
+
+Usage::
+
+    python benchmarks/compile_ab.py --a /tmp/ci21/main/.venv/bin/python --b .venv/bin/python \\
+        --workload /tmp/olmkit-compare/P2000-B20-S50-seed1 [--repeat 3]
+
+Run it from outside both trees (each interpreter imports its own olmkit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+
+PROBE = r"""
+import gc, hashlib, json, sys, time
+from pathlib import Path
+from olmkit.manager import get_plugin_manager
+from olmkit.catalog import load_catalog
+from olmkit.resolver import _compile_columns as cc
+
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+registry = get_plugin_manager(entrypoints=False).registry
+catalog = load_catalog(Path(sys.argv[1]) / "catalog", registry, cache=False)
+columns = catalog.columns(build=False)
+phases = {}
+for name in ("entries", "classes", "_read_forms", "lists", "release"):
+    def timed(f, name):
+        def run(*args, **kwargs):
+            t = time.process_time()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                phases[name] = phases.get(name, 0) + time.process_time() - t
+        return run
+    setattr(cc._ColumnCompiler, name, timed(getattr(cc._ColumnCompiler, name), name))
+gc.disable()
+before = rss()
+t = time.process_time()
+graph = cc.compile_columns(catalog, columns, registry)
+cpu = time.process_time() - t
+after = rss()
+print(json.dumps({"cpu": cpu, "phases": phases, "rss_added": after - before,
+                  "graph": hashlib.sha256(graph.dumps()).hexdigest()}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="the reference install's python")
+    ap.add_argument("--b", required=True, help="the measured install's python")
+    ap.add_argument("--workload", required=True, help="a gen_catalog output (its catalog/ is compiled)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    runs: dict[str, list[dict]] = {"A": [], "B": []}
+    print("load average at start:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    for _ in range(args.repeat):
+        for label, python in (("A", args.a), ("B", args.b)):
+            out = subprocess.run([python, "-c", PROBE, args.workload], capture_output=True, text=True, check=True)
+            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print("load average at end:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("| install | compile CPU (median, range) | entries | classes (of which _read_forms) | lists | RSS added |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label in ("A", "B"):
+        rs = runs[label]
+        cpu = [r["cpu"] for r in rs]
+
+        def med(name: str, rs: list[dict] = rs) -> float:
+            return statistics.median(r["phases"].get(name, 0.0) for r in rs)
+
+        print(
+            f"| {label} | {statistics.median(cpu):.3f} s ({min(cpu):.3f}-{max(cpu):.3f}) | {med('entries'):.3f} | "
+            f"{med('classes'):.3f} ({med('_read_forms'):.3f}) | {med('lists'):.3f} | "
+            f"{statistics.median(r['rss_added'] for r in rs)} MB |"
+        )
+    graphs = {r["graph"] for label in runs for r in runs[label]}
+    print("graph bytes:", "identical" if len(graphs) == 1 else f"DIFFER ({len(graphs)} digests)")
+    if len(graphs) != 1:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
