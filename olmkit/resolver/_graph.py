@@ -25,6 +25,7 @@ content digest, on disk (next to the catalog cache), so that a new process resol
 from __future__ import annotations
 
 import marshal
+import threading
 from array import array
 from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -43,6 +44,9 @@ __all__ = ["FORMAT", "CatalogGraph"]
 
 #: the version of the stored form (:meth:`CatalogGraph.dumps`)
 FORMAT: Final = 2
+
+#: held while a deferred attribute is made (:meth:`CatalogGraph.defer`)
+_MAKING: Final = threading.RLock()
 
 #: Error classes a graph may record (by name, so that graphs can be stored).
 _ERRORS: Final[Mapping[str, type[OlmkitError]]] = {"CatalogError": CatalogError, "ResolutionError": ResolutionError}
@@ -310,10 +314,12 @@ class CatalogGraph:
         # loads(), decoded on first use
         later = self.__dict__.get("_later")
         if later and name in later:
-            make = later[name]
-            for other in [n for n, m in later.items() if m is make]:
-                del later[other]
-            make()
+            with _MAKING:  # (graphs are shared between threads: made once)
+                make = later.get(name)
+                if make is not None:
+                    make()
+                    for other in [n for n, m in later.items() if m is make]:
+                        del later[other]
             return self.__dict__[name]
         sections = self.__dict__.get("_sections")
         section = _SECTION_OF.get(name)

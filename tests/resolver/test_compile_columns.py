@@ -548,3 +548,35 @@ def test_a_uniqueness_key_that_is_another_variables_identifier(olmkit_pm, olmkit
     resolution = resolve(case_request(case, tmp_path, olmkit_pm))
 
     assert ("error", f'duplicate identifier "{key}" in input') == (resolution.status, resolution.message)
+
+
+def test_a_deferred_attribute_is_made_once_for_every_thread():
+    """Graphs are shared between threads: the first read makes every attribute its maker sets, once."""
+    import threading
+    import time
+
+    g = CatalogGraph()
+    calls: list[int] = []
+
+    def make() -> None:
+        calls.append(1)
+        time.sleep(0.05)  # long enough for the other readers to arrive meanwhile
+        g.off_chain = {("a", "stable", "a.v1"): 3}
+        g.pred_raw = {("olm.gvk.required", b"{}"): 0}
+
+    g.defer(make, "off_chain", "pred_raw")
+    assert "off_chain" not in vars(g)
+    seen: list[Any] = []
+    threads = [threading.Thread(target=lambda: seen.append(g.off_chain)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert [1] == calls
+    assert 4 == len(seen)
+    assert all(s is seen[0] for s in seen)
+    assert {("olm.gvk.required", b"{}"): 0} == g.pred_raw  # made with it, not made again
+    assert [1] == calls
+    with pytest.raises(AttributeError):
+        _ = g.not_an_attribute
