@@ -134,7 +134,11 @@ class _Compiler:
     # -- entries --------------------------------------------------------------------
 
     def _number_bundles(self) -> tuple[dict[str, int], list[int], list[str], list[str | None], list[str | None]]:
-        """Number the catalog's bundles as classes, package by package: the packages' numbers and the class columns."""
+        """Number the catalog's bundles as classes, package by package: the packages' numbers and the class columns.
+
+        The name, version and image columns may be shared with the catalog (never changed:
+        :meth:`entries` copies them before adding a class).
+        """
         package_index: dict[str, int] = {}
         names_of = self.names_of
         bundles = self.bundles
@@ -180,11 +184,17 @@ class _Compiler:
         entry_class: list[int] = []
         entry_channel: list[int] = []
 
+        copied = False  # the class columns may be the catalog's (see _number_bundles): copied before growing
+
         def class_of(package: str, name: str) -> int:
+            nonlocal class_name, class_version, class_image, copied
             names = names_of.setdefault(package, {})
             cls = names.get(name)
             if cls is None:
                 # a channel entry without a bundle: a class whose only template is the error
+                if not copied:
+                    class_name, class_version, class_image = list(class_name), list(class_version), list(class_image)
+                    copied = True
                 cls = names[name] = len(class_name)
                 class_package.append(package_index.setdefault(package, len(package_index)))
                 class_name.append(name)

@@ -26,8 +26,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from itertools import accumulate, chain, compress, islice
-from operator import gt
+from itertools import accumulate, chain, compress
 from typing import Any, Final
 
 import orjson
@@ -604,6 +603,8 @@ class _ColumnCompiler(_Compiler):
     # -- entries --------------------------------------------------------------------
 
     def _number_bundles(self) -> tuple[dict[str, int], Any, list[str], list[str | None], list[str | None]]:
+        from olmkit._solver._group import ascending
+
         cols = self.columns
         packages = cols.packages
         names = cols.bundle_name
@@ -611,7 +612,8 @@ class _ColumnCompiler(_Compiler):
         names_of = self.names_of
         n = len(names)
         start = 0
-        if any(map(gt, bundle_package, islice(bundle_package, 1, None))):
+        class_package = array("i", bundle_package)
+        if not ascending(class_package):
             raise _GiveUp  # not package by package
         for p, package in enumerate(packages):
             end = bisect_right(bundle_package, p, start)
@@ -622,8 +624,8 @@ class _ColumnCompiler(_Compiler):
         # every bundle has an object here: classes made for entries without one append None
         self.bundles = [True] * n
         package_index = {package: p for p, package in enumerate(packages)}
-        versions, images = list(cols.bundle_version), list(cols.bundle_image)
-        return package_index, array("i", bundle_package), list(names), versions, images
+        # the columns' own lists (the graph shares them with the catalog; entries copies them to add a class)
+        return package_index, class_package, names, cols.bundle_version, cols.bundle_image
 
     def _file_entries(self) -> None:
         # as flat arrays, grouped in C (not a list per class): ents_of is made only if the general way asks
