@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import Any, Final
 
 import orjson
@@ -203,12 +204,11 @@ class _Compiler:
                 bundles.append(None)
             return cls
 
-        chain_classes: list[list[int]] = []  # per channel of chans, its chain's classes
+        chain_classes: list[list[Any]] = []  # per channel of chans, its chain's classes
         for _, package, ch, order in chans:
             number = channel_index.setdefault(ch, len(channel_index))
             g.channel_first[(package, ch)] = len(entry_class)
-            get = names_of.get(package, {}).get
-            found = [get(e.name, -1) for e in order]
+            found: list[Any] = list(map(names_of.get(package, {}).get, map(_name, order), repeat(-1)))
             if -1 in found:  # an entry naming no bundle: classes made for them in entry order
                 found = [class_of(package, e.name) for e in order]
             chain_classes.append(found)
@@ -226,8 +226,7 @@ class _Compiler:
             if len(order) == len(entries):
                 continue  # the chain holds every entry (it holds distinct names, at most all of them)
             # each channel once, and within it a name is a class: an entry is known by its class
-            get = names_of.get(package, {}).get
-            classes = [get(e.name, -1) for e in entries]
+            classes: list[Any] = list(map(names_of.get(package, {}).get, map(_name, entries), repeat(-1)))
             if -1 in classes:  # an entry naming no bundle: classes made for them in entry order
                 classes = [class_of(package, e.name) for e in entries]
             on_chain = set(found)
@@ -770,6 +769,9 @@ class _Compiler:
             found = self._lookups[lookup] = [names_of[p][n] for p, n in self.catalog.lookup_names(*lookup)]
         return found
 
+
+#: a channel entry's name
+_name: Final = attrgetter("name")
 
 #: orjson options for requirement values compared exactly (datetimes are not their text)
 _EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
