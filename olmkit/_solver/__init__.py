@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from olmkit._solver._encode import current as implementation
     from olmkit._solver._encode import describe as describe_implementation
     from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
-    from olmkit._solver._group import group
+    from olmkit._solver._group import ascending, group
     from olmkit._solver._problem import Problem
 
     # the constraint codes of Block templates and problem arrays
@@ -110,6 +110,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "expand": ("_expand", "expand"),
     "get_backend": ("backends", "get_backend"),
     "group": ("_group", "group"),
+    "ascending": ("_group", "ascending"),
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
     "line_scanner": ("_scan", "scanner"),
@@ -171,6 +172,7 @@ __all__ = [
     "SolverError",
     "SolverReporter",
     "Variable",
+    "ascending",
     "backend_names",
     "describe_implementation",
     "expand",

@@ -603,7 +603,7 @@ class _ColumnCompiler(_Compiler):
     # -- entries --------------------------------------------------------------------
 
     def _number_bundles(self) -> tuple[dict[str, int], Any, list[str], list[str | None], list[str | None]]:
-        from olmkit._solver._group import ascending
+        from olmkit._solver import ascending
 
         cols = self.columns
         packages = cols.packages
