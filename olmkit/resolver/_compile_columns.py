@@ -731,6 +731,8 @@ class _ColumnCompiler(_Compiler):
         forms = _Forms(self.registry, encoder)
         texts = self.columns.dist_json
         loads = orjson.loads
+        dumps = orjson.dumps
+        sort_keys = orjson.OPT_SORT_KEYS
         read = forms.read
         canonical = self.canonical = bytearray(len(decoded))
         try:
@@ -753,7 +755,10 @@ class _ColumnCompiler(_Compiler):
                         continue
                 for d in ds:
                     text = texts[d]
-                    readings[d] = read(form, loads(text), text)  # (the value is not kept: decoded again if asked)
+                    value = loads(text)
+                    readings[d] = read(form, value, text)  # (the value is not kept: decoded again if asked)
+                    if dumps(value, option=sort_keys) == text:
+                        canonical[d] = 1  # its text is its sorted JSON (pred_raw's key): not decoded again for it
         except _NotPlain:
             self.encoder = None
             return None

@@ -616,3 +616,37 @@ def test_the_graph_shares_the_columns_when_every_entry_has_a_bundle(olmkit_pm):
 
     assert fast.class_name is columns.bundle_name
     assert fast.class_image is columns.bundle_image
+
+
+def test_constraints_spelled_with_unsorted_keys_find_their_lists(olmkit_pm, tmp_path):
+    """A requirement's key in pred_raw is its sorted JSON, whether its text was sorted (kept) or not (written again)."""
+    in_range = {"package": {"packageName": "b", "versionRange": ">=1.0.0"}}
+    unsorted = {"failureMessage": "m", "all": {"constraints": [in_range]}}
+    is_sorted = {"any": {"constraints": [in_range]}, "failureMessage": "n"}
+    catalog = one_catalog(
+        {
+            "a": {
+                "channels": {"stable": ["a.v1.0.0"]},
+                "bundles": {
+                    "a.v1.0.0": [
+                        {"type": "olm.constraint", "value": unsorted},
+                        {"type": "olm.constraint", "value": is_sorted},
+                    ]
+                },
+            },
+            "b": {"channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": []}},
+        },
+        tmp_path,
+        olmkit_pm,
+    )
+    registry = olmkit_pm.registry
+    child = b'{"constraints":[{"package":{"packageName":"b","versionRange":">=1.0.0"}}]}'
+    assert b'{"failureMessage":"m","all":' + child + b"}" in catalog.columns().dist_json  # read as written
+
+    assert compare(catalog, registry)
+    fast = compile_columns(catalog, catalog.columns(), registry)
+    assert fast is not None
+    assert {
+        ("olm.constraint", b'{"all":' + child + b',"failureMessage":"m"}'),
+        ("olm.constraint", b'{"any":' + child + b',"failureMessage":"n"}'),
+    } == set(fast.pred_raw)
