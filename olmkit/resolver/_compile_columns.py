@@ -284,6 +284,8 @@ class _Forms:
         self.evaluators = {key: e.form for key, e in registry.constraint_evaluators.items()}
         self.encoder = encoder
         self._patterns: dict[str, Any] = {}
+        #: per range form (by id, with the form): its reader (see :meth:`_ranged`)
+        self._ranged_of: dict[int, tuple[RangeForm, Callable[[str, str], _Reading]]] = {}
         #: the readings of compounds' children, by content (see :meth:`_child`)
         self._children: dict[Any, _Reading] = {}
 
@@ -374,7 +376,10 @@ class _Forms:
         return out
 
     def _ranged(self, form: RangeForm) -> Callable[[str, str], _Reading]:
-        """The reading of a package name and a range text (both non-empty) of ``form``."""
+        """The reading of a package name and a range text (both non-empty) of ``form`` (made once per form)."""
+        found = self._ranged_of.get(id(form))
+        if found is not None and found[0] is form:
+            return found[1]
         encoder = self.encoder
         identity_type = form.identity_type
         owners = encoder.identity(identity_type)[0]
@@ -382,16 +387,22 @@ class _Forms:
         range_of_text = encoder.range_of_text
         set_of = encoder.set_of
         tag = form.tag
+        #: per package name: its lookup, owner number and candidate set (many ranges name one package)
+        per_name: dict[str, tuple[tuple[str, str], int, int]] = {}
 
         def ranged(name: str, text: str) -> _Reading:
             try:
                 ranks = range_of_text(identity_type, text)
             except ValueError:
                 raise _NotPlain from None
-            lookup = (identity_type, name)
-            program = (1, type_id, owners.get(name, -1), *ranks)
-            return (tag, name, text), lookup, None, program, set_of(lookup), None
+            known = per_name.get(name)
+            if known is None:
+                lookup = (identity_type, name)
+                known = per_name[name] = (lookup, owners.get(name, -1), set_of(lookup))
+            lookup, owner, s = known
+            return (tag, name, text), lookup, None, (1, type_id, owner, *ranks), s, None
 
+        self._ranged_of[id(form)] = (form, ranged)
         return ranged
 
     def _child(self, item: Any, ignore: tuple[str, ...]) -> _Reading:
