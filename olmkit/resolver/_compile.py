@@ -242,7 +242,7 @@ class _Compiler:
         g.class_image = class_image
         g.entry_class = array("i", entry_class)
         g.entry_channel = array("i", entry_channel)
-        g.defer(lambda: _off_chain(g), "off_chain")
+        g.defer(_off_chain, "off_chain")
         self._file_entries()
         self.class_err = _class_errors(self.broken, catalog, names_of)
         self.views = [None] * len(class_name)

@@ -531,15 +531,11 @@ class _Sources:
         d = self.atoms[p]
         return self.types[d], self.texts[d], self.names[self.rows[p]]
 
-    def fill(self, g: CatalogGraph) -> Callable[[], None]:
-        """What sets ``g.pred_source`` (the text is the requirement's JSON as read: plain JSON's ``_json``)."""
-
-        def make() -> None:
-            types, texts, names = self.types, self.texts, self.names
-            g.pred_source = [(types[d], texts[d], names[row]) for row, d in zip(self.rows, self.atoms, strict=True)]
-            g._source_at = None
-
-        return make
+    def make(self, g: CatalogGraph) -> None:
+        """Set ``g.pred_source`` (the text is the requirement's JSON as read: plain JSON's ``_json``)."""
+        types, texts, names = self.types, self.texts, self.names
+        g.pred_source = [(types[d], texts[d], names[row]) for row, d in zip(self.rows, self.atoms, strict=True)]
+        g._source_at = None
 
 
 class _Requirements:
@@ -557,26 +553,22 @@ class _Requirements:
         self.atom_list = atom_list
         self.number = number
 
-    def fill(self, g: CatalogGraph) -> Callable[[], None]:
-        """What sets ``g.pred_raw``: each requirement's first list, by its type and sorted JSON."""
-
-        def make() -> None:
-            types, texts, canonical = self.types, self.texts, self.canonical
-            number, atom_list = self.number, self.atom_list
-            sort_keys = orjson.OPT_SORT_KEYS
-            loads = orjson.loads
-            pred_raw: dict[tuple[str, bytes], int] = {}
-            for d in self.order:
-                # a canonical text is the sorted JSON; the others are decoded and written again
-                sorted_json = texts[d]
-                if not canonical[d]:
-                    written = _json(loads(sorted_json), sort_keys)
-                    if written != sorted_json:  # (else the text is kept, not a copy of it)
-                        sorted_json = written
-                pred_raw.setdefault((types[d], sorted_json), number[atom_list[d]])
-            g.pred_raw = pred_raw
-
-        return make
+    def make(self, g: CatalogGraph) -> None:
+        """Set ``g.pred_raw``: each requirement's first list, by its type and sorted JSON."""
+        types, texts, canonical = self.types, self.texts, self.canonical
+        number, atom_list = self.number, self.atom_list
+        sort_keys = orjson.OPT_SORT_KEYS
+        loads = orjson.loads
+        pred_raw: dict[tuple[str, bytes], int] = {}
+        for d in self.order:
+            # a canonical text is the sorted JSON; the others are decoded and written again
+            sorted_json = texts[d]
+            if not canonical[d]:
+                written = _json(loads(sorted_json), sort_keys)
+                if written != sorted_json:  # (else the text is kept, not a copy of it)
+                    sorted_json = written
+            pred_raw.setdefault((types[d], sorted_json), number[atom_list[d]])
+        g.pred_raw = pred_raw
 
 
 class _GiveUp(Exception):
@@ -898,12 +890,12 @@ class _ColumnCompiler(_Compiler):
             self.readings = [preds[d] for d in list_atom]
             # the sources and requirements of the lists, made when first read (from the columns)
             sources = g._source_at = _Sources(cols.dist_type, texts, names, list_row, list_atom)
-            g.defer(sources.fill(g), "pred_source")
+            g.defer(sources.make, "pred_source")
             number = array("i", [0]) * len(list_order)
             for p, lst in enumerate(list_order):
                 number[lst] = p
             requirements = _Requirements(cols.dist_type, texts, self.canonical, atom_order, atom_list, number)
-            g.defer(requirements.fill(g), "pred_raw")
+            g.defer(requirements.make, "pred_raw")
         template_text = list(templates)
         g.templates = [template_text[t] for t in template_order]
         key_text = list(keys)

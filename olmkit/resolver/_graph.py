@@ -109,7 +109,7 @@ class CatalogGraph:
         #: what gives one list's ``pred_source`` while the whole is deferred
         self._source_at: Any = None
         #: attributes made on first use (:meth:`defer`): name -> what fills it in
-        self._later: dict[str, Callable[[], None]] = {}
+        self._later: dict[str, Callable[[CatalogGraph], None]] = {}
         self.storable = True
 
     # -- sizes ----------------------------------------------------------------------
@@ -136,11 +136,12 @@ class CatalogGraph:
         cls = _ERRORS.get(type(exc).__name__)
         return cls(str(exc)) if cls is not None else exc
 
-    def defer(self, make: Callable[[], None], *names: str) -> None:
-        """Leave attributes ``names`` out until first read: ``make`` then sets them (all of them).
+    def defer(self, make: Callable[[CatalogGraph], None], *names: str) -> None:
+        """Leave attributes ``names`` out until first read: ``make(graph)`` then sets them (all of them).
 
         For what a resolution seldom reads and the compiler holds in compact form: the
-        graph's bytes (:meth:`dumps`) and answers are the same, made or not.
+        graph's bytes (:meth:`dumps`) and answers are the same, made or not. ``make`` is
+        handed the graph (it need not hold it: no cycle for the cyclic GC to find).
         """
         for name in names:
             self.__dict__.pop(name, None)
@@ -317,7 +318,7 @@ class CatalogGraph:
             with _MAKING:  # (graphs are shared between threads: made once)
                 make = later.get(name)
                 if make is not None:
-                    make()
+                    make(self)
                     for other in [n for n, m in later.items() if m is make]:
                         del later[other]
             return self.__dict__[name]
