@@ -10,8 +10,9 @@ says it for people.
 
 One exception to "nothing of OLM": the C extension built here also carries ``scan.c``
 (:mod:`olmkit._solver._scan`), the catalog loader's scanner of file-based-catalog lines,
-which knows the shape of a bundle blob. It lives here because olmkit builds one C
-extension; :mod:`olmkit.catalog` is its only user.
+which knows the shape of a bundle blob, and ``channels.c`` (:mod:`olmkit._solver._channels`),
+its reader of plain channel lines. They live here because olmkit builds one C extension;
+:mod:`olmkit.catalog` is their only user.
 
 .. versionadded:: 0.1
 """
@@ -22,6 +23,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from olmkit._solver._channels import ChannelLines
+    from olmkit._solver._channels import reader as channel_reader
     from olmkit._solver._classes import lay_out
     from olmkit._solver._encode import IMPLEMENTATION
     from olmkit._solver._encode import current as implementation
@@ -114,6 +117,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
     "line_scanner": ("_scan", "scanner"),
+    "channel_reader": ("_channels", "reader"),
+    "ChannelLines": ("_channels", "ChannelLines"),
     "select": ("_select", "select"),
     "register_backend": ("backends", "register_backend"),
     "rows_index": ("_scan", "rows_index"),
@@ -152,6 +157,7 @@ __all__ = [
     "Backend",
     "BackendFactory",
     "Block",
+    "ChannelLines",
     "Conflict",
     "Constraint",
     "CryptoMiniSatBackend",
@@ -174,6 +180,7 @@ __all__ = [
     "Variable",
     "ascending",
     "backend_names",
+    "channel_reader",
     "describe_implementation",
     "expand",
     "get_backend",

@@ -21,7 +21,7 @@ SOURCE_DIR = "olmkit/_solver"
 
 
 #: the C sources, each with its header of declarations
-SOURCES = ("encode", "classes", "scan", "group")
+SOURCES = ("encode", "classes", "scan", "group", "channels")
 
 
 def cdef(source_dir: str = SOURCE_DIR) -> str:

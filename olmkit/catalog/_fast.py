@@ -219,7 +219,6 @@ class ColumnBuilder:
         file = len(self.files)
         self.files.append(path)
         kinds, starts, ends = scan.line_kind, scan.line_start, scan.line_end
-        loads = orjson.loads
         line, n = 0, len(kinds)
         while line < n:
             if kinds[line] < 0:  # a run of lines the scan left: decoded here
@@ -227,7 +226,7 @@ class ColumnBuilder:
                 while line < n and kinds[line] < 0:
                     line += 1
                 try:
-                    values = [(i + 1, loads(data[starts[i] : ends[i]])) for i in range(first, line)]
+                    values = self.rest.decode_lines(path, data, starts, ends, first, line)
                 except orjson.JSONDecodeError:  # a number orjson does not read (1e400): as a whole file
                     raise Bail from None
                 self._add_values(path, file, values)

@@ -23,14 +23,17 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+from array import array
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from olmkit import __version__
+from olmkit._solver import channel_reader
 from olmkit.catalog import _files, _fork
 from olmkit.catalog._cache import read_cache, write_cache
 from olmkit.catalog._catalog import Catalog, Deprecation
@@ -38,7 +41,8 @@ from olmkit.catalog._fast import Bail, ColumnBuilder
 from olmkit.catalog._writes import wait_for_writers, write_later
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
-from olmkit.model import Blob, Bundle, Channel, Origin, Package, Property
+from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
+from olmkit.model import _entry as new_entry
 from olmkit.model import _origin as new_origin
 from olmkit.registry import Registry
 from olmkit.serde import (
@@ -75,6 +79,8 @@ BACKGROUND_MIN_BUNDLES: Final = 5000
 #: Read JSON catalogs into columns, bundles built on demand (``_fast``); tests turn it off
 #: to compare with the object loader.
 FAST = True
+#: a blob kept as its text (see :meth:`_Builder.decode_lines`)
+_TEXT: Final = object()
 
 
 @attrs.frozen
@@ -133,8 +139,100 @@ class _Builder:
         self.bundles: dict[str, dict[str, Bundle]] = {}
         self.others: list[Blob] = []
         self.deprecations: dict[str, Deprecation] = {}
+        #: the C reader of plain channel lines (made on first use; None: there is none)
+        self._lines: Any = False
+        #: the distinct entries of the channels it read, by its numbers; the first
+        #: ``_synced`` of them are in the object reader's table of entries too
+        self._entries: list[ChannelEntry] = []
+        self._synced = 0
+        #: the blobs of lines the scan left kept for :meth:`flush`: (path, line, blob or _TEXT),
+        #: and the texts of the _TEXT ones (for the C reader)
+        self._kept: list[tuple[str, int, Any]] = []
+        self._texts: list[bytes] = []
 
     # -- input ----------------------------------------------------------------------
+
+    def decode_lines(
+        self, path: str, data: bytes, starts: array[int], ends: array[int], first: int, last: int
+    ) -> list[tuple[int, Any]]:
+        """Lines ``first .. last - 1`` of a JSON file (line ``i`` is ``data[starts[i]:ends[i]]``) as
+        ``(line number, blob)`` for :meth:`add`.
+
+        With the C reader of channel lines, only the bundle blobs come back: the others are
+        kept, in order, for :meth:`flush` (which reads the channel lines of every file at
+        once); they are none of the bundles' business.
+
+        Raises:
+            orjson.JSONDecodeError: a line is not JSON orjson reads.
+        """
+        loads = orjson.loads
+        reader = self._lines
+        if reader is False:
+            reader = self._lines = channel_reader()
+        if reader is None:
+            return [(i + 1, loads(data[starts[i] : ends[i]])) for i in range(first, last)]
+        values = []
+        kept, texts = self._kept.append, self._texts.append
+        for i in range(first, last):
+            text = data[starts[i] : ends[i]]
+            # a channel blob the reader may take: no escape (it takes none) and surely no
+            # bundle blob (whose schema, unescaped, is this text), whose place is in the columns
+            if b'"olm.channel"' in text and b"\\" not in text and b'"olm.bundle"' not in text:
+                texts(text)
+                kept((path, i + 1, _TEXT))
+                continue
+            raw = loads(text)
+            if type(raw) is dict and raw.get("schema") == SCHEMA_BUNDLE:
+                values.append((i + 1, raw))
+            else:
+                kept((path, i + 1, raw))
+        return values
+
+    def finish(self) -> None:
+        """Add the blobs kept (see :meth:`flush`) and let the C reader go: every file is read."""
+        self.flush()
+        self._lines = None
+        self._entries = []
+
+    def flush(self) -> None:
+        """Add the blobs :meth:`decode_lines` kept, in order; the channel lines as the C reader
+        read them (what :meth:`add` makes of their decoded blob), the lines it left decoded.
+
+        Raises:
+            Bail: a line is not JSON orjson reads.
+        """
+        if not self._kept:
+            return
+        kept, lines = self._kept, self._texts
+        self._kept, self._texts = [], []
+        got = self._lines.read(b"\n".join(lines)) if lines else None
+        if got is not None and got.names:
+            made: Iterator[ChannelEntry] = map(new_entry, got.names, got.replaces, got.skips, got.ranges)
+            interned = self.reader.entries
+            if interned:  # the object reader made entries too: equal ones are shared
+                get = interned.get
+                made = (get((e.name, e.replaces, e.skips, e.skip_range)) or e for e in made)
+            self._entries += made
+        counts, texts, ids = (got.counts, got.texts, got.ids) if got is not None else ((), (), ())
+        add, add_channel, entry = self.add, self._add_channel, self._entries.__getitem__
+        at = t = n = 0
+        for path, line, raw in kept:
+            if raw is not _TEXT:
+                add(raw, path, line)
+                continue
+            k = counts[n]
+            if k < 0:
+                try:
+                    raw = orjson.loads(lines[n])
+                except orjson.JSONDecodeError:
+                    raise Bail from None
+                add(raw, path, line)
+            else:
+                chosen = tuple(map(entry, ids[at : at + k]))
+                add_channel(Channel(texts[t], texts[t + 1], chosen, new_origin(path, line), None), None)
+                at += k
+                t += 2
+            n += 1
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one file (a JSON or YAML stream).
@@ -156,6 +254,8 @@ class _Builder:
 
     def add(self, raw: Any, path: str, line: int) -> None:
         """Add one decoded blob."""
+        if self._kept:  # the blobs kept before it first
+            self.flush()
         origin = new_origin(path, line)
         schema = raw.get("schema") if type(raw) is dict else None
         try:
@@ -177,19 +277,9 @@ class _Builder:
                     if not lst or lst[-1] is not bundle:
                         lst.append(bundle)
             elif schema == SCHEMA_CHANNEL:
-                channel = self.reader.channel(raw, origin)
-                chans = self.channels.get(channel.package)
-                if chans is None:
-                    chans = self.channels[channel.package] = {}
-                elif channel.name in chans:
-                    self.blob_problem(
-                        f"duplicate channel {channel.name!r} (first defined at {chans[channel.name].origin})",
-                        raw,
-                        origin,
-                        "name",
-                    )
-                    return
-                chans[channel.name] = channel
+                if self._synced < len(self._entries):
+                    self._sync_entries()
+                self._add_channel(self.reader.channel(raw, origin), raw)
             elif schema == SCHEMA_PACKAGE:
                 package = self.reader.package(raw, origin)
                 if package.name in self.packages:
@@ -214,6 +304,30 @@ class _Builder:
                 self.others.append(Blob(schema, raw, origin))
         except WireError as exc:
             self.blob_problem(exc.message, raw, origin, exc.field)
+
+    def _add_channel(self, channel: Channel, raw: dict[str, Any] | None) -> None:
+        chans = self.channels.get(channel.package)
+        if chans is None:
+            chans = self.channels[channel.package] = {}
+        elif channel.name in chans:
+            if raw is None:  # read by C: what the problem tells of the blob
+                raw = {"schema": SCHEMA_CHANNEL, "package": channel.package, "name": channel.name}
+            assert channel.origin is not None
+            self.blob_problem(
+                f"duplicate channel {channel.name!r} (first defined at {chans[channel.name].origin})",
+                raw,
+                channel.origin,
+                "name",
+            )
+            return
+        chans[channel.name] = channel
+
+    def _sync_entries(self) -> None:
+        """File the entries the C reader made in the object reader's table (equal ones are shared)."""
+        setdefault = self.reader.entries.setdefault
+        for e in self._entries[self._synced :]:
+            setdefault((e.name, e.replaces, e.skips, e.skip_range), e)
+        self._synced = len(self._entries)
 
     # -- problems ---------------------------------------------------------------------
 
@@ -377,6 +491,7 @@ def _load(
                         digests.record(rel, signature, file_digest)
                     add_file(p, data)
                     del data
+                builder.finish()
             except Bail:
                 fast = False  # something unusual: the whole catalog the usual way, for exact problems
                 continue

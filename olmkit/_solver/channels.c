@@ -1,0 +1,490 @@
+/* A reader of plain olm.channel lines of file-based catalogs (see _channels.py).
+ *
+ * A line is taken when it is exactly one JSON object of the keys schema ("olm.channel"),
+ * package and name (non-empty strings) and entries (null or a list of entry objects of the
+ * keys name (a non-empty string), replaces and skipRange (a string or null) and skips (null
+ * or a list of strings)), each key once, whose strings are printable ASCII without escapes
+ * and not of one character.
+ * Anything else is left to the caller, which decodes the line and reads it the general way
+ * (with the exact errors). Entries equal in value (an empty replaces or skipRange is none,
+ * as are null and an empty skips) get one number: the caller builds one object for each.
+ */
+#include "channels.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *p;
+    int n;
+} span;
+
+typedef struct {
+    span name, replaces, skip_range;
+    int skip_first, skip_count;
+} entry_t;
+
+typedef struct {
+    /* the distinct entries' keys */
+    char *karena;
+    size_t karena_len, karena_cap;
+    size_t *k_off;
+    int *k_len;
+    uint64_t *k_hash;
+    size_t k_cap;
+    int *slots; /* entry number + 1, 0 for a free slot */
+    size_t n_slots;
+    /* one line's entries and skips */
+    entry_t *ents;
+    size_t ents_cap;
+    span *skips;
+    size_t skips_cap;
+    char *key;
+    size_t key_cap;
+    /* capacities of the outputs */
+    size_t nent_cap, ids_cap, text_cap, names_cap, replaces_cap, ranges_cap, skips_text_cap, skipped_cap, enskips_cap;
+} priv_t;
+
+static int grow(void **v, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return 0;
+    size_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *p = realloc(*v, cap2 * size);
+    if (!p)
+        return 1;
+    *v = p;
+    *cap = cap2;
+    return 0;
+}
+
+olm_chan *olm_chan_new(void) {
+    olm_chan *c = calloc(1, sizeof(olm_chan));
+    if (!c)
+        return NULL;
+    c->priv = calloc(1, sizeof(priv_t));
+    if (!c->priv) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void olm_chan_free(olm_chan *c) {
+    if (!c)
+        return;
+    priv_t *pv = c->priv;
+    if (pv) {
+        free(pv->karena);
+        free(pv->k_off);
+        free(pv->k_len);
+        free(pv->k_hash);
+        free(pv->slots);
+        free(pv->ents);
+        free(pv->skips);
+        free(pv->key);
+        free(pv);
+    }
+    free(c->line_nent);
+    free(c->ids);
+    free(c->text);
+    free(c->e_names);
+    free(c->e_replaces);
+    free(c->e_ranges);
+    free(c->e_skips);
+    free(c->e_nskips);
+    free(c->e_skipped);
+    free(c);
+}
+
+/* ------------------------------------------------------------------ parsing one line */
+
+static const char *ws(const char *p, const char *e) {
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
+    return p;
+}
+
+/* a string at p (its opening quote); NULL when not one this reader takes: one of a single
+ * character too, which Python makes a shared object and a decoder a new one each time (the
+ * cache file, written by marshal, would show the difference) */
+static const char *str(const char *p, const char *e, span *out) {
+    if (p >= e || *p != '"')
+        return NULL;
+    const char *s = ++p;
+    while (p < e) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            if (p - s == 1)
+                return NULL;
+            out->p = s;
+            out->n = (int)(p - s);
+            return p + 1;
+        }
+        if (ch == '\\' || ch < 0x20 || ch >= 0x7f)
+            return NULL;
+        p++;
+    }
+    return NULL;
+}
+
+static int is(span k, const char *lit, int n) { return k.n == n && memcmp(k.p, lit, (size_t)n) == 0; }
+
+static const char *null_at(const char *p, const char *e) {
+    return (e - p >= 4 && memcmp(p, "null", 4) == 0) ? p + 4 : NULL;
+}
+
+/* a string or null (n = 0 then, as for an empty string: none) */
+static const char *opt_str(const char *p, const char *e, span *out) {
+    if (p < e && *p == 'n') {
+        out->p = p;
+        out->n = 0;
+        return null_at(p, e);
+    }
+    return str(p, e, out);
+}
+
+/* one entry object; 1 taken, 0 not, -1 out of memory */
+static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_t *n_skips) {
+    const char *p = *pp;
+    int seen = 0;
+    out->name.n = -1;
+    out->replaces.p = out->skip_range.p = "";
+    out->replaces.n = 0;
+    out->skip_range.n = 0;
+    out->skip_first = (int)*n_skips;
+    out->skip_count = 0;
+    if (p >= e || *p != '{')
+        return 0;
+    p = ws(p + 1, e);
+    if (p < e && *p == '}')
+        return 0; /* no name */
+    for (;;) {
+        span k;
+        int bit;
+        p = str(p, e, &k);
+        if (!p)
+            return 0;
+        p = ws(p, e);
+        if (p >= e || *p != ':')
+            return 0;
+        p = ws(p + 1, e);
+        if (is(k, "name", 4)) {
+            bit = 1;
+            p = str(p, e, &out->name);
+            if (p && out->name.n == 0)
+                return 0;
+        } else if (is(k, "replaces", 8)) {
+            bit = 2;
+            p = opt_str(p, e, &out->replaces);
+        } else if (is(k, "skipRange", 9)) {
+            bit = 4;
+            p = opt_str(p, e, &out->skip_range);
+        } else if (is(k, "skips", 5)) {
+            bit = 8;
+            if (p < e && *p == 'n') {
+                p = null_at(p, e);
+            } else if (p < e && *p == '[') {
+                out->skip_first = (int)*n_skips;
+                out->skip_count = 0;
+                p = ws(p + 1, e);
+                if (p < e && *p == ']') {
+                    p++;
+                } else {
+                    for (;;) {
+                        span s;
+                        p = str(p, e, &s);
+                        if (!p)
+                            return 0;
+                        if (grow((void **)&pv->skips, &pv->skips_cap, *n_skips + 1, sizeof(span)))
+                            return -1;
+                        pv->skips[(*n_skips)++] = s;
+                        out->skip_count++;
+                        p = ws(p, e);
+                        if (p < e && *p == ',') {
+                            p = ws(p + 1, e);
+                            continue;
+                        }
+                        if (p < e && *p == ']') {
+                            p++;
+                            break;
+                        }
+                        return 0;
+                    }
+                }
+            } else {
+                return 0;
+            }
+        } else {
+            return 0;
+        }
+        if (!p || (seen & bit))
+            return 0;
+        seen |= bit;
+        p = ws(p, e);
+        if (p < e && *p == ',') {
+            p = ws(p + 1, e);
+            continue;
+        }
+        if (p < e && *p == '}') {
+            p++;
+            break;
+        }
+        return 0;
+    }
+    if (!(seen & 1))
+        return 0;
+    *pp = p;
+    return 1;
+}
+
+/* one line; 1 taken (its entries in pv->ents), 0 not, -1 out of memory */
+static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name, size_t *n_ents) {
+    int seen = 0;
+    size_t n_skips = 0;
+    *n_ents = 0;
+    p = ws(p, e);
+    if (p >= e || *p != '{')
+        return 0;
+    p = ws(p + 1, e);
+    if (p < e && *p == '}')
+        return 0;
+    for (;;) {
+        span k, v;
+        int bit;
+        p = str(p, e, &k);
+        if (!p)
+            return 0;
+        p = ws(p, e);
+        if (p >= e || *p != ':')
+            return 0;
+        p = ws(p + 1, e);
+        if (is(k, "schema", 6)) {
+            bit = 1;
+            p = str(p, e, &v);
+            if (p && !is(v, "olm.channel", 11))
+                return 0;
+        } else if (is(k, "package", 7)) {
+            bit = 2;
+            p = str(p, e, pkg);
+            if (p && pkg->n == 0)
+                return 0;
+        } else if (is(k, "name", 4)) {
+            bit = 4;
+            p = str(p, e, name);
+            if (p && name->n == 0)
+                return 0;
+        } else if (is(k, "entries", 7)) {
+            bit = 8;
+            if (p < e && *p == 'n') {
+                p = null_at(p, e);
+            } else if (p < e && *p == '[') {
+                p = ws(p + 1, e);
+                if (p < e && *p == ']') {
+                    p++;
+                } else {
+                    for (;;) {
+                        if (grow((void **)&pv->ents, &pv->ents_cap, *n_ents + 1, sizeof(entry_t)))
+                            return -1;
+                        int rc = entry(pv, &p, e, &pv->ents[*n_ents], &n_skips);
+                        if (rc <= 0)
+                            return rc;
+                        (*n_ents)++;
+                        p = ws(p, e);
+                        if (p < e && *p == ',') {
+                            p = ws(p + 1, e);
+                            continue;
+                        }
+                        if (p < e && *p == ']') {
+                            p++;
+                            break;
+                        }
+                        return 0;
+                    }
+                }
+            } else {
+                return 0;
+            }
+        } else {
+            return 0;
+        }
+        if (!p || (seen & bit))
+            return 0;
+        seen |= bit;
+        p = ws(p, e);
+        if (p < e && *p == ',') {
+            p = ws(p + 1, e);
+            continue;
+        }
+        if (p < e && *p == '}') {
+            p++;
+            break;
+        }
+        return 0;
+    }
+    if (ws(p, e) != e || (seen & 7) != 7)
+        return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ distinct entries */
+
+static int put(char **buf, int *len, size_t *cap, const char *s, int n) {
+    if (grow((void **)buf, cap, (size_t)*len + (size_t)n + 1, 1))
+        return 1;
+    memcpy(*buf + *len, s, (size_t)n);
+    *len += n;
+    (*buf)[(*len)++] = '\n';
+    return 0;
+}
+
+static int rehash(priv_t *pv, size_t n_slots) {
+    int *slots = calloc(n_slots, sizeof(int));
+    if (!slots)
+        return 1;
+    for (size_t i = 0; i < pv->n_slots; i++) {
+        int id = pv->slots[i];
+        if (!id)
+            continue;
+        size_t at = (size_t)(pv->k_hash[id - 1] & (n_slots - 1));
+        while (slots[at])
+            at = (at + 1) & (n_slots - 1);
+        slots[at] = id;
+    }
+    free(pv->slots);
+    pv->slots = slots;
+    pv->n_slots = n_slots;
+    return 0;
+}
+
+/* the number of entry en of the current line (a new one written to the outputs); -1 out of memory */
+static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
+    size_t need = (size_t)en->name.n + (size_t)en->replaces.n + (size_t)en->skip_range.n + 3;
+    for (int i = 0; i < en->skip_count; i++)
+        need += (size_t)pv->skips[en->skip_first + i].n + 1;
+    if (grow((void **)&pv->key, &pv->key_cap, need, 1))
+        return -1;
+    char *k = pv->key;
+    size_t n = 0;
+    memcpy(k + n, en->name.p, (size_t)en->name.n);
+    n += (size_t)en->name.n;
+    k[n++] = 1;
+    memcpy(k + n, en->replaces.p, (size_t)en->replaces.n);
+    n += (size_t)en->replaces.n;
+    k[n++] = 1;
+    memcpy(k + n, en->skip_range.p, (size_t)en->skip_range.n);
+    n += (size_t)en->skip_range.n;
+    k[n++] = 1;
+    for (int i = 0; i < en->skip_count; i++) {
+        const span *s = &pv->skips[en->skip_first + i];
+        memcpy(k + n, s->p, (size_t)s->n);
+        n += (size_t)s->n;
+        k[n++] = 2;
+    }
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)k[i]) * 1099511628211ULL;
+    if (pv->n_slots) {
+        size_t at = (size_t)(h & (pv->n_slots - 1));
+        for (;;) {
+            int id = pv->slots[at];
+            if (!id)
+                break;
+            id--;
+            if (pv->k_hash[id] == h && (size_t)pv->k_len[id] == n && memcmp(pv->karena + pv->k_off[id], k, n) == 0)
+                return id;
+            at = (at + 1) & (pv->n_slots - 1);
+        }
+    }
+    /* a new one */
+    int id = c->n_entries;
+    if ((size_t)(id + 1) * 2 > pv->n_slots && rehash(pv, pv->n_slots ? pv->n_slots * 2 : 1024))
+        return -1;
+    size_t old_cap = pv->k_cap;
+    if (grow((void **)&pv->k_off, &pv->k_cap, (size_t)id + 1, sizeof(size_t)))
+        return -1;
+    if (pv->k_cap != old_cap) { /* k_len and k_hash follow k_off's capacity */
+        int *kl = realloc(pv->k_len, pv->k_cap * sizeof(int));
+        if (!kl)
+            return -1;
+        pv->k_len = kl;
+        uint64_t *kh = realloc(pv->k_hash, pv->k_cap * sizeof(uint64_t));
+        if (!kh)
+            return -1;
+        pv->k_hash = kh;
+    }
+    if (grow((void **)&pv->karena, &pv->karena_cap, pv->karena_len + n, 1))
+        return -1;
+    memcpy(pv->karena + pv->karena_len, k, n);
+    pv->k_off[id] = pv->karena_len;
+    pv->k_len[id] = (int)n;
+    pv->k_hash[id] = h;
+    pv->karena_len += n;
+    size_t at = (size_t)(h & (pv->n_slots - 1));
+    while (pv->slots[at])
+        at = (at + 1) & (pv->n_slots - 1);
+    pv->slots[at] = id + 1;
+    c->n_entries++;
+    if (en->skip_count) {
+        if (grow((void **)&c->e_nskips, &pv->enskips_cap, (size_t)c->n_skipped + 1, sizeof(int)) ||
+            grow((void **)&c->e_skipped, &pv->skipped_cap, (size_t)c->n_skipped + 1, sizeof(int)))
+            return -1;
+        c->e_skipped[c->n_skipped] = c->n_new;
+        c->e_nskips[c->n_skipped++] = en->skip_count;
+    }
+    c->n_new++;
+    if (put(&c->e_names, &c->e_names_len, &pv->names_cap, en->name.p, en->name.n) ||
+        put(&c->e_replaces, &c->e_replaces_len, &pv->replaces_cap, en->replaces.p, en->replaces.n) ||
+        put(&c->e_ranges, &c->e_ranges_len, &pv->ranges_cap, en->skip_range.p, en->skip_range.n))
+        return -1;
+    for (int i = 0; i < en->skip_count; i++) {
+        const span *s = &pv->skips[en->skip_first + i];
+        if (put(&c->e_skips, &c->e_skips_len, &pv->skips_text_cap, s->p, s->n))
+            return -1;
+    }
+    return id;
+}
+
+int olm_chan_lines(olm_chan *c, const char *data, size_t n) {
+    priv_t *pv = c->priv;
+    c->n_lines = 0;
+    c->n_ids = 0;
+    c->text_len = 0;
+    c->e_names_len = c->e_replaces_len = c->e_ranges_len = c->e_skips_len = 0;
+    c->n_new = 0;
+    c->n_skipped = 0;
+    const char *p = data, *end = data + n;
+    for (;;) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        if (!e)
+            e = end;
+        span pkg, name;
+        size_t n_ents;
+        int rc = line(pv, p, e, &pkg, &name, &n_ents);
+        if (rc < 0)
+            return 1;
+        if (grow((void **)&c->line_nent, &pv->nent_cap, (size_t)c->n_lines + 1, sizeof(int)))
+            return 1;
+        if (rc == 0) {
+            c->line_nent[c->n_lines++] = -1;
+        } else {
+            c->line_nent[c->n_lines++] = (int)n_ents;
+            if (grow((void **)&c->ids, &pv->ids_cap, (size_t)c->n_ids + n_ents, sizeof(int)))
+                return 1;
+            for (size_t j = 0; j < n_ents; j++) {
+                int id = intern(c, pv, &pv->ents[j]);
+                if (id < 0)
+                    return 1;
+                c->ids[c->n_ids++] = id;
+            }
+            if (put(&c->text, &c->text_len, &pv->text_cap, pkg.p, pkg.n) ||
+                put(&c->text, &c->text_len, &pv->text_cap, name.p, name.n))
+                return 1;
+        }
+        if (e == end)
+            return 0;
+        p = e + 1;
+    }
+}

@@ -1,0 +1,171 @@
+"""The C reader of plain channel lines (``olmkit._solver.channel_reader``) gives the decoding's channels.
+
+With the C part, the loader's fast path hands the lines its scan of bundles left to the
+channel reader, every file's at once: plain ``olm.channel`` blobs become channels without
+being decoded, every other line is decoded and read the general way. Both ways must give
+the same catalog: channels (entries, origins, extra fields), equal entries shared alike
+(the cache file, which marshal writes, shows the sharing), problems in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from olmkit._solver import _encode
+from olmkit.catalog import Catalog, LoadResult
+
+from .test_catalog import bundle, chan, pkg
+
+needs_native = pytest.mark.skipif(
+    _encode.current() != "native", reason="the C part is not built or not in use (OLMKIT_PURE_PYTHON)"
+)
+
+
+def _lines(blobs: list[Any]) -> bytes:
+    return b"".join((b if isinstance(b, bytes) else orjson.dumps(b)) + b"\n" for b in blobs)
+
+
+#: channel lines the reader takes, and lines it leaves (each with what decoding makes of it)
+PLAIN = [
+    pkg("ap"),
+    chan("ap", [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}]),
+    chan("ap", [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}], name="fast"),  # equal entries: shared
+    chan("ap", [{"name": "a.v2", "replaces": "a.v1", "skips": ["a.v0", ""], "skipRange": "<2.0.0"}], name="skips"),
+    chan("ap", [{"name": "a.v3", "replaces": None, "skips": None, "skipRange": None}], name="nulls"),
+    chan("ap", [{"name": "a.v3", "replaces": "", "skips": [], "skipRange": ""}], name="empties"),  # = nulls'
+    chan("ap", [], name="none"),
+    chan("ap", None, name="null-entries"),
+    {"schema": "olm.channel", "package": "ap", "name": "missing-entries"},
+    b' { "name" : "spaced" ,\t"package":"ap","schema":"olm.channel","entries":[ {"name":"a.v1"} ] } ',
+]
+LEFT = [
+    chan("ap", [{"name": "a.v1"}], name="caf\u00e9"),  # not ASCII
+    b'{"schema":"olm.channel","package":"ap","name":"esc\\u0061ped","entries":[]}',  # an escape
+    {**chan("ap", [{"name": "a.v1"}], name="extra"), "x-note": 1},  # an extra field
+    chan("ap", [{"name": "a.v1", "x": 1}], name="entry-extra"),  # an unknown entry field: a problem
+    chan("ap", [{"name": "a.v1", "replaces": 3}], name="bad-replaces"),  # a problem
+    chan("ap", [{"name": ""}], name="empty-name"),  # a problem
+    chan("ap", [{"replaces": "a.v1"}], name="no-name"),  # a problem
+    chan("ap", "a.v1", name="entries-text"),  # a problem
+    chan("ap", [{"name": "a.v4", "skips": "a.v3"}], name="skips-text"),  # a problem
+    b'{"schema":"olm.channel","package":"ap","name":"twice","name":"twice2","entries":[]}',  # a key twice
+    chan("", [], name="no-package"),  # a problem
+    chan("ap", [{"name": "a.v1"}]),  # a duplicate channel: a problem
+    b'{"schema":"olm.channel","package":"ap","name":"num","entries":[{"name":"a.v5"}],"n":1e2}',
+    chan("ap", [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}], name="after"),  # shares with the C ones
+    chan("ap", [{"name": "a.v1", "replaces": "z"}], name="one-character"),  # a string of one character
+]
+
+
+def _load(path: Path, registry: Any, monkeypatch: pytest.MonkeyPatch, *, scan: bool) -> LoadResult:
+    from olmkit.catalog import _fast, load_catalog_result
+
+    monkeypatch.setattr(_fast, "SCAN", scan)
+    return load_catalog_result(path, registry, cache=False)
+
+
+def _channels(cat: Catalog) -> list[Any]:
+    """Every channel as what it holds, and which entries are one object (numbered as first met)."""
+    same: dict[int, int] = {}
+    out = []
+    for package, channels in cat.channels.items():
+        for name, c in channels.items():
+            out.append(
+                (package, name, c, str(c.origin), c.extra, [same.setdefault(id(e), len(same)) for e in c.entries])
+            )
+    return out
+
+
+def _cache_bytes(result: LoadResult, where: Path) -> bytes:
+    from olmkit.catalog._cache import write_cache
+
+    write_cache(where, result.catalog, result.problems)
+    return where.read_bytes()
+
+
+def assert_read_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.MonkeyPatch, tmp: Path) -> LoadResult:
+    decoded = _load(path, registry, monkeypatch, scan=False)
+    read = _load(path, registry, monkeypatch, scan=True)
+    assert _channels(read.catalog) == _channels(decoded.catalog)
+    assert [p.to_dict() for p in read.problems] == [p.to_dict() for p in decoded.problems]
+    assert list(read.catalog.packages) == list(decoded.catalog.packages)
+    assert _cache_bytes(read, tmp / "read.cache") == _cache_bytes(decoded, tmp / "decoded.cache")
+    return read
+
+
+@needs_native
+def test_the_reader_takes_plain_channel_lines_only():
+    from olmkit._solver import channel_reader
+
+    reader = channel_reader()
+    assert reader is not None
+    got = reader.read(b"\n".join(_lines([b]).rstrip(b"\n") for b in [*PLAIN, *LEFT]))
+
+    taken = [c >= 0 for c in got.counts]
+    assert taken == [False] + [True] * (len(PLAIN) - 1) + [False] * (len(LEFT) - 4) + [True, False, True, False]
+    assert got.texts[:2] == ["ap", "stable"]
+    # the distinct entries in the order first met; empty replaces, skips and skipRange are none
+    assert list(zip(got.names, got.replaces, got.skips, got.ranges, strict=True)) == [
+        ("a.v1", None, (), None),
+        ("a.v2", "a.v1", (), None),
+        ("a.v2", "a.v1", ("a.v0", ""), "<2.0.0"),
+        ("a.v3", None, (), None),
+    ]
+    assert list(got.ids[:4]) == [0, 1, 0, 1]
+    again = reader.read(_lines([chan("bp", [{"name": "a.v3"}, {"name": "b.v1"}])]).rstrip(b"\n"))
+    assert list(again.ids) == [3, 4]  # numbered across calls
+    assert again.first_new == 4
+    assert again.names == ["b.v1"]
+
+
+@needs_native
+@pytest.mark.parametrize("order", ["plain-first", "left-first", "one-file-each"])
+def test_channels_read_in_c_are_the_decoded_ones(order, olmkit_pm, tmp_path, monkeypatch):
+    root = tmp_path / "catalog"
+    (root / "a").mkdir(parents=True)
+    bundles = [bundle("ap", v) for v in ("1", "2", "3")]
+    if order == "plain-first":
+        (root / "a" / "index.json").write_bytes(_lines([*PLAIN, *LEFT, *bundles]))
+    elif order == "left-first":
+        (root / "a" / "index.json").write_bytes(_lines([*LEFT[::-1], *bundles, *PLAIN]))
+    else:
+        for i, blob in enumerate([*PLAIN, *LEFT, *bundles]):
+            (root / "a" / f"{i:02}.json").write_bytes(_lines([blob]))
+
+    read = assert_read_is_the_decoding(root, olmkit_pm.registry, monkeypatch, tmp_path)
+
+    assert len(read.problems) >= 8
+    assert read.catalog.channels["ap"]["fast"].entries[1].replaces == "a.v1"
+
+
+@needs_native
+def test_a_bundle_line_the_scan_leaves_that_names_olm_channel(olmkit_pm, tmp_path, monkeypatch):
+    """A bundle blob among the lines kept for the channel reader: the catalog is read the usual way."""
+    root = tmp_path / "catalog"
+    root.mkdir()
+    odd = bundle("ap", "1", props=[{"type": "x.note", "value": "olm.channel"}])
+    odd["properties"][0]["value"]["packageName"] = "ap"
+    text = json.dumps(odd, indent=None, separators=(",", ":")).replace('"olm.bundle"', '"olm.\\u0062undle"')
+    (root / "index.json").write_bytes(_lines([pkg("ap"), chan("ap", [{"name": "a.v1"}]), text.encode()]))
+
+    read = assert_read_is_the_decoding(root, olmkit_pm.registry, monkeypatch, tmp_path)
+
+    assert [b.name for b in read.catalog.bundles["ap"].values()] == ["ap.v1"]
+    assert not read.problems
+
+
+@needs_native
+def test_a_malformed_line_after_the_channels_names_its_file_and_line(olmkit_pm, tmp_path, monkeypatch):
+    from olmkit.errors import InputError
+
+    root = tmp_path / "catalog"
+    root.mkdir()
+    (root / "index.json").write_bytes(_lines([pkg("ap"), chan("ap", [{"name": "a.v1"}]), b'{"schema": "olm.p']))
+
+    with pytest.raises(InputError, match=r"index.json.*line 3"):
+        _load(root, olmkit_pm.registry, monkeypatch, scan=True)
