@@ -8,7 +8,9 @@ File formats are read and written in :mod:`olmkit.serde`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import attrs
@@ -115,6 +117,7 @@ _ORIGIN_SET = _slot_setters(Origin, "path", "line")
 _PROPERTY_SET = _slot_setters(Property, "type", "value")
 _ENTRY_SET = _slot_setters(ChannelEntry, "name", "replaces", "skips", "skip_range")
 _BUNDLE_SET = _slot_setters(Bundle, "name", "package", "version", "image", "properties", "origin", "extra")
+_CHANNEL_SET = _slot_setters(Channel, "package", "name", "entries", "origin", "extra")
 
 
 def _origin(path: str, line: int | None, _set: tuple[Any, ...] = _ORIGIN_SET) -> Origin:
@@ -140,6 +143,37 @@ def _entry(
     _set[2](e, skips)
     _set[3](e, skip_range)
     return e
+
+
+def _entries(
+    names: Sequence[str],
+    replaces: Sequence[str | None],
+    skips: Sequence[tuple[str, ...]],
+    skip_ranges: Sequence[str | None],
+    _set: tuple[Any, ...] = _ENTRY_SET,
+) -> list[ChannelEntry]:
+    """Entries from columns of their fields (equal lengths): one C-level pass per field, no call per entry."""
+    out = list(map(_new, repeat(ChannelEntry, len(names))))
+    for setter, column in zip(_set, (names, replaces, skips, skip_ranges), strict=True):
+        deque(map(setter, out, column), 0)
+    return out
+
+
+def _channel(
+    package: str,
+    name: str,
+    entries: tuple[ChannelEntry, ...],
+    origin: Origin | None,
+    extra: Mapping[str, Any] | None,
+    _set: tuple[Any, ...] = _CHANNEL_SET,
+) -> Channel:
+    c = _new(Channel)
+    _set[0](c, package)
+    _set[1](c, name)
+    _set[2](c, entries)
+    _set[3](c, origin)
+    _set[4](c, extra)
+    return c
 
 
 def _bundle(

@@ -24,7 +24,7 @@ import gc
 import hashlib
 import os
 from array import array
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -42,7 +42,8 @@ from olmkit.catalog._writes import wait_for_writers, write_later
 from olmkit.catalog.problems import ERROR, Problem
 from olmkit.errors import CatalogError, InputError
 from olmkit.model import Blob, Bundle, Channel, ChannelEntry, Origin, Package, Property
-from olmkit.model import _entry as new_entry
+from olmkit.model import _channel as new_channel
+from olmkit.model import _entries as new_entries
 from olmkit.model import _origin as new_origin
 from olmkit.registry import Registry
 from olmkit.serde import (
@@ -207,7 +208,7 @@ class _Builder:
         self._kept, self._texts = [], []
         got = self._lines.read(b"\n".join(lines)) if lines else None
         if got is not None and got.names:
-            made: Iterator[ChannelEntry] = map(new_entry, got.names, got.replaces, got.skips, got.ranges)
+            made: Iterable[ChannelEntry] = new_entries(got.names, got.replaces, got.skips, got.ranges)
             interned = self.reader.entries
             if interned:  # the object reader made entries too: equal ones are shared
                 get = interned.get
@@ -229,7 +230,7 @@ class _Builder:
                 add(raw, path, line)
             else:
                 chosen = tuple(map(entry, ids[at : at + k]))
-                add_channel(Channel(texts[t], texts[t + 1], chosen, new_origin(path, line), None), None)
+                add_channel(new_channel(texts[t], texts[t + 1], chosen, new_origin(path, line), None), None)
                 at += k
                 t += 2
             n += 1
