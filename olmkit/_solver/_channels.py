@@ -26,9 +26,23 @@ class ChannelLines:
         first_new: the distinct number of the first new entry: the distinct entries first
             met, as columns ``names``, ``replaces``, ``skips``, ``ranges`` (``None`` for no
             replaces or skipRange).
+        chain_len: per line taken, the length of its channel's order (the catalog's
+            ``channel_order``), or -1: no single head or a cycle (the catalog words the error).
+        chain_pos: the orders' entries, as positions in their channel, one order after the other.
     """
 
-    __slots__ = ("counts", "first_new", "ids", "names", "ranges", "replaces", "skips", "texts")
+    __slots__ = (
+        "chain_len",
+        "chain_pos",
+        "counts",
+        "first_new",
+        "ids",
+        "names",
+        "ranges",
+        "replaces",
+        "skips",
+        "texts",
+    )
 
     def __init__(self) -> None:
         self.counts = array("i")
@@ -39,6 +53,8 @@ class ChannelLines:
         self.replaces: list[str | None] = []
         self.skips: list[tuple[str, ...]] = []  # () for none
         self.ranges: list[str | None] = []
+        self.chain_len = array("i")
+        self.chain_pos = array("i")
 
 
 class ChannelReader:
@@ -67,6 +83,9 @@ class ChannelReader:
             out.ids.frombytes(buffer(c.ids, 4 * c.n_ids))
         if c.text_len:
             out.texts = _lines(buffer(c.text, c.text_len))
+            out.chain_len.frombytes(buffer(c.chain_len, 4 * (len(out.texts) // 2)))
+        if c.n_chain_pos:
+            out.chain_pos.frombytes(buffer(c.chain_pos, 4 * c.n_chain_pos))
         n_new = c.n_new
         out.first_new = c.n_entries - n_new
         if n_new:

@@ -42,8 +42,16 @@ typedef struct {
     size_t skips_cap;
     char *key;
     size_t key_cap;
+    /* one channel's names: a table of name numbers, and per entry / per name number */
+    int *nslots;
+    size_t nslots_cap;
+    int *name_of, *last_of, *rep_of;
+    unsigned char *flags; /* per name number: 1 replaced or skipped by another entry, 2 skipped, 4 visited */
+    size_t name_of_cap, last_of_cap, rep_of_cap, flags_cap;
+    const span **names; /* per name number: its text */
+    size_t names_ptr_cap;
     /* capacities of the outputs */
-    size_t nent_cap, ids_cap, text_cap, names_cap, replaces_cap, ranges_cap, skips_text_cap, skipped_cap, enskips_cap;
+    size_t nent_cap, ids_cap, text_cap, names_cap, replaces_cap, ranges_cap, skips_text_cap, skipped_cap, enskips_cap, chain_len_cap, chain_pos_cap;
 } priv_t;
 
 static int grow(void **v, size_t *cap, size_t need, size_t size) {
@@ -85,6 +93,12 @@ void olm_chan_free(olm_chan *c) {
         free(pv->ents);
         free(pv->skips);
         free(pv->key);
+        free(pv->nslots);
+        free(pv->name_of);
+        free(pv->last_of);
+        free(pv->rep_of);
+        free(pv->flags);
+        free(pv->names);
         free(pv);
     }
     free(c->line_nent);
@@ -96,6 +110,8 @@ void olm_chan_free(olm_chan *c) {
     free(c->e_skips);
     free(c->e_nskips);
     free(c->e_skipped);
+    free(c->chain_len);
+    free(c->chain_pos);
     free(c);
 }
 
@@ -447,6 +463,117 @@ static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
     return id;
 }
 
+/* ------------------------------------------------------------------ a channel's order */
+
+static uint64_t hash_span(const span *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < s->n; i++)
+        h = (h ^ (unsigned char)s->p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* the name number of s among the current channel's names, or -1; with add, a new one if none */
+static int name_number(priv_t *pv, const span *s, size_t mask, int *n_names, int add) {
+    size_t at = (size_t)(hash_span(s) & mask);
+    for (;;) {
+        int id = pv->nslots[at];
+        if (!id)
+            break;
+        const span *t = pv->names[id - 1];
+        if (t->n == s->n && memcmp(t->p, s->p, (size_t)s->n) == 0)
+            return id - 1;
+        at = (at + 1) & mask;
+    }
+    if (!add)
+        return -1;
+    int id = (*n_names)++;
+    pv->names[id] = s;
+    pv->nslots[at] = id + 1;
+    return id;
+}
+
+/* the chain of the current line's n entries (see olm_chan.chain_len), as _sort_channel
+ * makes it: written to the outputs; 0 done, 1 out of memory */
+static int chain(olm_chan *c, priv_t *pv, size_t n, int taken) {
+    if (grow((void **)&c->chain_len, &pv->chain_len_cap, (size_t)taken + 1, sizeof(int)))
+        return 1;
+    c->chain_len[taken] = -1;
+    if (n == 0)
+        return 0;
+    size_t n_slots = 16;
+    while (n_slots < 2 * n)
+        n_slots *= 2;
+    if (grow((void **)&pv->nslots, &pv->nslots_cap, n_slots, sizeof(int)) ||
+        grow((void **)&pv->name_of, &pv->name_of_cap, n, sizeof(int)) ||
+        grow((void **)&pv->last_of, &pv->last_of_cap, n, sizeof(int)) ||
+        grow((void **)&pv->rep_of, &pv->rep_of_cap, n, sizeof(int)) ||
+        grow((void **)&pv->flags, &pv->flags_cap, n, 1) ||
+        grow((void **)&pv->names, &pv->names_ptr_cap, n, sizeof(span *)))
+        return 1;
+    memset(pv->nslots, 0, n_slots * sizeof(int));
+    size_t mask = n_slots - 1;
+    int n_names = 0;
+    const entry_t *ents = pv->ents;
+    /* by name: the last entry of each name */
+    for (size_t i = 0; i < n; i++) {
+        int id = name_number(pv, &ents[i].name, mask, &n_names, 1);
+        pv->name_of[i] = id;
+        pv->last_of[id] = (int)i;
+    }
+    memset(pv->flags, 0, (size_t)n_names);
+    for (int id = 0; id < n_names; id++)
+        pv->rep_of[id] = -1;
+    /* what each entry replaces (the last entry of that name; a later entry of the same
+     * name overrides), what is replaced or skipped, and what is skipped */
+    for (size_t i = 0; i < n; i++) {
+        const entry_t *e = &ents[i];
+        if (e->replaces.n) {
+            int r = name_number(pv, &e->replaces, mask, &n_names, 0);
+            if (r >= 0) {
+                pv->flags[r] |= 1;
+                pv->rep_of[pv->name_of[i]] = pv->last_of[r];
+            }
+        }
+        for (int k = 0; k < e->skip_count; k++) {
+            const span *sk = &pv->skips[e->skip_first + k];
+            int r = sk->n ? name_number(pv, sk, mask, &n_names, 0) : -1;
+            if (r >= 0)
+                pv->flags[r] |= 3;
+        }
+    }
+    int head = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!(pv->flags[pv->name_of[i]] & 1)) {
+            if (head >= 0)
+                return 0; /* more than one head: an error */
+            head = (int)i;
+        }
+    }
+    if (head < 0)
+        return 0; /* no head: an error */
+    int start = c->n_chain_pos;
+    int cur = head;
+    for (;;) {
+        int id = pv->name_of[cur];
+        pv->flags[id] |= 4;
+        if (!(pv->flags[id] & 2)) {
+            if (grow((void **)&c->chain_pos, &pv->chain_pos_cap, (size_t)c->n_chain_pos + 1, sizeof(int)))
+                return 1;
+            c->chain_pos[c->n_chain_pos++] = cur;
+        }
+        int next = pv->rep_of[id];
+        if (next < 0)
+            break;
+        if (pv->flags[pv->name_of[next]] & 4) {
+            c->n_chain_pos = start; /* a cycle: an error */
+            return 0;
+        }
+        cur = next;
+    }
+    c->chain_len[taken] = c->n_chain_pos - start;
+    return 0;
+}
+
 int olm_chan_lines(olm_chan *c, const char *data, size_t n) {
     priv_t *pv = c->priv;
     c->n_lines = 0;
@@ -455,6 +582,8 @@ int olm_chan_lines(olm_chan *c, const char *data, size_t n) {
     c->e_names_len = c->e_replaces_len = c->e_ranges_len = c->e_skips_len = 0;
     c->n_new = 0;
     c->n_skipped = 0;
+    c->n_chain_pos = 0;
+    int taken = 0;
     const char *p = data, *end = data + n;
     for (;;) {
         const char *e = memchr(p, '\n', (size_t)(end - p));
@@ -480,7 +609,7 @@ int olm_chan_lines(olm_chan *c, const char *data, size_t n) {
                 c->ids[c->n_ids++] = id;
             }
             if (put(&c->text, &c->text_len, &pv->text_cap, pkg.p, pkg.n) ||
-                put(&c->text, &c->text_len, &pv->text_cap, name.p, name.n))
+                put(&c->text, &c->text_len, &pv->text_cap, name.p, name.n) || chain(c, pv, n_ents, taken++))
                 return 1;
         }
         if (e == end)

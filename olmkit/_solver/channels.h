@@ -24,6 +24,12 @@ typedef struct {
     char *e_names, *e_replaces, *e_ranges, *e_skips;
     int e_names_len, e_replaces_len, e_ranges_len, e_skips_len;
     int *e_skipped, *e_nskips;
+    /* per line taken: the length of its channel's chain (head first, following replaces,
+     * skipped entries left out, as the catalog's channel order), or -1 when the channel has
+     * no single head or a cycle (its error is the caller's); the chains' entries, as
+     * positions in their channel, one chain after the other */
+    int *chain_len, *chain_pos;
+    int n_chain_pos;
     void *priv;
 } olm_chan;
 

@@ -163,13 +163,15 @@ class Catalog:
         parse: Mapping[str, Any],
         digest: str,
         columns: BundleColumns | None = None,
+        chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError] | None = None,
     ) -> Catalog:
         """A catalog over mappings the caller hands over (no copies; the loader's fast path).
 
         ``channels`` and ``bundles`` may be lazy mappings (the cache materialises a
         package on first access); ``refs`` is then the index with ``(package, bundle
         name)`` pairs in place of bundles, resolved on first lookup. ``columns``: the
-        bundles as columns, when the loader filled them.
+        bundles as columns, when the loader filled them. ``chains``: channel orders (see
+        :meth:`channel_order`) the loader found already, by ``(package, channel)``.
         """
         self = cls.__new__(cls)
         self.name = name
@@ -182,7 +184,7 @@ class Catalog:
         self._index = index if index is not None else {}
         self._parsed = parsed
         self._parse = parse
-        self._chains = {}
+        self._chains = {} if chains is None else chains
         self._refs = refs
         self._columns = _MISSING if columns is None else columns
         return self

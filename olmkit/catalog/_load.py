@@ -150,6 +150,9 @@ class _Builder:
         #: and the texts of the _TEXT ones (for the C reader)
         self._kept: list[tuple[str, int, Any]] = []
         self._texts: list[bytes] = []
+        #: the order of each channel the C reader read, as the catalog's channel_order
+        #: gives it (not of those whose order is an error)
+        self.chains: dict[tuple[str, str], tuple[ChannelEntry, ...] | CatalogError] = {}
 
     # -- input ----------------------------------------------------------------------
 
@@ -215,8 +218,9 @@ class _Builder:
                 made = (get((e.name, e.replaces, e.skips, e.skip_range)) or e for e in made)
             self._entries += made
         counts, texts, ids = (got.counts, got.texts, got.ids) if got is not None else ((), (), ())
-        add, add_channel, entry = self.add, self._add_channel, self._entries.__getitem__
-        at = t = n = 0
+        lengths, positions = (got.chain_len, got.chain_pos) if got is not None else ((), ())
+        add, add_channel, entry, chains = self.add, self._add_channel, self._entries.__getitem__, self.chains
+        at = t = n = cp = 0
         for path, line, raw in kept:
             if raw is not _TEXT:
                 add(raw, path, line)
@@ -230,7 +234,13 @@ class _Builder:
                 add(raw, path, line)
             else:
                 chosen = tuple(map(entry, ids[at : at + k]))
-                add_channel(new_channel(texts[t], texts[t + 1], chosen, new_origin(path, line), None), None)
+                package, name = texts[t], texts[t + 1]
+                added = add_channel(new_channel(package, name, chosen, new_origin(path, line), None), None)
+                length = lengths[t >> 1]
+                if length >= 0:
+                    if added:
+                        chains[package, name] = tuple(map(chosen.__getitem__, positions[cp : cp + length]))
+                    cp += length
                 at += k
                 t += 2
             n += 1
@@ -306,7 +316,8 @@ class _Builder:
         except WireError as exc:
             self.blob_problem(exc.message, raw, origin, exc.field)
 
-    def _add_channel(self, channel: Channel, raw: dict[str, Any] | None) -> None:
+    def _add_channel(self, channel: Channel, raw: dict[str, Any] | None) -> bool:
+        """File ``channel``; ``False`` (and a problem) for a second channel of its name."""
         chans = self.channels.get(channel.package)
         if chans is None:
             chans = self.channels[channel.package] = {}
@@ -320,8 +331,9 @@ class _Builder:
                 channel.origin,
                 "name",
             )
-            return
+            return False
         chans[channel.name] = channel
+        return True
 
     def _sync_entries(self) -> None:
         """File the entries the C reader made in the object reader's table (equal ones are shared)."""
@@ -400,6 +412,7 @@ class _Builder:
             parse={n: pt.parse for n, pt in self.registry.property_types.items()},
             digest=digest,
             columns=filled,
+            chains=self.chains,
         )
 
 

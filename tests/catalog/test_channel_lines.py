@@ -15,9 +15,13 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from olmkit._solver import _encode
 from olmkit.catalog import Catalog, LoadResult
+from olmkit.catalog._catalog import _sort_channel
+from olmkit.errors import CatalogError
 
 from .test_catalog import bundle, chan, pkg
 
@@ -169,3 +173,40 @@ def test_a_malformed_line_after_the_channels_names_its_file_and_line(olmkit_pm, 
 
     with pytest.raises(InputError, match=r"index.json.*line 3"):
         _load(root, olmkit_pm.registry, monkeypatch, scan=True)
+
+
+def _order(cat: Catalog, package: str, channel: str) -> Any:
+    try:
+        order = cat.channel_order(package, channel)
+    except CatalogError as exc:
+        return str(exc)
+    return [id(e) for e in order], [e.name for e in order]
+
+
+_NAMES = st.sampled_from(["e0", "e1", "e2", "e3", "e4"])
+_ENTRY = st.fixed_dictionaries(
+    {"name": _NAMES},
+    optional={"replaces": st.one_of(st.none(), _NAMES), "skips": st.lists(_NAMES, max_size=3)},
+)
+
+
+@needs_native
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(_ENTRY, max_size=7))
+def test_channel_orders_read_in_c_are_the_catalogs(entries, olmkit_pm, tmp_path_factory, monkeypatch):
+    """The order of a channel read in C (head first, following replaces, skipped entries left
+    out) is the catalog's own, entry for entry, and its errors stay the catalog's."""
+    root = tmp_path_factory.mktemp("catalog")
+    (root / "index.json").write_bytes(_lines([pkg("ap"), chan("ap", entries)]))
+
+    decoded = _load(root, olmkit_pm.registry, monkeypatch, scan=False).catalog
+    read = _load(root, olmkit_pm.registry, monkeypatch, scan=True).catalog
+    found = read._chains.get(("ap", "stable"))
+
+    want, got = _order(decoded, "ap", "stable"), _order(read, "ap", "stable")
+    assert (got if isinstance(got, str) else got[1]) == (want if isinstance(want, str) else want[1])
+    if found is not None:  # read in C: the very entries the catalog's sorting picks
+        assert isinstance(got, tuple)
+        assert got[0] == [id(e) for e in _sort_channel(read.channels["ap"]["stable"])]
+    else:  # left to the catalog: an error
+        assert isinstance(want, str)
