@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import shutil
 import sys
 import threading
 import time
@@ -490,6 +489,8 @@ def run_bench(args: argparse.Namespace, pm: Any) -> int:
         if args.keep_workload or args.manifests:  # the manifests name its catalog
             sys.stderr.write(f"workload kept in {workload}\n")
         else:
+            import shutil
+
             shutil.rmtree(workload, ignore_errors=True)
 
 

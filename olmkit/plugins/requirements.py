@@ -31,7 +31,6 @@ ClusterServiceVersion that carries no properties annotation (owned APIs become
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import sys
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -403,6 +402,8 @@ def _prepare_cel_parser() -> None:
 
         if celparser.CELParser.CEL_PARSER is not None:
             return
+        import logging  # imported here, as lark imports it: not by every command
+
         from olmkit.catalog import cache_dir
 
         grammar = (Path(celparser.__file__).parent / "cel.lark").read_text()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from olmkit.store._api import (
     CLUSTER_SCOPED_KINDS,
@@ -41,9 +42,11 @@ from olmkit.store._api import (
     retry_on_conflict,
 )
 from olmkit.store.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound, StoreError
-from olmkit.store.memory import MemoryStore
 from olmkit.store.selectors import LabelSelector, parse_selector
-from olmkit.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from olmkit.store.memory import MemoryStore
+    from olmkit.store.sqlite import SqliteStore
 
 __all__ = [
     "CLUSTER_SCOPED_KINDS",
@@ -74,6 +77,21 @@ __all__ = [
     "parse_selector",
     "retry_on_conflict",
 ]
+
+#: the backends, imported on first use (a command that opens no store does not pay for SQLite)
+_BACKENDS = {"MemoryStore": "olmkit.store.memory", "SqliteStore": "olmkit.store.sqlite"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _BACKENDS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 DEFAULT_STORE_PATH = Path(".olmkit") / "cluster.db"
 STORE_ENV = "OLMKIT_STORE"
@@ -108,5 +126,9 @@ def open_store(path: str | os.PathLike[str] | None = None, env: Mapping[str, str
             "(on the command line: --kubeconfig PATH [--context NAME], or OLMKIT_STORE=kube[:CONTEXT])"
         )
     if where == MEMORY:
+        from olmkit.store.memory import MemoryStore
+
         return MemoryStore()
+    from olmkit.store.sqlite import SqliteStore
+
     return SqliteStore(where)
