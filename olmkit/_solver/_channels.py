@@ -1,9 +1,10 @@
-"""The C reader of plain ``olm.channel`` lines (``channels.c``), for the catalog loader.
+"""The C reader of plain ``olm.channel`` and ``olm.package`` lines (``channels.c``), for the catalog loader.
 
 The loader hands it the lines its scan of bundle lines left (see
 :mod:`olmkit._solver._scan`), of every file at once: each plainly well-formed channel
 blob comes back as its package, name and entries, equal entries (in value) as one
-number, without the line being decoded into dicts first; every other line is left to the
+number, and its order, each plain package blob as its fields, without the line being
+decoded into dicts first; every other line is left to the
 caller, who decodes it and reads it the general way. Like the scan, this knows the shape of a catalog blob: it lives
 here because olmkit builds one C extension.
 """
@@ -20,13 +21,15 @@ class ChannelLines:
     """What one :meth:`ChannelReader.read` found.
 
     Attributes:
-        counts: per line read, its number of entries, or -1: a line for the caller.
+        counts: per line read, a channel's number of entries, -2 for a package, or -1: a
+            line for the caller.
         ids: the entries of the lines taken, one after the other: their distinct numbers.
-        texts: per line taken, its package then its name.
+        texts: per line taken, a channel's package and name, a package's name, default
+            channel and description (``""`` for none).
         first_new: the distinct number of the first new entry: the distinct entries first
             met, as columns ``names``, ``replaces``, ``skips``, ``ranges`` (``None`` for no
             replaces or skipRange).
-        chain_len: per line taken, the length of its channel's order (the catalog's
+        chain_len: per channel taken, the length of its channel's order (the catalog's
             ``channel_order``), or -1: no single head or a cycle (the catalog words the error).
         chain_pos: the orders' entries, as positions in their channel, one order after the other.
     """
@@ -83,7 +86,9 @@ class ChannelReader:
             out.ids.frombytes(buffer(c.ids, 4 * c.n_ids))
         if c.text_len:
             out.texts = _lines(buffer(c.text, c.text_len))
-            out.chain_len.frombytes(buffer(c.chain_len, 4 * (len(out.texts) // 2)))
+        n_channels = sum(1 for k in out.counts if k >= 0)
+        if n_channels:
+            out.chain_len.frombytes(buffer(c.chain_len, 4 * n_channels))
         if c.n_chain_pos:
             out.chain_pos.frombytes(buffer(c.chain_pos, 4 * c.n_chain_pos))
         n_new = c.n_new

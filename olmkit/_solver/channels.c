@@ -1,10 +1,11 @@
-/* A reader of plain olm.channel lines of file-based catalogs (see _channels.py).
+/* A reader of plain olm.channel and olm.package lines of file-based catalogs (see _channels.py).
  *
- * A line is taken when it is exactly one JSON object of the keys schema ("olm.channel"),
- * package and name (non-empty strings) and entries (null or a list of entry objects of the
- * keys name (a non-empty string), replaces and skipRange (a string or null) and skips (null
- * or a list of strings)), each key once, whose strings are printable ASCII without escapes
- * and not of one character.
+ * A channel line is taken when it is exactly one JSON object of the keys schema
+ * ("olm.channel"), package and name (non-empty strings) and entries (null or a list of entry
+ * objects of the keys name (a non-empty string), replaces and skipRange (a string or null)
+ * and skips (null or a list of strings)); a package line, of the keys schema
+ * ("olm.package"), name (a non-empty string), defaultChannel and description (a string or
+ * null); each key once, strings printable ASCII without escapes and not of one character.
  * Anything else is left to the caller, which decodes the line and reads it the general way
  * (with the exact errors). Entries equal in value (an empty replaces or skipRange is none,
  * as are null and an empty skips) get one number: the caller builds one object for each.
@@ -256,9 +257,10 @@ static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_
     return 1;
 }
 
-/* one line; 1 taken (its entries in pv->ents), 0 not, -1 out of memory */
-static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name, size_t *n_ents) {
-    int seen = 0;
+/* one line; 1 a channel taken (its entries in pv->ents), 2 a package taken (its default
+ * channel and description in pkg and desc), 0 not, -1 out of memory */
+static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name, span *desc, size_t *n_ents) {
+    int seen = 0, package = 0;
     size_t n_skips = 0;
     *n_ents = 0;
     p = ws(p, e);
@@ -280,8 +282,16 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
         if (is(k, "schema", 6)) {
             bit = 1;
             p = str(p, e, &v);
-            if (p && !is(v, "olm.channel", 11))
+            if (p && is(v, "olm.package", 11))
+                package = 1;
+            else if (p && !is(v, "olm.channel", 11))
                 return 0;
+        } else if (is(k, "defaultChannel", 14)) {
+            bit = 16;
+            p = opt_str(p, e, pkg);
+        } else if (is(k, "description", 11)) {
+            bit = 32;
+            p = opt_str(p, e, desc);
         } else if (is(k, "package", 7)) {
             bit = 2;
             p = str(p, e, pkg);
@@ -340,9 +350,18 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
         }
         return 0;
     }
-    if (ws(p, e) != e || (seen & 7) != 7)
+    if (ws(p, e) != e)
         return 0;
-    return 1;
+    if (package) {
+        if ((seen & 5) != 5 || (seen & 10))
+            return 0;
+        if (!(seen & 16))
+            pkg->n = 0;
+        if (!(seen & 32))
+            desc->n = 0;
+        return 2;
+    }
+    return (seen & 7) == 7 && !(seen & 48) ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------ distinct entries */
@@ -589,15 +608,21 @@ int olm_chan_lines(olm_chan *c, const char *data, size_t n) {
         const char *e = memchr(p, '\n', (size_t)(end - p));
         if (!e)
             e = end;
-        span pkg, name;
+        span pkg = {"", 0}, name = {"", 0}, desc = {"", 0};
         size_t n_ents;
-        int rc = line(pv, p, e, &pkg, &name, &n_ents);
+        int rc = line(pv, p, e, &pkg, &name, &desc, &n_ents);
         if (rc < 0)
             return 1;
         if (grow((void **)&c->line_nent, &pv->nent_cap, (size_t)c->n_lines + 1, sizeof(int)))
             return 1;
         if (rc == 0) {
             c->line_nent[c->n_lines++] = -1;
+        } else if (rc == 2) {
+            c->line_nent[c->n_lines++] = -2;
+            if (put(&c->text, &c->text_len, &pv->text_cap, name.p, name.n) ||
+                put(&c->text, &c->text_len, &pv->text_cap, pkg.p, pkg.n) ||
+                put(&c->text, &c->text_len, &pv->text_cap, desc.p, desc.n))
+                return 1;
         } else {
             c->line_nent[c->n_lines++] = (int)n_ents;
             if (grow((void **)&c->ids, &pv->ids_cap, (size_t)c->n_ids + n_ents, sizeof(int)))

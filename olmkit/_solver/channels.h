@@ -7,12 +7,14 @@
  * olm_chan_lines, and the distinct channel entries of every line read so far */
 typedef struct {
     int n_lines;
-    /* per line given: -1 a line for the caller to decode, else its number of entries */
+    /* per line given: -1 a line for the caller to decode, -2 a package, else a channel:
+     * its number of entries */
     int *line_nent;
     /* the entries of the lines taken, one after the other: their distinct entry numbers */
     int *ids;
     int n_ids;
-    /* per line taken: its package and name, each followed by a newline */
+    /* per line taken: a channel's package and name, a package's name, default channel and
+     * description ("" for none), each followed by a newline */
     char *text;
     int text_len;
     /* distinct entries: n_entries in all, the last n_new of them first met in the last call;
@@ -24,7 +26,7 @@ typedef struct {
     char *e_names, *e_replaces, *e_ranges, *e_skips;
     int e_names_len, e_replaces_len, e_ranges_len, e_skips_len;
     int *e_skipped, *e_nskips;
-    /* per line taken: the length of its channel's chain (head first, following replaces,
+    /* per channel taken: the length of its chain (head first, following replaces,
      * skipped entries left out, as the catalog's channel order), or -1 when the channel has
      * no single head or a cycle (its error is the caller's); the chains' entries, as
      * positions in their channel, one chain after the other */

@@ -179,9 +179,14 @@ class _Builder:
         kept, texts = self._kept.append, self._texts.append
         for i in range(first, last):
             text = data[starts[i] : ends[i]]
-            # a channel blob the reader may take: no escape (it takes none) and surely no
-            # bundle blob (whose schema, unescaped, is this text), whose place is in the columns
-            if b'"olm.channel"' in text and b"\\" not in text and b'"olm.bundle"' not in text:
+            # a channel or package blob the reader may take: no escape (it takes none) and
+            # surely no bundle blob (whose schema, unescaped, is this text; its place is in
+            # the columns)
+            if (
+                (b'"olm.channel"' in text or b'"olm.package"' in text)
+                and b"\\" not in text
+                and b'"olm.bundle"' not in text
+            ):
                 texts(text)
                 kept((path, i + 1, _TEXT))
                 continue
@@ -199,8 +204,8 @@ class _Builder:
         self._entries = []
 
     def flush(self) -> None:
-        """Add the blobs :meth:`decode_lines` kept, in order; the channel lines as the C reader
-        read them (what :meth:`add` makes of their decoded blob), the lines it left decoded.
+        """Add the blobs :meth:`decode_lines` kept, in order; the channel and package lines as the
+        C reader read them (what :meth:`add` makes of their decoded blob), the lines it left decoded.
 
         Raises:
             Bail: a line is not JSON orjson reads.
@@ -220,13 +225,19 @@ class _Builder:
         counts, texts, ids = (got.counts, got.texts, got.ids) if got is not None else ((), (), ())
         lengths, positions = (got.chain_len, got.chain_pos) if got is not None else ((), ())
         add, add_channel, entry, chains = self.add, self._add_channel, self._entries.__getitem__, self.chains
-        at = t = n = cp = 0
+        at = t = n = cp = c = 0
         for path, line, raw in kept:
             if raw is not _TEXT:
                 add(raw, path, line)
                 continue
             k = counts[n]
-            if k < 0:
+            if k == -2:  # a package
+                origin = new_origin(path, line)
+                self._add_package(
+                    Package(texts[t], texts[t + 1] or None, texts[t + 2] or None, None, origin, None), None
+                )
+                t += 3
+            elif k < 0:
                 try:
                     raw = orjson.loads(lines[n])
                 except orjson.JSONDecodeError:
@@ -236,7 +247,8 @@ class _Builder:
                 chosen = tuple(map(entry, ids[at : at + k]))
                 package, name = texts[t], texts[t + 1]
                 added = add_channel(new_channel(package, name, chosen, new_origin(path, line), None), None)
-                length = lengths[t >> 1]
+                length = lengths[c]
+                c += 1
                 if length >= 0:
                     if added:
                         chains[package, name] = tuple(map(chosen.__getitem__, positions[cp : cp + length]))
@@ -292,14 +304,7 @@ class _Builder:
                     self._sync_entries()
                 self._add_channel(self.reader.channel(raw, origin), raw)
             elif schema == SCHEMA_PACKAGE:
-                package = self.reader.package(raw, origin)
-                if package.name in self.packages:
-                    first = self.packages[package.name].origin
-                    self.blob_problem(
-                        f"package {package.name!r} is defined twice (first at {first})", raw, origin, "name"
-                    )
-                    return
-                self.packages[package.name] = package
+                self._add_package(self.reader.package(raw, origin), raw)
             elif schema == SCHEMA_DEPRECATIONS:
                 deprecation = Deprecation.from_dict(raw, origin)
                 if deprecation.package in self.deprecations:
@@ -334,6 +339,18 @@ class _Builder:
             return False
         chans[channel.name] = channel
         return True
+
+    def _add_package(self, package: Package, raw: dict[str, Any] | None) -> None:
+        if package.name in self.packages:
+            if raw is None:  # read by C: what the problem tells of the blob
+                raw = {"schema": SCHEMA_PACKAGE, "name": package.name}
+            assert package.origin is not None
+            first = self.packages[package.name].origin
+            self.blob_problem(
+                f"package {package.name!r} is defined twice (first at {first})", raw, package.origin, "name"
+            )
+            return
+        self.packages[package.name] = package
 
     def _sync_entries(self) -> None:
         """File the entries the C reader made in the object reader's table (equal ones are shared)."""

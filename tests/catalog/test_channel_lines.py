@@ -1,10 +1,11 @@
-"""The C reader of plain channel lines (``olmkit._solver.channel_reader``) gives the decoding's channels.
+"""The C reader of plain channel and package lines (``olmkit._solver.channel_reader``) gives the decoding's.
 
 With the C part, the loader's fast path hands the lines its scan of bundles left to the
 channel reader, every file's at once: plain ``olm.channel`` blobs become channels without
-being decoded, every other line is decoded and read the general way. Both ways must give
-the same catalog: channels (entries, origins, extra fields), equal entries shared alike
-(the cache file, which marshal writes, shows the sharing), problems in the same order.
+being decoded, plain ``olm.package`` blobs too, every other line is decoded and read the
+general way. Both ways must give the same catalog: channels (entries, origins, extra
+fields) and packages, equal entries shared alike (the cache file, which marshal writes,
+shows the sharing), problems in the same order.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ PLAIN = [
     chan("ap", None, name="null-entries"),
     {"schema": "olm.channel", "package": "ap", "name": "missing-entries"},
     b' { "name" : "spaced" ,\t"package":"ap","schema":"olm.channel","entries":[ {"name":"a.v1"} ] } ',
+    {"schema": "olm.package", "name": "bp", "defaultChannel": None, "description": ""},
+    {"schema": "olm.package", "name": "cp", "description": "a package"},
 ]
 LEFT = [
     chan("ap", [{"name": "a.v1"}], name="caf\u00e9"),  # not ASCII
@@ -63,6 +66,12 @@ LEFT = [
     b'{"schema":"olm.channel","package":"ap","name":"num","entries":[{"name":"a.v5"}],"n":1e2}',
     chan("ap", [{"name": "a.v1"}, {"name": "a.v2", "replaces": "a.v1"}], name="after"),  # shares with the C ones
     chan("ap", [{"name": "a.v1", "replaces": "z"}], name="one-character"),  # a string of one character
+    pkg("ap"),  # a package twice: a problem
+    {**pkg("dp"), "icon": {"base64data": "", "mediatype": "image/png"}},
+    {**pkg("ep"), "x-note": "extra"},
+    {"schema": "olm.package", "name": "fp", "description": 3},  # a problem
+    {"schema": "olm.package", "name": "gp", "package": "ap"},  # an extra field
+    {"schema": "olm.package", "defaultChannel": "stable"},  # no name: a problem
 ]
 
 
@@ -85,6 +94,10 @@ def _channels(cat: Catalog) -> list[Any]:
     return out
 
 
+def _packages(cat: Catalog) -> list[Any]:
+    return [(name, p, str(p.origin), p.icon, p.extra) for name, p in cat.packages.items()]
+
+
 def _cache_bytes(result: LoadResult, where: Path) -> bytes:
     from olmkit.catalog._cache import write_cache
 
@@ -97,7 +110,7 @@ def assert_read_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.M
     read = _load(path, registry, monkeypatch, scan=True)
     assert _channels(read.catalog) == _channels(decoded.catalog)
     assert [p.to_dict() for p in read.problems] == [p.to_dict() for p in decoded.problems]
-    assert list(read.catalog.packages) == list(decoded.catalog.packages)
+    assert _packages(read.catalog) == _packages(decoded.catalog)
     assert _cache_bytes(read, tmp / "read.cache") == _cache_bytes(decoded, tmp / "decoded.cache")
     return read
 
@@ -110,9 +123,13 @@ def test_the_reader_takes_plain_channel_lines_only():
     assert reader is not None
     got = reader.read(b"\n".join(_lines([b]).rstrip(b"\n") for b in [*PLAIN, *LEFT]))
 
-    taken = [c >= 0 for c in got.counts]
-    assert taken == [False] + [True] * (len(PLAIN) - 1) + [False] * (len(LEFT) - 4) + [True, False, True, False]
-    assert got.texts[:2] == ["ap", "stable"]
+    taken = [c != -1 for c in got.counts]
+    assert taken == [True] * len(PLAIN) + [False] * (len(LEFT) - 10) + [True, False, True, False, True] + [False] * 5
+    assert [c for c in got.counts if c < -1] == [-2, -2, -2, -2]
+    assert got.texts[-5:] == ["ap", "after", "ap", "stable", ""]  # a channel, then a package
+    cp = got.texts.index("cp")
+    assert got.texts[cp - 3 : cp + 3] == ["bp", "", "", "cp", "", "a package"]
+    assert got.texts[:5] == ["ap", "stable", "", "ap", "stable"]
     # the distinct entries in the order first met; empty replaces, skips and skipRange are none
     assert list(zip(got.names, got.replaces, got.skips, got.ranges, strict=True)) == [
         ("a.v1", None, (), None),
