@@ -162,8 +162,8 @@ class _Builder:
         """Lines ``first .. last - 1`` of a JSON file (line ``i`` is ``data[starts[i]:ends[i]]``) as
         ``(line number, blob)`` for :meth:`add`.
 
-        With the C reader of channel lines, only the bundle blobs come back: the others are
-        kept, in order, for :meth:`flush` (which reads the channel lines of every file at
+        With the C reader of channel and package lines, only the bundle blobs come back: the
+        others are kept, in order, for :meth:`flush` (which reads those of every file at
         once); they are none of the bundles' business.
 
         Raises:
@@ -175,6 +175,14 @@ class _Builder:
             reader = self._lines = channel_reader()
         if reader is None:
             return [(i + 1, loads(data[starts[i] : ends[i]])) for i in range(first, last)]
+        if all(ends[i] + 1 == starts[i + 1] for i in range(first, last - 1)):  # one line after the other
+            run = data[starts[first] : ends[last - 1]]
+            # no escape and no bundle blob (see below): every line for the reader, which
+            # leaves the ones it does not take to be decoded then
+            if b"\\" not in run and b'"olm.bundle"' not in run:
+                self._texts.append(run)
+                self._kept += [(path, i + 1, _TEXT) for i in range(first, last)]
+                return []
         values = []
         kept, texts = self._kept.append, self._texts.append
         for i in range(first, last):
@@ -212,9 +220,12 @@ class _Builder:
         """
         if not self._kept:
             return
-        kept, lines = self._kept, self._texts
+        kept, kept_texts = self._kept, self._texts
         self._kept, self._texts = [], []
-        got = self._lines.read(b"\n".join(lines)) if lines else None
+        data = b"\n".join(kept_texts)  # one line per _TEXT blob kept
+        got = self._lines.read(data) if kept_texts else None
+        del kept_texts
+        lines: list[bytes] | None = None  # the lines, for those the reader leaves
         if got is not None and got.names:
             made: Iterable[ChannelEntry] = new_entries(got.names, got.replaces, got.skips, got.ranges)
             interned = self.reader.entries
@@ -238,6 +249,8 @@ class _Builder:
                 )
                 t += 3
             elif k < 0:
+                if lines is None:
+                    lines = data.split(b"\n")
                 try:
                     raw = orjson.loads(lines[n])
                 except orjson.JSONDecodeError:

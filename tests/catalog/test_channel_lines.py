@@ -72,6 +72,8 @@ LEFT = [
     {"schema": "olm.package", "name": "fp", "description": 3},  # a problem
     {"schema": "olm.package", "name": "gp", "package": "ap"},  # an extra field
     {"schema": "olm.package", "defaultChannel": "stable"},  # no name: a problem
+    {"schema": "olm.deprecations", "package": "ap", "entries": [{"reference": {"schema": "olm.package"}}]},
+    {"schema": "x.custom", "name": "zz"},  # another schema: kept as it is
 ]
 
 
@@ -124,7 +126,7 @@ def test_the_reader_takes_plain_channel_lines_only():
     got = reader.read(b"\n".join(_lines([b]).rstrip(b"\n") for b in [*PLAIN, *LEFT]))
 
     taken = [c != -1 for c in got.counts]
-    assert taken == [True] * len(PLAIN) + [False] * (len(LEFT) - 10) + [True, False, True, False, True] + [False] * 5
+    assert taken == [True] * len(PLAIN) + [False] * (len(LEFT) - 12) + [True, False, True, False, True] + [False] * 7
     assert [c for c in got.counts if c < -1] == [-2, -2, -2, -2]
     assert got.texts[-5:] == ["ap", "after", "ap", "stable", ""]  # a channel, then a package
     cp = got.texts.index("cp")
@@ -145,7 +147,7 @@ def test_the_reader_takes_plain_channel_lines_only():
 
 
 @needs_native
-@pytest.mark.parametrize("order", ["plain-first", "left-first", "one-file-each"])
+@pytest.mark.parametrize("order", ["plain-first", "left-first", "one-file-each", "no-escapes"])
 def test_channels_read_in_c_are_the_decoded_ones(order, olmkit_pm, tmp_path, monkeypatch):
     root = tmp_path / "catalog"
     (root / "a").mkdir(parents=True)
@@ -154,6 +156,10 @@ def test_channels_read_in_c_are_the_decoded_ones(order, olmkit_pm, tmp_path, mon
         (root / "a" / "index.json").write_bytes(_lines([*PLAIN, *LEFT, *bundles]))
     elif order == "left-first":
         (root / "a" / "index.json").write_bytes(_lines([*LEFT[::-1], *bundles, *PLAIN]))
+    elif order == "no-escapes":  # lines read in one piece, the ones left among them decoded
+        unescaped = [b for b in LEFT if b"\\" not in _lines([b])]
+        assert len(unescaped) == len(LEFT) - 1
+        (root / "a" / "index.json").write_bytes(_lines([*PLAIN[:3], *unescaped, *PLAIN[3:], *bundles]))
     else:
         for i, blob in enumerate([*PLAIN, *LEFT, *bundles]):
             (root / "a" / f"{i:02}.json").write_bytes(_lines([blob]))
