@@ -1,4 +1,4 @@
-"""The C reader of plain ``olm.channel`` and ``olm.package`` lines (``channels.c``), for the catalog loader.
+"""The C reader of plain channel and package lines (``channels.c``), for the catalog loader.
 
 The loader hands it the lines its scan of bundle lines left (see
 :mod:`olmkit._solver._scan`), of every file at once: each plainly well-formed channel
@@ -12,7 +12,8 @@ here because olmkit builds one C extension.
 from __future__ import annotations
 
 from array import array
-from typing import Any
+
+from olmkit._solver._scan import _lines
 
 __all__ = ["ChannelLines", "ChannelReader", "reader"]
 
@@ -119,9 +120,3 @@ def reader() -> ChannelReader | None:
     if _encode.current() != "native":
         return None
     return ChannelReader()
-
-
-def _lines(buffer: Any) -> list[str]:
-    """The newline-terminated texts in ``buffer``."""
-    text: str = bytes(buffer).decode()
-    return text.split("\n")[:-1]

@@ -163,31 +163,65 @@ static const char *opt_str(const char *p, const char *e, span *out) {
     return str(p, e, out);
 }
 
+/* the opening of an object or a list at *pp: 1 a member or an element follows (*pp at it),
+ * 0 it is empty (*pp past it), -1 not that */
+static int opening(const char **pp, const char *e, char open, char close) {
+    const char *p = *pp;
+    if (p >= e || *p != open)
+        return -1;
+    p = ws(p + 1, e);
+    if (p < e && *p == close) {
+        *pp = p + 1;
+        return 0;
+    }
+    *pp = p;
+    return 1;
+}
+
+/* after a member or an element at *pp: 1 another follows (*pp at it), 0 the object or list
+ * closes (*pp past it), -1 neither */
+static int after(const char **pp, const char *e, char close) {
+    const char *p = ws(*pp, e);
+    if (p < e && *p == ',') {
+        *pp = ws(p + 1, e);
+        return 1;
+    }
+    if (p < e && *p == close) {
+        *pp = p + 1;
+        return 0;
+    }
+    return -1;
+}
+
+/* a member's key at p: where its value starts, or NULL when not one this reader takes */
+static const char *key(const char *p, const char *e, span *k) {
+    p = str(p, e, k);
+    if (!p)
+        return NULL;
+    p = ws(p, e);
+    if (p >= e || *p != ':')
+        return NULL;
+    return ws(p + 1, e);
+}
+
 /* one entry object; 1 taken, 0 not, -1 out of memory */
 static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_t *n_skips) {
     const char *p = *pp;
-    int seen = 0;
+    int seen = 0, more;
     out->name.n = -1;
     out->replaces.p = out->skip_range.p = "";
     out->replaces.n = 0;
     out->skip_range.n = 0;
     out->skip_first = (int)*n_skips;
     out->skip_count = 0;
-    if (p >= e || *p != '{')
-        return 0;
-    p = ws(p + 1, e);
-    if (p < e && *p == '}')
-        return 0; /* no name */
-    for (;;) {
+    if (opening(&p, e, '{', '}') <= 0)
+        return 0; /* not an object, or no name */
+    do {
         span k;
         int bit;
-        p = str(p, e, &k);
+        p = key(p, e, &k);
         if (!p)
             return 0;
-        p = ws(p, e);
-        if (p >= e || *p != ':')
-            return 0;
-        p = ws(p + 1, e);
         if (is(k, "name", 4)) {
             bit = 1;
             p = str(p, e, &out->name);
@@ -203,36 +237,25 @@ static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_
             bit = 8;
             if (p < e && *p == 'n') {
                 p = null_at(p, e);
-            } else if (p < e && *p == '[') {
+            } else {
                 out->skip_first = (int)*n_skips;
                 out->skip_count = 0;
-                p = ws(p + 1, e);
-                if (p < e && *p == ']') {
-                    p++;
-                } else {
-                    for (;;) {
-                        span s;
-                        p = str(p, e, &s);
-                        if (!p)
-                            return 0;
-                        if (grow((void **)&pv->skips, &pv->skips_cap, *n_skips + 1, sizeof(span)))
-                            return -1;
-                        pv->skips[(*n_skips)++] = s;
-                        out->skip_count++;
-                        p = ws(p, e);
-                        if (p < e && *p == ',') {
-                            p = ws(p + 1, e);
-                            continue;
-                        }
-                        if (p < e && *p == ']') {
-                            p++;
-                            break;
-                        }
+                int items = opening(&p, e, '[', ']');
+                if (items < 0)
+                    return 0;
+                while (items) {
+                    span s;
+                    p = str(p, e, &s);
+                    if (!p)
                         return 0;
-                    }
+                    if (grow((void **)&pv->skips, &pv->skips_cap, *n_skips + 1, sizeof(span)))
+                        return -1;
+                    pv->skips[(*n_skips)++] = s;
+                    out->skip_count++;
+                    items = after(&p, e, ']');
+                    if (items < 0)
+                        return 0;
                 }
-            } else {
-                return 0;
             }
         } else {
             return 0;
@@ -240,17 +263,10 @@ static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_
         if (!p || (seen & bit))
             return 0;
         seen |= bit;
-        p = ws(p, e);
-        if (p < e && *p == ',') {
-            p = ws(p + 1, e);
-            continue;
-        }
-        if (p < e && *p == '}') {
-            p++;
-            break;
-        }
-        return 0;
-    }
+        more = after(&p, e, '}');
+        if (more < 0)
+            return 0;
+    } while (more);
     if (!(seen & 1))
         return 0;
     *pp = p;
@@ -260,25 +276,18 @@ static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_
 /* one line; 1 a channel taken (its entries in pv->ents), 2 a package taken (its default
  * channel and description in pkg and desc), 0 not, -1 out of memory */
 static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name, span *desc, size_t *n_ents) {
-    int seen = 0, package = 0;
+    int seen = 0, package = 0, more;
     size_t n_skips = 0;
     *n_ents = 0;
     p = ws(p, e);
-    if (p >= e || *p != '{')
+    if (opening(&p, e, '{', '}') <= 0)
         return 0;
-    p = ws(p + 1, e);
-    if (p < e && *p == '}')
-        return 0;
-    for (;;) {
+    do {
         span k, v;
         int bit;
-        p = str(p, e, &k);
+        p = key(p, e, &k);
         if (!p)
             return 0;
-        p = ws(p, e);
-        if (p >= e || *p != ':')
-            return 0;
-        p = ws(p + 1, e);
         if (is(k, "schema", 6)) {
             bit = 1;
             p = str(p, e, &v);
@@ -306,32 +315,21 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
             bit = 8;
             if (p < e && *p == 'n') {
                 p = null_at(p, e);
-            } else if (p < e && *p == '[') {
-                p = ws(p + 1, e);
-                if (p < e && *p == ']') {
-                    p++;
-                } else {
-                    for (;;) {
-                        if (grow((void **)&pv->ents, &pv->ents_cap, *n_ents + 1, sizeof(entry_t)))
-                            return -1;
-                        int rc = entry(pv, &p, e, &pv->ents[*n_ents], &n_skips);
-                        if (rc <= 0)
-                            return rc;
-                        (*n_ents)++;
-                        p = ws(p, e);
-                        if (p < e && *p == ',') {
-                            p = ws(p + 1, e);
-                            continue;
-                        }
-                        if (p < e && *p == ']') {
-                            p++;
-                            break;
-                        }
-                        return 0;
-                    }
-                }
             } else {
-                return 0;
+                int items = opening(&p, e, '[', ']');
+                if (items < 0)
+                    return 0;
+                while (items) {
+                    if (grow((void **)&pv->ents, &pv->ents_cap, *n_ents + 1, sizeof(entry_t)))
+                        return -1;
+                    int rc = entry(pv, &p, e, &pv->ents[*n_ents], &n_skips);
+                    if (rc <= 0)
+                        return rc;
+                    (*n_ents)++;
+                    items = after(&p, e, ']');
+                    if (items < 0)
+                        return 0;
+                }
             }
         } else {
             return 0;
@@ -339,17 +337,10 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
         if (!p || (seen & bit))
             return 0;
         seen |= bit;
-        p = ws(p, e);
-        if (p < e && *p == ',') {
-            p = ws(p + 1, e);
-            continue;
-        }
-        if (p < e && *p == '}') {
-            p++;
-            break;
-        }
-        return 0;
-    }
+        more = after(&p, e, '}');
+        if (more < 0)
+            return 0;
+    } while (more);
     if (ws(p, e) != e)
         return 0;
     if (package) {
@@ -365,6 +356,14 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
 }
 
 /* ------------------------------------------------------------------ distinct entries */
+
+/* FNV-1a */
+static uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
 
 static int put(char **buf, int *len, size_t *cap, const char *s, int n) {
     if (grow((void **)buf, cap, (size_t)*len + (size_t)n + 1, 1))
@@ -418,9 +417,7 @@ static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
         n += (size_t)s->n;
         k[n++] = 2;
     }
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)k[i]) * 1099511628211ULL;
+    uint64_t h = hash_bytes(k, n);
     if (pv->n_slots) {
         size_t at = (size_t)(h & (pv->n_slots - 1));
         for (;;) {
@@ -484,12 +481,7 @@ static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
 
 /* ------------------------------------------------------------------ a channel's order */
 
-static uint64_t hash_span(const span *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < s->n; i++)
-        h = (h ^ (unsigned char)s->p[i]) * 1099511628211ULL;
-    return h;
-}
+static uint64_t hash_span(const span *s) { return hash_bytes(s->p, (size_t)s->n); }
 
 /* the name number of s among the current channel's names, or -1; with add, a new one if none */
 static int name_number(priv_t *pv, const span *s, size_t mask, int *n_names, int add) {

@@ -82,6 +82,10 @@ BACKGROUND_MIN_BUNDLES: Final = 5000
 FAST = True
 #: a blob kept as its text (see :meth:`_Builder.decode_lines`)
 _TEXT: Final = object()
+#: the schemas as a blob's text spells them unescaped
+_CHANNEL_TEXT: Final = f'"{SCHEMA_CHANNEL}"'.encode()
+_PACKAGE_TEXT: Final = f'"{SCHEMA_PACKAGE}"'.encode()
+_BUNDLE_TEXT: Final = f'"{SCHEMA_BUNDLE}"'.encode()
 
 
 @attrs.frozen
@@ -179,7 +183,7 @@ class _Builder:
             run = data[starts[first] : ends[last - 1]]
             # no escape and no bundle blob (see below): every line for the reader, which
             # leaves the ones it does not take to be decoded then
-            if b"\\" not in run and b'"olm.bundle"' not in run:
+            if b"\\" not in run and _BUNDLE_TEXT not in run:
                 self._texts.append(run)
                 self._kept += [(path, i + 1, _TEXT) for i in range(first, last)]
                 return []
@@ -190,11 +194,7 @@ class _Builder:
             # a channel or package blob the reader may take: no escape (it takes none) and
             # surely no bundle blob (whose schema, unescaped, is this text; its place is in
             # the columns)
-            if (
-                (b'"olm.channel"' in text or b'"olm.package"' in text)
-                and b"\\" not in text
-                and b'"olm.bundle"' not in text
-            ):
+            if (_CHANNEL_TEXT in text or _PACKAGE_TEXT in text) and b"\\" not in text and _BUNDLE_TEXT not in text:
                 texts(text)
                 kept((path, i + 1, _TEXT))
                 continue
