@@ -193,6 +193,15 @@ static int after(const char **pp, const char *e, char close) {
     return -1;
 }
 
+/* after a member's value (*pp past it, or NULL when the value is not one this reader takes;
+ * bit: its key's): as after(), and -1 for such a value or a key met before */
+static int member_end(const char **pp, const char *e, int *seen, int bit) {
+    if (!*pp || (*seen & bit))
+        return -1;
+    *seen |= bit;
+    return after(pp, e, '}');
+}
+
 /* a member's key at p: where its value starts, or NULL when not one this reader takes */
 static const char *key(const char *p, const char *e, span *k) {
     p = str(p, e, k);
@@ -260,10 +269,7 @@ static int entry(priv_t *pv, const char **pp, const char *e, entry_t *out, size_
         } else {
             return 0;
         }
-        if (!p || (seen & bit))
-            return 0;
-        seen |= bit;
-        more = after(&p, e, '}');
+        more = member_end(&p, e, &seen, bit);
         if (more < 0)
             return 0;
     } while (more);
@@ -334,10 +340,7 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
         } else {
             return 0;
         }
-        if (!p || (seen & bit))
-            return 0;
-        seen |= bit;
-        more = after(&p, e, '}');
+        more = member_end(&p, e, &seen, bit);
         if (more < 0)
             return 0;
     } while (more);
