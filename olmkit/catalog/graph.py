@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -68,25 +69,32 @@ class _Upgrades:
     bundle; the channel's other entries are kept to say why a path stops.
     """
 
-    def __init__(self, catalog: Catalog, package: str, channel: str) -> None:
+    def __init__(
+        self, catalog: Catalog, package: str, channel: str, versions: Mapping[str, str | None] | None = None
+    ) -> None:
         self.package, self.channel = package, channel
         self.order = catalog.channel_order(package, channel)
         self.entries = catalog.channel(package, channel).entries
         self.head = self.order[0].name
-        self.versions = catalog.versions(package)
+        self.versions = catalog.versions(package) if versions is None else versions
         self.position = {e.name: i for i, e in enumerate(self.order)}
-        # offered entries by what they upgrade, in order: the first that upgrades a bundle wins
-        self._by_edge: dict[tuple[str, str], list[int]] = {}
         self._ranged: list[tuple[int, Any]] = []
         for i, e in enumerate(self.order):
-            if e.replaces:
-                self._by_edge.setdefault(("replaces", e.replaces), []).append(i)
-            for skipped in e.skips:
-                self._by_edge.setdefault(("skips", skipped), []).append(i)
             if e.skip_range:
                 with contextlib.suppress(ValueError):  # OLM ignores an unparsable range
                     self._ranged.append((i, parse_range(e.skip_range)))
         self._table: dict[str, tuple[str, str] | None] | None = None
+
+    @functools.cached_property
+    def _by_edge(self) -> dict[tuple[str, str], list[int]]:
+        """Offered entries by what they upgrade, in order: the first that upgrades a bundle wins."""
+        by_edge: dict[tuple[str, str], list[int]] = {}
+        for i, e in enumerate(self.order):
+            if e.replaces:
+                by_edge.setdefault(("replaces", e.replaces), []).append(i)
+            for skipped in e.skips:
+                by_edge.setdefault(("skips", skipped), []).append(i)
+        return by_edge
 
     def _version(self, name: str) -> str | None:
         return self.versions.get(name)
@@ -130,23 +138,26 @@ class _Upgrades:
         if self._table is not None:
             return self._table
         order, position, ranged, versions = self.order, self.position, self._ranged, self.versions
-        by_edge = self._by_edge
         end = len(order)
+        # the first offered entry replacing / skipping each bundle, other than the bundle itself
+        replacer: dict[str, int] = {}
+        skipper: dict[str, int] = {}
+        for i, e in enumerate(order):
+            if e.replaces and position.get(e.replaces, -1) != i:
+                replacer.setdefault(e.replaces, i)
+            for skipped in e.skips:
+                if position.get(skipped, -1) != i:
+                    skipper.setdefault(skipped, i)
         table: dict[str, tuple[str, str] | None] = {}
         for entry in self.entries:
             name = entry.name
-            own = position.get(name, -1)
-            best, how = end, ""
-            for i in by_edge.get(("replaces", name), ()):
-                if i != own:
-                    best, how = i, "replaces"
-                    break
-            for i in by_edge.get(("skips", name), ()):
-                if i != own:
-                    if i < best:  # at the same position, replaces comes first
-                        best, how = i, "skips"
-                    break
+            best = replacer.get(name, end)
+            how = "replaces" if best < end else ""
+            first_skip = skipper.get(name, end)
+            if first_skip < best:  # at the same position, replaces comes first
+                best, how = first_skip, "skips"
             if ranged:
+                own = position.get(name, -1)
                 text = versions.get(name)
                 if text:
                     try:
@@ -251,8 +262,12 @@ def upgrade_path(catalog: Catalog, package: str, channel: str, start: str) -> li
     return steps
 
 
-def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[UpgradeStop, list[str]]]:
+def dead_ends(
+    catalog: Catalog, package: str, channel: str, *, versions: Mapping[str, str | None] | None = None
+) -> list[tuple[UpgradeStop, list[str]]]:
     """The channel's entries whose upgrade path never reaches the head, grouped by where it stops.
+
+    ``versions``: :meth:`Catalog.versions` of the package, when the caller has it already.
 
     Returns:
         ``(stop, entries)`` pairs in channel order of the stops; the entries (the stop
@@ -263,7 +278,7 @@ def dead_ends(catalog: Catalog, package: str, channel: str) -> list[tuple[Upgrad
 
     .. versionadded:: 0.2
     """
-    upgrades = _Upgrades(catalog, package, channel)
+    upgrades = _Upgrades(catalog, package, channel, versions)
     table = upgrades.table()
     # entry -> where its path stops (None: the head); most paths join one already followed
     outcome: dict[str, str | None] = {upgrades.head: None}

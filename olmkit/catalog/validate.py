@@ -276,11 +276,17 @@ class _Verdicts:
         self.identity = frozenset(registry.identity_types)
         self.plain: _Verdict = (False, None, False, (), False)  # nothing to check or report: most properties
         # equal verdicts are one tuple (a large catalog has hundreds of thousands)
-        self.canonical: dict[_Verdict, _Verdict] = {self.plain: self.plain}
+        self.unknown: _Verdict = (False, None, True, (), False)  # a type no plugin registers
+        self.requirement: _Verdict = (False, None, False, (), True)  # a valid requirement
+        self.canonical: dict[_Verdict, _Verdict] = {v: v for v in (self.plain, self.unknown, self.requirement)}
+        self.inline = registry.inline_types
 
     def verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
         """The verdict on a property of ``type_name`` whose value ``parsed(prop)`` parses."""
-        v = self._verdict(type_name, parsed, prop)
+        return self.same(self._verdict(type_name, parsed, prop))
+
+    def same(self, v: _Verdict) -> _Verdict:
+        """The one tuple equal to ``v`` (verdicts are compared by identity)."""
         return self.canonical.setdefault(v, v)
 
     def _verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
@@ -322,12 +328,14 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
         bundles: Mapping[str, Any]
         objects: Mapping[str, Bundle] = _NO_BUNDLES
         rows_of: dict[str, int] = {}
+        versions: Mapping[str, str | None] | None = None  # the bundles' versions by name, as Catalog.versions
         if lazy is None:
             bundles = objects = catalog.bundles.get(pkg_name, _NO_BUNDLES)
             first_origin = next((b.origin for b in objects.values()), None)
         else:
             rows = lazy.span(pkg_name)
             bundles = rows_of = dict(zip(map(lazy.columns.bundle_name.__getitem__, rows), rows, strict=True))
+            versions = dict(zip(rows_of, map(lazy.columns.bundle_version.__getitem__, rows), strict=True))
             first_origin = lazy.origin(rows[0]) if rows else None
         if package is None:
             if first_origin is None:
@@ -371,7 +379,7 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
 
         in_channel: set[str] = set()
         for channel in channels.values():
-            _validate_channel(catalog, channel, bundles, out, in_channel)
+            _validate_channel(catalog, channel, bundles, out, in_channel, versions)
         if lazy is None:
             _check_bundles(catalog, registry, pkg_name, objects, in_channel, verdicts, state, out)
         else:
@@ -555,8 +563,14 @@ def _check_rows(
 
     The same checks as :func:`_check_bundles`, in the same order, with the same texts.
     """
-    inline = registry.inline_types
+    inline = verdicts.inline
     plain = verdicts.plain
+    # the verdicts that report nothing for a bundle of this package, checked by identity:
+    # its own identity property, and an unknown type already reported for the package
+    clean = verdicts.same((True, pkg_name, False, (), False))
+    unknown, satisfiable = verdicts.unknown, verdicts.requirement
+    reported: set[int] = set()  # properties of an unknown type already reported for the package
+    has_identity = bool(verdicts.identity)
     c = lazy.columns
     dist_type, starts, refs = c.dist_type, c.prop_start, c.prop_ref
     images, bundle_versions = c.bundle_image, c.bundle_version
@@ -569,11 +583,13 @@ def _check_rows(
     versions: dict[Any, str] = {}
     unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
     for name, row in rows.items():
-        bundle = _Row(lazy, row, pkg_name)
+        bundle: _Row | None = None
         if name not in in_channel:
+            bundle = _Row(lazy, row, pkg_name)
             out.append(_bundle_problem(ERROR, f"bundle {name!r} is not in any channel", bundle))
         ds = refs[starts[row] : starts[row + 1]]
         if not images[row] and not any(dist_type[d] in inline for d in ds):
+            bundle = bundle or _Row(lazy, row, pkg_name)
             out.append(_image_problem(registry, bundle))
         identities = 0
         for i, d in enumerate(ds):
@@ -582,8 +598,18 @@ def _check_rows(
                 v = known[d] = verdicts.verdict(dist_type[d], distinct.parsed, d)
             if v is plain:
                 continue
+            if v is clean:
+                identities += 1
+                continue
+            if v is satisfiable and requirements.get(d, v) is None:
+                continue  # a requirement something satisfies
+            if v is unknown and d in reported:
+                continue
+            bundle = bundle or _Row(lazy, row, pkg_name)
             identities += v[0]
             if not _verdict_problems(v, dist_type[d], pkg_name, bundle, i, unknown_seen, out):
+                if v is unknown:
+                    reported.add(d)  # the package's warning on its type is out
                 continue
             if v[4]:
                 if d in requirements:
@@ -591,10 +617,19 @@ def _check_rows(
                 else:
                     found = requirements[d] = _check_distinct(catalog, lazy, registry, name, d, state)
                 _requirement_problem(found, d, bundle, i, unsatisfied, out)
-        out += _identity_problems(registry, identities, bundle)
-        clash = _version_clash(versions, name, bundle_versions[row])
-        if clash is not None:
-            out.append(_bundle_problem(ERROR, clash, bundle, "properties"))
+        if identities != 1 and has_identity:
+            out += _identity_problems(registry, identities, bundle or _Row(lazy, row, pkg_name))
+        version = bundle_versions[row]
+        if version:
+            try:
+                key: Any = parse_version(version)
+            except ValueError:
+                continue  # reported by the identity property's own validation
+            known_versions = len(versions)
+            first = versions.setdefault(key, name)
+            if len(versions) == known_versions:  # as _version_clash says
+                clash = f"version {version} is used by both {first!r} and {name!r}"
+                out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
     out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
 
 
@@ -693,7 +728,12 @@ def _deprecation_problems(deprecation: Deprecation, channels: Any, bundles: Any)
 
 
 def _validate_channel(
-    catalog: Catalog, channel: Channel, bundles: Any, out: list[Problem], in_channel: set[str]
+    catalog: Catalog,
+    channel: Channel,
+    bundles: Any,
+    out: list[Problem],
+    in_channel: set[str],
+    versions: Mapping[str, str | None] | None = None,
 ) -> None:
     names = set()
     for i, entry in enumerate(channel.entries):
@@ -764,7 +804,7 @@ def _validate_channel(
         )
         return
     position: dict[str, int] = {}
-    for stop, stuck in dead_ends(catalog, channel.package, channel.name):
+    for stop, stuck in dead_ends(catalog, channel.package, channel.name, versions=versions):
         position = position or {e.name: i for i, e in enumerate(channel.entries)}
         if stuck == [stop.bundle]:
             what = f"{stop.bundle!r} can never reach the channel head {stop.head!r}, as {stop.reason}"
