@@ -485,6 +485,42 @@ def test_validate_on_columns_of_a_broken_catalog(generated, olmkit_pm, tmp_path,
     assert len({p.message.split(":")[0] for p in found if p.severity == "error"}) > 6
 
 
+def test_validate_on_columns_reports_what_the_quiet_bundles_skip(olmkit_pm, tmp_path, monkeypatch):
+    """The bundles whose properties report nothing are passed over quickly; what is left is still
+    reported once and in place: an unknown type (two values) once per package, a requirement
+    nothing satisfies at each package carrying it, a second identity, a duplicate version."""
+    mistyped = [{"type": "example.io/mistyped", "value": v} for v in (1, 2)]
+    missing = {"type": "olm.package.required", "value": {"packageName": "nowhere", "versionRange": ">=1.0.0"}}
+    present = {"type": "olm.package.required", "value": {"packageName": "a", "versionRange": ">=1.0.0"}}
+    blobs = [
+        pkg("a"),
+        chan("a", [{"name": "a.v1.0.0"}, {"name": "a.v1.1.0", "replaces": "a.v1.0.0"}]),
+        bundle("a", "1.0.0", [GVK, mistyped[0]]),
+        bundle("a", "1.1.0", [GVK, mistyped[1], mistyped[0], present]),
+        pkg("b"),
+        chan("b", [{"name": f"b.v1.0.{i}"} for i in range(3)]),
+        bundle("b", "1.0.0", [mistyped[1], NEEDS, missing]),
+        bundle("b", "1.0.1", [NEEDS, missing, {"type": "olm.package", "value": {"packageName": "a", "version": "9"}}]),
+        bundle("b", "1.0.2", [present, missing], name="b.v1.0.2"),
+        bundle("b", "1.0.2", [mistyped[0]], name="b.v1.0.3"),
+    ]
+    (tmp_path / "catalog.json").write_bytes(dump_json_stream(blobs))
+
+    found = assert_validate_is_the_object_validate(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    unknown = [(p.package, p.blob, p.field) for p in found if "unknown property type" in p.message]
+    assert [("a", "olm.bundle a.v1.0.0", "properties[2].type"), ("b", "olm.bundle b.v1.0.0", "properties[1].type")] == (
+        unknown
+    )
+    unsatisfied = [p for p in found if p.message.startswith("nothing in this catalog satisfies")]
+    assert ["b"] == [p.package for p in unsatisfied]
+    assert "required by 3 bundles of b" in unsatisfied[0].message
+    assert any("names package 'a', but the bundle belongs to 'b'" in p.message for p in found)
+    assert any("exactly one olm.package property, found 2" in p.message for p in found)
+    assert any("version 1.0.2 is used by both 'b.v1.0.2' and 'b.v1.0.3'" in p.message for p in found)
+    assert any("'b.v1.0.3' is not in any channel" in p.message for p in found)
+
+
 def test_validate_on_columns_in_two_processes(generated, olmkit_pm, tmp_path, monkeypatch):
     """Split between this process and a forked child: the same problems in the same order."""
     break_catalog(generated, tmp_path)
