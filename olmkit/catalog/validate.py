@@ -52,6 +52,7 @@ from olmkit.errors import CatalogError
 from olmkit.model import Bundle, Channel, Origin, Property
 from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
+from olmkit.types import PackageIdentity
 
 __all__ = ["validate_catalog", "validate_path"]
 
@@ -217,7 +218,7 @@ _Verdict = tuple[bool, str | None, bool, tuple[tuple[str, str], ...], bool]
 class _State:
     """What checking remembers across packages (and across the halves of a serial run)."""
 
-    __slots__ = ("distinct", "requirements", "unknown_seen", "verdicts", "views")
+    __slots__ = ("distinct", "programs", "requirements", "unknown_seen", "verdicts", "views")
 
     def __init__(self) -> None:
         #: the distinct properties' parsed values (a catalog read into columns)
@@ -230,6 +231,7 @@ class _State:
         self.requirements: dict[int, tuple[str, str] | None] = {}
         self.unknown_seen: set[tuple[str, str]] = set()
         self.views: dict[int, _View | _RowView] = {}
+        self.programs: _Programs | None = None  # a catalog in columns: predicates' programs run on it
 
 
 def _split(catalog: Catalog, names: list[str], jobs: int | None, *, extra: float = 0.0) -> int | None:
@@ -845,16 +847,17 @@ def _check_distinct(
     """:func:`_check_requirement` of distinct property ``d`` of a catalog in columns (candidates as rows)."""
     distinct = state.distinct
     assert distinct is not None
-    views = state.views
+    programs = state.programs
+    if programs is None:
+        programs = state.programs = _Programs(catalog, lazy, distinct, state.views)
+    view = programs.view
 
     def candidates(lookup: tuple[str, Hashable]) -> Iterator[Any]:
-        for row in reversed(catalog.lookup_rows(*lookup) or ()):
-            view = views.get(row)
-            if view is None:
-                view = views[row] = _RowView(lazy, distinct, row)
-            yield view
+        return map(view, reversed(catalog.lookup_rows(*lookup) or ()))
 
-    return _requirement_verdict(registry, lazy.columns.dist_type[d], lambda: distinct.parsed(d), bundle, candidates)
+    return _requirement_verdict(
+        registry, lazy.columns.dist_type[d], lambda: distinct.parsed(d), bundle, candidates, programs
+    )
 
 
 def _requirement_verdict(
@@ -863,7 +866,10 @@ def _requirement_verdict(
     parsed: Callable[[], Any],
     bundle: str,
     candidates: Callable[[tuple[str, Hashable]], Iterator[Any]],
+    programs: _Programs | None = None,
 ) -> tuple[str, str] | None:
+    """What a requirement says (see :func:`_check_requirement`); ``programs`` answers for a
+    predicate with a ``program`` instead of its ``matches``, from the catalog's columns."""
     pt = registry.property_types[type_name]
     assert pt.requirement is not None
     try:
@@ -875,13 +881,99 @@ def _requirement_verdict(
     lookup: tuple[str, Hashable] | None = getattr(predicate, "lookup", None)
     if lookup is None:
         return None
+    program = getattr(predicate, "program", None) if programs is not None else None
     try:
+        found = programs.satisfied(program, lookup) if program is not None and programs is not None else None
+        if found is not None:
+            return None if found else (WARNING, str(predicate))
         for view in candidates(lookup):
             if predicate.matches(view):
                 return None
     except Exception:  # matching is the plugin's business; no verdict, no warning
         return None
     return (WARNING, str(predicate))
+
+
+class _Programs:
+    """Predicates' programs (see :class:`olmkit.types.Predicate`) evaluated on a catalog's columns.
+
+    A program matches what its predicate's ``matches`` does (when every property parses:
+    values that do not are left out, as :class:`_RowView` leaves them out), without building
+    the candidates' properties: a has-type node reads the rows' property types, a lookup
+    node the index.
+    """
+
+    def __init__(self, catalog: Catalog, lazy: LazyBundles, distinct: _Distinct, views: dict[int, Any]) -> None:
+        self.catalog = catalog
+        self.lazy = lazy
+        self.distinct = distinct
+        self.views = views  # row -> its _RowView, made once
+        c = lazy.columns
+        self.dist_type, self.starts, self.refs = c.dist_type, c.prop_start, c.prop_ref
+        self.filed: dict[tuple[str, Hashable], frozenset[int]] = {}
+
+    def view(self, row: int) -> _RowView:
+        """The bundle of ``row`` as predicates see it."""
+        found: _RowView | None = self.views.get(row)
+        if found is None:
+            found = self.views[row] = _RowView(self.lazy, self.distinct, row)
+        return found
+
+    def satisfied(self, program: Any, lookup: tuple[str, Hashable]) -> bool | None:
+        """Whether a bundle under ``lookup`` matches ``program`` (newest first, as :func:`_check_distinct`).
+
+        ``None``: the predicate's ``matches`` answers: a program with a node not evaluated
+        here, or a lone identity node (``matches`` reads what it reads).
+        """
+        if type(program) is not tuple or not program or program[0] == "identity" or not self._known(program):
+            return None
+        rows = self.catalog.lookup_rows(*lookup)
+        if rows is None:
+            return None
+        run = self._run
+        return any(run(program, row) for row in reversed(rows))
+
+    def _known(self, program: Any) -> bool:
+        """Whether every node of ``program`` is one :meth:`_run` evaluates."""
+        tag = program[0] if type(program) is tuple and program else None
+        if tag in ("all", "any", "none"):
+            return all(self._known(child) for child in program[1:])
+        return (
+            (tag == "lookup" and len(program) == 2 and type(program[1]) is tuple and len(program[1]) == 2)
+            or (tag == "has_type" and len(program) == 2)
+            or (tag == "identity" and len(program) == 4)
+        )
+
+    def _run(self, program: tuple[Any, ...], row: int) -> bool:
+        tag = program[0]
+        if tag == "has_type":
+            dist_type, wanted = self.dist_type, program[1]
+            return any(dist_type[d] == wanted for d in self.refs[self.starts[row] : self.starts[row + 1]])
+        if tag == "lookup":
+            key = program[1]
+            filed = self.filed.get(key)
+            if filed is None:
+                filed = self.filed[key] = frozenset(self.catalog.lookup_rows(*key) or ())
+            return row in filed
+        if tag == "identity":
+            _, type_name, package, version_range = program
+            for identity in self.view(row).values(type_name):
+                if not isinstance(identity, PackageIdentity) or identity.package != package:
+                    continue
+                if identity.version is None:
+                    continue
+                try:
+                    version = parse_version(identity.version, tolerant=True)
+                except ValueError:
+                    continue
+                if version_range.matches(version):
+                    return True
+            return False
+        if tag == "all":
+            return all(self._run(child, row) for child in program[1:])
+        if tag == "any":
+            return any(self._run(child, row) for child in program[1:])
+        return not any(self._run(child, row) for child in program[1:])  # "none"
 
 
 class _RowView:

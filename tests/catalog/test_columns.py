@@ -521,6 +521,52 @@ def test_validate_on_columns_reports_what_the_quiet_bundles_skip(olmkit_pm, tmp_
     assert any("'b.v1.0.3' is not in any channel" in p.message for p in found)
 
 
+def test_validate_on_columns_runs_the_predicates_programs(olmkit_pm, tmp_path, monkeypatch):
+    """Constraints whose predicates have programs (lookups, identities, has-type rules, all/any/not)
+    are answered from the columns, as their ``matches`` answers on the bundles: an older bundle
+    satisfies what the newest does not."""
+    certified = {"type": "certified", "value": True}
+    old_api = {"type": "olm.gvk", "value": {"group": "g.io", "version": "v1", "kind": "Old"}}
+    new_api = {"type": "olm.gvk", "value": {"group": "g.io", "version": "v1", "kind": "New"}}
+
+    def constraint(tag: str, *children: Any) -> dict[str, Any]:
+        return {"type": "olm.constraint", "value": {"failureMessage": tag, tag: {"constraints": list(children)}}}
+
+    def has(type_name: str) -> dict[str, Any]:
+        return {"cel": {"rule": f'properties.exists(p, p.type == "{type_name}")'}}
+
+    def package(text: str) -> dict[str, Any]:
+        return {"package": {"packageName": "a", "versionRange": text}}
+
+    def api(kind: str) -> dict[str, Any]:
+        return {"gvk": {"group": "g.io", "version": "v1", "kind": kind}}
+
+    needs = [
+        constraint("all", package(">=1.0.0"), has("certified")),  # a.v1.0.0, not the newest
+        constraint("all", package(">=2.0.0"), has("certified")),  # nothing
+        constraint("all", api("Old"), has("certified")),  # a.v1.0.0
+        constraint("all", api("New"), has("certified")),  # nothing
+        constraint("all", api("New"), {"not": {"constraints": [has("certified")]}}),  # a.v2.0.0
+        constraint("all", package(">=1.0.0"), {"any": {"constraints": [api("Gone"), has("olm.gvk")]}}),
+        constraint("all", package(">=1.0.0"), {"cel": {"rule": "properties.size() > 9"}}),  # no program
+    ]
+    blobs = [
+        pkg("a"),
+        chan("a", [{"name": "a.v1.0.0"}, {"name": "a.v2.0.0", "replaces": "a.v1.0.0"}]),
+        bundle("a", "1.0.0", [old_api, certified]),
+        bundle("a", "2.0.0", [new_api]),
+        pkg("b"),
+        chan("b", [{"name": "b.v1.0.0"}]),
+        bundle("b", "1.0.0", needs),
+    ]
+    (tmp_path / "catalog.json").write_bytes(dump_json_stream(blobs))
+
+    found = assert_validate_is_the_object_validate(tmp_path, olmkit_pm.registry, monkeypatch)
+
+    unsatisfied = [p.field for p in found if p.message.startswith("nothing in this catalog satisfies")]
+    assert ["properties[2]", "properties[4]", "properties[7]"] == unsatisfied
+
+
 def test_validate_on_columns_in_two_processes(generated, olmkit_pm, tmp_path, monkeypatch):
     """Split between this process and a forked child: the same problems in the same order."""
     break_catalog(generated, tmp_path)
