@@ -24,11 +24,13 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache, total_ordering
 from typing import Any, Final
 
-__all__ = ["Range", "Version", "parse_range", "parse_version"]
+from olmkit.types import PackageIdentity
+
+__all__ = ["Range", "Version", "identity_in_range", "parse_range", "parse_version"]
 
 _STRICT: Final = re.compile(
     r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
@@ -399,3 +401,25 @@ def parse_range(text: str) -> Range:
             comparisons.append((_OPS[op], version))
         alternatives.append(tuple(comparisons))
     return Range(text, tuple(alternatives))
+
+
+def identity_in_range(identities: Iterable[Any], package: str, version_range: Range) -> bool:
+    """Whether one of ``identities`` is a :class:`~olmkit.types.PackageIdentity` of ``package``
+    whose version, read as blang's ``ParseTolerant`` does, is in ``version_range`` (what a
+    predicate's ``("identity", type, package, range)`` program tests; an identity without a
+    version, or with one that does not read, is in no range).
+
+    .. versionadded:: 0.3
+    """
+    for identity in identities:
+        if not isinstance(identity, PackageIdentity) or identity.package != package:
+            continue
+        if identity.version is None:
+            continue
+        try:
+            version = parse_version(identity.version, tolerant=True)
+        except ValueError:
+            continue
+        if version_range.matches(version):
+            return True
+    return False

@@ -47,12 +47,11 @@ from olmkit.catalog._load import _cache_path, _load
 from olmkit.catalog._writes import deferring, write_later
 from olmkit.catalog.graph import dead_ends
 from olmkit.catalog.problems import ERROR, WARNING, Problem
-from olmkit.catalog.semver import parse_range, parse_version
+from olmkit.catalog.semver import identity_in_range, parse_range, parse_version
 from olmkit.errors import CatalogError
 from olmkit.model import Bundle, Channel, Origin, Property
 from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
-from olmkit.types import PackageIdentity
 
 __all__ = ["validate_catalog", "validate_path"]
 
@@ -957,18 +956,7 @@ class _Programs:
             return row in filed
         if tag == "identity":
             _, type_name, package, version_range = program
-            for identity in self.view(row).values(type_name):
-                if not isinstance(identity, PackageIdentity) or identity.package != package:
-                    continue
-                if identity.version is None:
-                    continue
-                try:
-                    version = parse_version(identity.version, tolerant=True)
-                except ValueError:
-                    continue
-                if version_range.matches(version):
-                    return True
-            return False
+            return identity_in_range(self.view(row).values(type_name), package, version_range)
         if tag == "all":
             return all(self._run(child, row) for child in program[1:])
         if tag == "any":

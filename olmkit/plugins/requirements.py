@@ -41,7 +41,7 @@ import attrs
 import orjson
 
 from olmkit import hookimpl
-from olmkit.catalog.semver import Range, Version, parse_range, parse_version
+from olmkit.catalog.semver import Range, Version, identity_in_range, parse_range, parse_version
 from olmkit.types import (
     CandidateBatch,
     ConstraintEvaluator,
@@ -136,18 +136,7 @@ class PackageInRange:
         return ("identity", PACKAGE, self.package, self.range)
 
     def matches(self, candidate: PropertyView) -> bool:
-        for identity in candidate.values(PACKAGE):
-            if not isinstance(identity, PackageIdentity) or identity.package != self.package:
-                continue
-            if identity.version is None:
-                continue
-            try:
-                version = parse_version(identity.version, tolerant=True)
-            except ValueError:
-                continue
-            if self.range.matches(version):
-                return True
-        return False
+        return identity_in_range(candidate.values(PACKAGE), self.package, self.range)
 
     def select(self, batch: CandidateBatch) -> list[bool]:
         """Whether each candidate matches, from its versions read once per batch (:func:`_versions`)."""
