@@ -88,7 +88,7 @@ typedef struct {
     ints_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ, odd, b_pkg;
     size_t d_cap;
     uint64_t *d_hash;
-    int *table; /* distinct + 1, 0 for an empty slot */
+    uint64_t *table; /* SLOT(hash, distinct), 0 for an empty slot */
     size_t table_cap;
     prop_t *props;
     size_t n_props, props_cap;
@@ -490,7 +490,15 @@ static inline uint64_t hash_word(uint64_t h, uint64_t w) {
     return h ^ (h >> 32);
 }
 
-static uint64_t hash_bytes(uint64_t h, const char *p, size_t n) {
+/* the final mix of MurmurHash3's fmix64 */
+static inline uint64_t fmix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+/* the bytes mixed into h, not yet finished by fmix */
+static uint64_t hash_raw(uint64_t h, const char *p, size_t n) {
     size_t len = n;
     if (n >= 16) { /* two lanes, sixteen bytes at a time: half the multiplies' latency */
         uint64_t h2 = h ^ HASH_K;
@@ -517,19 +525,16 @@ static uint64_t hash_bytes(uint64_t h, const char *p, size_t n) {
         memcpy(&w, p, n);
         h = hash_word(h, w);
     }
-    h = hash_word(h, (uint64_t)len);
-    /* the final mix of MurmurHash3's fmix64 */
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
+    return hash_word(h, (uint64_t)len);
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *p, size_t n) {
+    return fmix(hash_raw(h, p, n));
 }
 
 static uint64_t hash_of(int flags, const char *type, size_t type_len, const char *value, size_t value_len) {
-    uint64_t h = hash_bytes(1469598103934665603ULL ^ (uint64_t)flags, type, type_len);
-    h = (h ^ 0xFF) * 1099511628211ULL; /* never in UTF-8 text */
-    h = hash_bytes(h, value, value_len);
-    return h ^ (h >> 29);
+    uint64_t h = hash_raw(1469598103934665603ULL ^ (uint64_t)flags, type, type_len);
+    return fmix(hash_raw(h, value, value_len));
 }
 
 /* an open-addressing table (cap a power of two) of the numbers 0 .. n - 1 by their hashes:
@@ -557,9 +562,18 @@ static int room(int **table, size_t *cap, const uint64_t *hash, size_t n) {
     return 0;
 }
 
+/* the distinct properties' table: a slot holds the high half of the hash over the number + 1
+ * (0 empty), so that a probe rejects another property without reading its hash */
+#define SLOT(h, d) (((h) & 0xFFFFFFFF00000000ULL) | (uint64_t)(unsigned)((d) + 1))
+
 static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
-    int *table = table_of(pv->d_hash, (size_t)sc->n_dist, cap);
+    uint64_t *table = calloc(cap, sizeof(uint64_t));
     if (!table) return 1;
+    for (int d = 0; d < sc->n_dist; d++) {
+        size_t i = (size_t)pv->d_hash[d] & (cap - 1);
+        while (table[i]) i = (i + 1) & (cap - 1);
+        table[i] = SLOT(pv->d_hash[d], d);
+    }
     free(pv->table);
     pv->table = table;
     pv->table_cap = cap;
@@ -693,9 +707,10 @@ static int find(const olm_scan *sc, const priv_t *pv, int flags, const char *typ
                 int value_len, uint64_t h) {
     if (!pv->table_cap) return -1;
     size_t mask = pv->table_cap - 1, i = (size_t)h & mask;
-    for (; pv->table[i]; i = (i + 1) & mask) {
-        int d = pv->table[i] - 1;
-        if (pv->d_hash[d] == h && (sc->d_flags[d] & ~F_ODD) == flags && sc->d_type_len[d] == type_len &&
+    for (uint64_t slot; (slot = pv->table[i]) != 0; i = (i + 1) & mask) {
+        if ((slot ^ h) >> 32) continue;
+        int d = (int)(uint32_t)slot - 1;
+        if ((sc->d_flags[d] & ~F_ODD) == flags && sc->d_type_len[d] == type_len &&
             sc->d_value_len[d] == value_len) {
             const char *at = pv->arena.v + sc->d_start[d];
             if (memcmp(at, type, (size_t)type_len) == 0 && memcmp(at + type_len, value, (size_t)value_len) == 0)
@@ -781,7 +796,7 @@ static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
     /* the slot find stopped at is still the first empty one of the probe */
     size_t mask = pv->table_cap - 1, i = (size_t)h & mask;
     while (pv->table[i]) i = (i + 1) & mask;
-    pv->table[i] = d + 1;
+    pv->table[i] = SLOT(h, d);
     return d;
 }
 
