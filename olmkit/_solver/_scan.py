@@ -190,33 +190,43 @@ class LineScanner:
             raise MemoryError("olmkit._solver: out of memory while scanning")
         if rc:
             return None
-        out = FileScan()
+        # every attribute set here, once (a FileScan() first would make arrays only to replace them)
+        out = FileScan.__new__(FileScan)
         n_lines, n_bundles = s.n_lines, s.n_bundles
         buffer = ffi.buffer
-        if n_lines:
-            out.line_kind.frombytes(buffer(s.line_kind, 4 * n_lines))
-            out.line_start.frombytes(buffer(s.line_start, 4 * n_lines))
-            out.line_end.frombytes(buffer(s.line_end, 4 * n_lines))
-        out.prop_start.frombytes(buffer(s.b_prop_start, 4 * (n_bundles + 1)))
+        out.line_kind = _ints(buffer, s.line_kind, n_lines)
+        out.line_start = _ints(buffer, s.line_start, n_lines)
+        out.line_end = _ints(buffer, s.line_end, n_lines)
+        out.prop_start = _ints(buffer, s.b_prop_start, n_bundles + 1)
+        out.b_line = _ints(buffer, s.b_line, n_bundles)
+        out.b_ndist = _ints(buffer, s.b_ndist, n_bundles)
+        out.b_pkg = _ints(buffer, s.b_pkg, n_bundles)
         if n_bundles:
-            out.b_line.frombytes(buffer(s.b_line, 4 * n_bundles))
-            out.b_ndist.frombytes(buffer(s.b_ndist, 4 * n_bundles))
-            if s.n_occ:
-                out.occ.frombytes(buffer(s.occ, 4 * s.n_occ))
+            out.occ = _ints(buffer, s.occ, s.n_occ)
             out.names = _lines(buffer(s.names, s.names_len))
-            out.b_pkg.frombytes(buffer(s.b_pkg, 4 * n_bundles))
             out.images = [image or None for image in _lines(buffer(s.images, s.images_len))]
+        else:
+            out.occ = array("i")
+            out.names = []
+            out.images = []
         out.first = first
         end = s.n_dist
         if end > first:
             n = end - first
             out.flags = bytes(buffer(s.d_flags + first, n))
-            out.types.frombytes(buffer(s.d_type + first, 4 * n))
-            out.keys.frombytes(buffer(s.d_key + first, 4 * n))
-            out.versions.frombytes(buffer(s.d_version + first, 4 * n))
+            out.types = _ints(buffer, s.d_type + first, n)
+            out.keys = _ints(buffer, s.d_key + first, n)
+            out.versions = _ints(buffer, s.d_version + first, n)
             out.texts = bytes(buffer(s.new_texts, s.new_texts_len)).split(b"\n")[:-1]
-            if s.n_odd:
-                out.odd.frombytes(buffer(s.odd, 4 * s.n_odd))
+            out.odd = _ints(buffer, s.odd, s.n_odd)
+        else:
+            out.flags = b""
+            out.types = array("i")
+            out.keys = array("i")
+            out.versions = array("i")
+            out.texts = []
+            out.odd = array("i")
+        out.new_types, out.new_strings, out.new_packages = [], [], []
         if s.new_types_len > self._types_at:
             out.new_types = _lines(buffer(s.new_types + self._types_at, s.new_types_len - self._types_at))
             self._types_at = s.new_types_len
@@ -232,11 +242,14 @@ class LineScanner:
         out.keys_first = k0 = self._keys_at
         if s.n_keys > k0:
             k1 = self._keys_at = s.n_keys
-            out.key_type.frombytes(buffer(s.key_type + k0, 4 * (k1 - k0)))
-            starts = array("i")
-            starts.frombytes(buffer(s.key_start + k0, 4 * (k1 - k0 + 1)))
-            out.key_strs.frombytes(buffer(s.key_strs + starts[0], 4 * (starts[-1] - starts[0])))
+            out.key_type = _ints(buffer, s.key_type + k0, k1 - k0)
+            starts = _ints(buffer, s.key_start + k0, k1 - k0 + 1)
+            out.key_strs = _ints(buffer, s.key_strs + starts[0], starts[-1] - starts[0])
             out.key_start = array("i", [at - starts[0] for at in starts])
+        else:
+            out.key_type = array("i")
+            out.key_start = array("i", [0])
+            out.key_strs = array("i")
         out.two_ways = bool(s.two_ways)
         return out
 
@@ -252,6 +265,14 @@ class LineScanner:
         """The distinct property (-1 none) of a type and a value's text, in the given form."""
         t = ptype.encode()
         return int(self._lib.olm_scan_find(self._s, t, len(t), text, len(text), int(value_first)))
+
+
+def _ints(buffer: Any, at: Any, n: int) -> array[int]:
+    """The ``n`` C ints at ``at``, copied."""
+    out = array("i")
+    if n:
+        out.frombytes(buffer(at, 4 * n))
+    return out
 
 
 def _lines(buffer: Any) -> list[str]:
