@@ -47,6 +47,7 @@ typedef struct {
     size_t value_off;
     int value_len;
     int flags;
+    uint64_t hash; /* hash_of its flags, type and value (see intern) */
 } prop_t;
 
 /* a type registered with olm_scan_type */
@@ -129,10 +130,26 @@ typedef struct {
 
 #define BAD (-1)
 #define ONES 0x0101010101010101ULL
+#if defined(_MSC_VER)
+#include <intrin.h>
+#pragma intrinsic(_BitScanForward64)
+static inline unsigned first_byte(uint64_t m) {
+    unsigned long i;
+    _BitScanForward64(&i, m);
+    return (unsigned)i >> 3;
+}
+#define PREFETCH(p) ((void)(p))
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define first_byte(m) ((unsigned)__builtin_clzll(m) >> 3)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define first_byte(m) ((unsigned)__builtin_ctzll(m) >> 3)
+#define PREFETCH(p) __builtin_prefetch(p)
+#endif
 #define LOW7 (ONES * 0x7F)
 #define HIGH (ONES * 0x80)
 
-/* per byte of w (little-endian), its high bit set when it is a quote, a backslash, a control
+/* per byte of w, its high bit set when it is a quote, a backslash, a control
  * character or not ASCII, and only then (exact: no carry crosses bytes) */
 static inline uint64_t special(uint64_t w) {
     uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
@@ -177,7 +194,7 @@ static int scan_string(parser_t *s, int *escaped) {
             memcpy(&w, p, 8);
             uint64_t m = special(w);
             if (m) {
-                p += (unsigned)__builtin_ctzll(m) >> 3;
+                p += first_byte(m); /* the first byte in memory that is not plain */
                 break;
             }
             p += 8;
@@ -752,7 +769,8 @@ static int intern(olm_scan *sc, priv_t *pv, const prop_t *prop) {
     const kind_t *k = pv->type_kind[t] >= 0 ? &pv->kinds[pv->type_kind[t]] : NULL;
     int flags = prop->flags;
     if (k && (k->kind & K_IDENTITY)) flags &= ~F_VALUE_FIRST; /* an identity is its text, whatever its form */
-    uint64_t h = hash_of(flags, prop->type, (size_t)prop->type_len, value, (size_t)prop->value_len);
+    uint64_t h = flags == prop->flags ? prop->hash
+                                      : hash_of(flags, prop->type, (size_t)prop->type_len, value, (size_t)prop->value_len);
     if ((size_t)(sc->n_dist + 1) * 2 > pv->table_cap && rehash(sc, pv, pv->table_cap ? pv->table_cap * 2 : 4096))
         return -1;
     int found = find(sc, pv, flags, prop->type, prop->type_len, value, prop->value_len, h);
@@ -910,7 +928,25 @@ static int scan_line(olm_scan *sc, priv_t *pv, const char *p, const char *end, i
     if (!usual || escaped_field || (seen & (1 << K_SCHEMA)) == 0 || field[K_SCHEMA].len != 10 ||
         memcmp(field[K_SCHEMA].at, "olm.bundle", 10) != 0 || field[K_NAME].len == 0 || field[K_PACKAGE].len == 0)
         return LINE_OTHER;
-    /* a plain bundle: taken */
+    /* a plain bundle: taken. First each property's hash and the slot its probe starts at asked
+     * for, so that the table's cache misses overlap instead of coming one after another */
+    if (pv->table_cap) {
+        size_t mask = pv->table_cap - 1;
+        for (size_t i = 0; i < pv->n_props; i++) {
+            prop_t *prop = &pv->props[i];
+            prop->hash = hash_of(prop->flags, prop->type, (size_t)prop->type_len, pv->scratch.v + prop->value_off,
+                                 (size_t)prop->value_len);
+            PREFETCH(&pv->table[prop->hash & mask]);
+        }
+    } else {
+        for (size_t i = 0; i < pv->n_props; i++) {
+            prop_t *prop = &pv->props[i];
+            prop->hash = hash_of(prop->flags, prop->type, (size_t)prop->type_len, pv->scratch.v + prop->value_off,
+                                 (size_t)prop->value_len);
+        }
+    }
+    uint64_t bh = bundle_hash(field[K_PACKAGE].at, field[K_PACKAGE].len, field[K_NAME].at, field[K_NAME].len);
+    if (pv->bh_table_cap) PREFETCH(&pv->bh_table[bh & (pv->bh_table_cap - 1)]);
     int b = sc->n_bundles;
     if (put_int(&pv->line_kind, b) || put_int(&pv->b_line, line) ||
         put_bytes(&pv->names, field[K_NAME].at, field[K_NAME].len) || put_bytes(&pv->names, "\n", 1) ||
@@ -918,8 +954,7 @@ static int scan_line(olm_scan *sc, priv_t *pv, const char *p, const char *end, i
         return LINE_OOM;
     int package = string_of(&pv->packages, field[K_PACKAGE].at, field[K_PACKAGE].len);
     if (package < 0 || put_int(&pv->b_pkg, package)) return LINE_OOM;
-    int met = bundle_met(pv, bundle_hash(field[K_PACKAGE].at, field[K_PACKAGE].len, field[K_NAME].at,
-                                         field[K_NAME].len));
+    int met = bundle_met(pv, bh);
     if (met < 0) return LINE_OOM;
     if (met) sc->duplicate = 1;
     for (size_t i = 0; i < pv->n_props; i++) {
