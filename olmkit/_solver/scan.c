@@ -80,6 +80,8 @@ typedef struct {
     size_t n_kinds, kinds_cap;
     strings_t types, strings;
     int *type_kind; /* per type met: its registered kind, -1 none */
+    int type_seen[8]; /* by a type name's length % 8: a type met (its number + 1, 0 none), to try first */
+    int last_package; /* the package of the last bundle taken (its number + 1, 0 none), to try first */
     size_t type_kind_cap;
     ints_t key_type, key_start, key_strs;
     uint64_t *key_hash;
@@ -113,8 +115,8 @@ static inline int put_bytes(bytes_t *b, const char *p, size_t n) {
     return 0;
 }
 
-static int put_int(ints_t *a, int x) {
-    if (grow((void **)&a->v, &a->cap, a->n + 1, sizeof(int))) return 1;
+static inline int put_int(ints_t *a, int x) {
+    if (a->n + 1 > a->cap && grow((void **)&a->v, &a->cap, a->n + 1, sizeof(int))) return 1;
     a->v[a->n++] = x;
     return 0;
 }
@@ -661,8 +663,16 @@ static int key_of_strings(priv_t *pv, int type, const int *strs, int n) {
 
 /* the number of a type (in the order met), added when new (-1 out of memory) */
 static int type_of(priv_t *pv, const char *type, int len) {
+    int *seen = &pv->type_seen[len & 7];
+    if (*seen) { /* the few types of a catalog come again and again: no hash for them */
+        strings_t *t = &pv->types;
+        size_t k = (size_t)*seen - 1, at = t->off[k];
+        size_t n = (k + 1 < t->n ? t->off[k + 1] : t->text.n) - at - 1;
+        if (n == (size_t)len && memcmp(t->text.v + at, type, n) == 0) return (int)k;
+    }
     size_t known = pv->types.n;
     int t = string_of(&pv->types, type, (size_t)len);
+    if (t >= 0) *seen = t + 1;
     if (t < 0 || (size_t)t < known) return t;
     if (grow((void **)&pv->type_kind, &pv->type_kind_cap, (size_t)t + 1, sizeof(int))) return -1;
     pv->type_kind[t] = -1;
@@ -952,7 +962,15 @@ static int scan_line(olm_scan *sc, priv_t *pv, const char *p, const char *end, i
         put_bytes(&pv->names, field[K_NAME].at, field[K_NAME].len) || put_bytes(&pv->names, "\n", 1) ||
         put_bytes(&pv->images, field[K_IMAGE].at, field[K_IMAGE].len) || put_bytes(&pv->images, "\n", 1))
         return LINE_OOM;
-    int package = string_of(&pv->packages, field[K_PACKAGE].at, field[K_PACKAGE].len);
+    int package = -1;
+    if (pv->last_package) { /* a file's bundles are mostly of one package: no hash for them */
+        strings_t *t = &pv->packages;
+        size_t k = (size_t)pv->last_package - 1, at = t->off[k];
+        size_t len = (k + 1 < t->n ? t->off[k + 1] : t->text.n) - at - 1;
+        if (len == field[K_PACKAGE].len && memcmp(t->text.v + at, field[K_PACKAGE].at, len) == 0) package = (int)k;
+    }
+    if (package < 0) package = string_of(&pv->packages, field[K_PACKAGE].at, field[K_PACKAGE].len);
+    if (package >= 0) pv->last_package = package + 1;
     if (package < 0 || put_int(&pv->b_pkg, package)) return LINE_OOM;
     int met = bundle_met(pv, bh);
     if (met < 0) return LINE_OOM;
