@@ -596,3 +596,39 @@ def test_a_plugins_type_read_through_its_fields(olmkit_pm, olmkit_register, tmp_
     assert [b.name for b in cat.lookup("example.io/place", ("z1", "r1"))] == ["a.v0"]
     assert [b.name for b in cat.lookup("example.io/place", ("z1", ""))] == ["a.v1"]
     assert [b.name for b in cat.lookup("example.io/place", ("z1", "7"))] == ["a.v2"]
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "odd", [b"\x01", b"\x1f", b"\\n", b'\\"', b"\\u00e9", "\u00e9".encode(), "\u4e2d".encode(), b"\xff", b"\x7f"]
+)
+def test_strings_are_read_alike_wherever_an_odd_byte_falls(odd):
+    """The string reader goes eight bytes at a time: an odd byte at each offset of a word (and across two)."""
+    from olmkit._solver import line_scanner
+
+    scan = line_scanner()
+    assert scan is not None
+    for at in range(20):
+        name = b"a" * at + odd + b"b" * (19 - at)
+        value = b'{"k": "' + name + b'"}'
+        line = (
+            b'{"schema": "olm.bundle", "name": "'
+            + name
+            + b'", "package": "p", "properties": [{"type": "t", "value": '
+            + value
+            + b"}]}"
+        )
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError:
+            assert scan.scan(line) is None, (odd, at)  # not JSON: the file is not taken
+            continue
+        out = scan.scan(line)
+        assert out is not None, (odd, at)
+        if b"\\" in odd:  # an escape in the name: the line is left to the caller
+            assert list(out.line_kind) == [-1]
+            continue
+        assert list(out.line_kind) == [0], (odd, at)
+        assert out.names == [name.decode()]
+        texts = dict(zip(range(out.first, out.first + len(out.texts)), out.texts, strict=True))
+        assert texts[out.occ[0]] == orjson.dumps(orjson.loads(value))
