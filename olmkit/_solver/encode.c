@@ -8,9 +8,14 @@
  * Built with cffi (out-of-line API mode) by _speedups_build.py. Memory errors are
  * reported as return codes (-2 / NULL); the Python wrapper raises MemoryError.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 #include "encode.h"
 
 enum { MANDATORY = 1, PROHIBITED, DEPENDENCY, CONFLICT, ATMOST, OR, AND, NOT };
@@ -260,10 +265,18 @@ void olm_free(void *p) { free(p); }
 
 /* ---------------------------------------------------------------- propagator */
 
+/* A watch list, 8 bytes per literal (there are two per variable, most of them short):
+ * `len` >= 0: its `len` clauses are at `wblock + off`, where its share ends at the next
+ * list's `off` (the lists' shares are in literal order, and `off` never changes);
+ * `len` < 0: it outgrew its share and lives in `wown[-len - 1]`. */
 typedef struct {
-    int *data;                  /* in `wblock` until the list outgrows its share (see owned()) */
-    int len, cap;
+    int off, len;
 } wlist;
+
+typedef struct {
+    int *data;
+    int len, cap;
+} wown;
 
 /* orig: the index the choice had when the guesses it is decided under were made */
 typedef struct { int start, len, index, owner, orig; } choice;
@@ -278,7 +291,9 @@ struct olm_searcher {
     int *cstart;                /* clause c's literals: lits[cstart[c] .. cstart[c + 1]) */
     int n_clauses;
     long long n_input;          /* clauses in the buffer, units and tautologies included */
-    wlist *watches;             /* per literal index: clauses watching it */
+    wlist *watches;             /* per literal index: clauses watching it (and a last: the end) */
+    wown *wown;                 /* the watch lists that outgrew their share of `wblock` */
+    int n_wown, wown_cap;
     int *trail, trail_len, qhead;
     int *trail_lim, n_levels;
     unsigned char *assumed;
@@ -321,27 +336,42 @@ static inline int enqueue_r(olm_searcher *s, int lit, int reason) {
 
 static inline int enqueue(olm_searcher *s, int lit) { return enqueue_r(s, lit, -1); }
 
-/* whether a watch list's data is an allocation of its own (not its share of `wblock`) */
-static inline int owned(const olm_searcher *s, const wlist *w) {
-    uintptr_t d = (uintptr_t)w->data, b = (uintptr_t)s->wblock;
-    return d && (d < b || d > b + s->wblock_len * sizeof(int));
-}
-
-static int wpush(olm_searcher *s, wlist *w, int c) {
-    if (w->len == w->cap) {
-        int cap = w->cap ? w->cap * 2 : 4;
-        int *d;
-        if (owned(s, w)) {
-            d = realloc(w->data, (size_t)cap * sizeof(int));
-        } else {
-            d = malloc((size_t)cap * sizeof(int));
-            if (d && w->len) memcpy(d, w->data, (size_t)w->len * sizeof(int));
+/* add clause c to literal index i's watch list (moving the list out of its share when full) */
+static int wpush(olm_searcher *s, size_t i, int c) {
+    wlist *w = &s->watches[i];
+    if (w->len >= 0) {
+        int len = w->len, cap = s->watches[i + 1].off - w->off;
+        if (len < cap) {
+            s->wblock[w->off + len] = c;
+            w->len = len + 1;
+            return 1;
         }
+        if (s->n_wown == s->wown_cap) {
+            int n = s->wown_cap ? 2 * s->wown_cap : 64;
+            wown *d = realloc(s->wown, (size_t)n * sizeof(wown));
+            if (!d) { s->oom = 1; return 0; }
+            s->wown = d;
+            s->wown_cap = n;
+        }
+        int ncap = cap ? cap * 2 : 4;
+        int *d = malloc((size_t)ncap * sizeof(int));
         if (!d) { s->oom = 1; return 0; }
-        w->data = d;
-        w->cap = cap;
+        if (len) memcpy(d, s->wblock + w->off, (size_t)len * sizeof(int));
+        wown *o = &s->wown[s->n_wown];
+        o->data = d;
+        o->len = len;
+        o->cap = ncap;
+        w->len = -(++s->n_wown);
     }
-    w->data[w->len++] = c;
+    wown *o = &s->wown[-w->len - 1];
+    if (o->len == o->cap) {
+        int ncap = o->cap * 2;
+        int *d = realloc(o->data, (size_t)ncap * sizeof(int));
+        if (!d) { s->oom = 1; return 0; }
+        o->data = d;
+        o->cap = ncap;
+    }
+    o->data[o->len++] = c;
     return 1;
 }
 
@@ -349,9 +379,11 @@ static int propagate(olm_searcher *s) {
     int *lits = s->lits;
     while (s->qhead < s->trail_len) {
         int fl = -s->trail[s->qhead++];
-        wlist *w = &s->watches[lidx(fl)];
-        int *ws = w->data;
-        int n = w->len, i = 0, j = 0;
+        size_t wi = (size_t)lidx(fl);
+        int wl = s->watches[wi].len;
+        /* (wpush below adds to other lists only: it may move s->wown, never this list's data) */
+        int *ws = wl >= 0 ? s->wblock + s->watches[wi].off : s->wown[-wl - 1].data;
+        int n = wl >= 0 ? wl : s->wown[-wl - 1].len, i = 0, j = 0;
         while (i < n) {
             int c = ws[i++];
             int *cl = lits + s->cstart[c];
@@ -365,7 +397,7 @@ static int propagate(olm_searcher *s) {
                     int lit = cl[k];
                     cl[1] = lit;
                     cl[k] = fl;
-                    if (!wpush(s, &s->watches[lidx(lit)], c)) return 0;
+                    if (!wpush(s, (size_t)lidx(lit), c)) return 0;
                     break;
                 }
             }
@@ -373,14 +405,14 @@ static int propagate(olm_searcher *s) {
             ws[j++] = c;
             if (fv < 0) {
                 while (i < n) ws[j++] = ws[i++];
-                w->len = j;
+                if (wl >= 0) s->watches[wi].len = j; else s->wown[-wl - 1].len = j;
                 s->qhead = s->trail_len;
                 s->conflict = c;
                 return 0;
             }
             enqueue_r(s, first, c);
         }
-        w->len = j;
+        if (wl >= 0) s->watches[wi].len = j; else s->wown[-wl - 1].len = j;
     }
     return 1;
 }
@@ -441,9 +473,8 @@ static void q_pop_back(olm_searcher *s) { s->q_len--; }
 
 void olm_searcher_free(olm_searcher *s) {
     if (!s) return;
-    if (s->watches)
-        for (int i = 0; i < 2 * s->n_total + 2; i++)
-            if (owned(s, &s->watches[i])) free(s->watches[i].data);
+    for (int i = 0; i < s->n_wown; i++) free(s->wown[i].data);
+    free(s->wown);
     free(s->watches);
     free(s->wblock);
     free(s->val);
@@ -461,6 +492,23 @@ void olm_searcher_free(olm_searcher *s) {
     free(s->seen_list);
     free(s->lvl_pos);
     free(s);
+}
+
+/* Give the whole pages of [from, to) (a part of a live allocation no longer read) back to
+ * the system: a consumed clause buffer is compacted in place, and its tail (the clause
+ * terminators, units and repeated literals it no longer holds) would stay resident for
+ * the whole search otherwise. The pages stay mapped (reading them gives zeros). */
+static void release_tail(int *from, int *to) {
+#if defined(MADV_DONTNEED) && (defined(__unix__) || defined(__APPLE__))
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t lo = ((uintptr_t)from + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t hi = (uintptr_t)to & ~((uintptr_t)page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)from;
+    (void)to;
+#endif
 }
 
 static int load(olm_searcher *s, int *clauses, size_t n) {
@@ -504,8 +552,8 @@ static int load(olm_searcher *s, int *clauses, size_t n) {
         } else {
             int c = s->n_clauses++;
             s->cstart[c] = clause_start;
-            s->watches[lidx(s->lits[clause_start])].cap++;
-            s->watches[lidx(s->lits[clause_start + 1])].cap++;
+            s->watches[lidx(s->lits[clause_start])].len++;  /* counted here, placed below */
+            s->watches[lidx(s->lits[clause_start + 1])].len++;
         }
         clause_start = nl;
         cid++;
@@ -514,26 +562,32 @@ static int load(olm_searcher *s, int *clauses, size_t n) {
     s->cstart[s->n_clauses] = nl;
     free(stamp);
     free(sign);
+    if (s->lits_borrowed) release_tail(s->lits + nl, s->lits + n);
     /* each watch list starts in one shared block, as long as its clauses (wpush moves a
      * list that outgrows it) */
-    size_t n_lists = 2 * (size_t)N + 2, total = 0;
-    for (size_t i = 0; i < n_lists; i++) total += (size_t)s->watches[i].cap;
+    size_t n_lists = 2 * (size_t)N + 2, total = 2 * (size_t)s->n_clauses;
+    if (total > INT_MAX) {
+        free(units);
+        return 0;
+    }
+    total = 0;
+    for (size_t i = 0; i < n_lists; i++) {
+        s->watches[i].off = (int)total;  /* (at most 2 * n_clauses: an int) */
+        total += (size_t)s->watches[i].len;
+        s->watches[i].len = 0;
+    }
+    s->watches[n_lists].off = (int)total;
     s->wblock = malloc((total + 1) * sizeof(int));
     if (!s->wblock) {
         free(units);
         return 0;
     }
     s->wblock_len = total;
-    total = 0;
-    for (size_t i = 0; i < n_lists; i++) {
-        s->watches[i].data = s->wblock + total;
-        total += (size_t)s->watches[i].cap;
-    }
     for (int c = 0; c < s->n_clauses; c++) {
         const int *cl = s->lits + s->cstart[c];
         wlist *a = &s->watches[lidx(cl[0])], *b = &s->watches[lidx(cl[1])];
-        a->data[a->len++] = c;
-        b->data[b->len++] = c;
+        s->wblock[a->off + a->len++] = c;
+        s->wblock[b->off + b->len++] = c;
     }
     for (int i = 0; i < n_units; i++)
         if (!enqueue_r(s, units[i], -2)) s->units_unsat = 1;
@@ -566,7 +620,7 @@ olm_searcher *olm_searcher_new(int n_vars, int n_total, int *clauses, size_t n_c
     s->vdep = vdep;
     s->backjump = -1;
     s->val = calloc((size_t)n_total + 1, 1);
-    s->watches = calloc(2 * (size_t)n_total + 2, sizeof(wlist));
+    s->watches = calloc(2 * (size_t)n_total + 3, sizeof(wlist));
     s->trail = malloc(((size_t)n_total + 1) * sizeof(int));
     s->trail_lim = malloc(((size_t)n_total + 3) * sizeof(int));
     s->assumed = calloc((size_t)n_vars + 1, 1);
