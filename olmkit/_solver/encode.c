@@ -289,6 +289,7 @@ struct olm_searcher {
     int *lits;                  /* clause literals, watched ones first */
     int lits_borrowed;          /* lits is the caller's clause buffer */
     int *cstart;                /* clause c's literals: lits[cstart[c] .. cstart[c + 1]) */
+    int cstart_borrowed;        /* cstart is in the borrowed clause buffer, after the literals */
     int n_clauses;
     long long n_input;          /* clauses in the buffer, units and tautologies included */
     wlist *watches;             /* per literal index: clauses watching it (and a last: the end) */
@@ -479,7 +480,7 @@ void olm_searcher_free(olm_searcher *s) {
     free(s->wblock);
     free(s->val);
     if (!s->lits_borrowed) free(s->lits);
-    free(s->cstart);
+    if (!s->cstart_borrowed) free(s->cstart);
     free(s->trail);
     free(s->trail_lim);
     free(s->assumed);
@@ -562,7 +563,20 @@ static int load(olm_searcher *s, int *clauses, size_t n) {
     s->cstart[s->n_clauses] = nl;
     free(stamp);
     free(sign);
-    if (s->lits_borrowed) release_tail(s->lits + nl, s->lits + n);
+    if (s->lits_borrowed) {
+        /* the compacted buffer's tail holds the clause starts when they fit (they do unless
+         * no clause was a unit, a tautology or had a repeated literal); the rest goes back */
+        int *tail = s->lits + nl;
+        size_t need = (size_t)s->n_clauses + 1;
+        if (n - (size_t)nl >= need) {
+            memcpy(tail, s->cstart, need * sizeof(int));
+            free(s->cstart);
+            s->cstart = tail;
+            s->cstart_borrowed = 1;
+            tail += need;
+        }
+        release_tail(tail, s->lits + n);
+    }
     /* each watch list starts in one shared block, as long as its clauses (wpush moves a
      * list that outgrows it) */
     size_t n_lists = 2 * (size_t)N + 2, total = 2 * (size_t)s->n_clauses;
