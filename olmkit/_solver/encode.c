@@ -268,15 +268,11 @@ void olm_free(void *p) { free(p); }
 /* A watch list, 8 bytes per literal (there are two per variable, most of them short):
  * `len` >= 0: its `len` clauses are at `wblock + off`, where its share ends at the next
  * list's `off` (the lists' shares are in literal order, and `off` never changes);
- * `len` < 0: it outgrew its share and lives in `wown[-len - 1]`. */
+ * `len` < 0: it outgrew its share and lives in `wown[-len - 1]`: its length, its
+ * capacity, then its clauses. */
 typedef struct {
     int off, len;
 } wlist;
-
-typedef struct {
-    int *data;
-    int len, cap;
-} wown;
 
 /* orig: the index the choice had when the guesses it is decided under were made */
 typedef struct { int start, len, index, owner, orig; } choice;
@@ -293,7 +289,7 @@ struct olm_searcher {
     int n_clauses;
     long long n_input;          /* clauses in the buffer, units and tautologies included */
     wlist *watches;             /* per literal index: clauses watching it (and a last: the end) */
-    wown *wown;                 /* the watch lists that outgrew their share of `wblock` */
+    int **wown;                 /* the watch lists that outgrew their share of `wblock` */
     int n_wown, wown_cap;
     int *trail, trail_len, qhead;
     int *trail_lim, n_levels;
@@ -349,30 +345,29 @@ static int wpush(olm_searcher *s, size_t i, int c) {
         }
         if (s->n_wown == s->wown_cap) {
             int n = s->wown_cap ? 2 * s->wown_cap : 64;
-            wown *d = realloc(s->wown, (size_t)n * sizeof(wown));
-            if (!d) { s->oom = 1; return 0; }
-            s->wown = d;
+            int **t = realloc(s->wown, (size_t)n * sizeof(int *));
+            if (!t) { s->oom = 1; return 0; }
+            s->wown = t;
             s->wown_cap = n;
         }
         int ncap = cap ? cap * 2 : 4;
-        int *d = malloc((size_t)ncap * sizeof(int));
+        int *d = malloc(((size_t)ncap + 2) * sizeof(int));
         if (!d) { s->oom = 1; return 0; }
-        if (len) memcpy(d, s->wblock + w->off, (size_t)len * sizeof(int));
-        wown *o = &s->wown[s->n_wown];
-        o->data = d;
-        o->len = len;
-        o->cap = ncap;
+        d[0] = len;
+        d[1] = ncap;
+        if (len) memcpy(d + 2, s->wblock + w->off, (size_t)len * sizeof(int));
+        s->wown[s->n_wown] = d;
         w->len = -(++s->n_wown);
     }
-    wown *o = &s->wown[-w->len - 1];
-    if (o->len == o->cap) {
-        int ncap = o->cap * 2;
-        int *d = realloc(o->data, (size_t)ncap * sizeof(int));
+    int k = -w->len - 1, *d = s->wown[k];
+    if (d[0] == d[1]) {
+        int ncap = d[1] * 2;
+        d = realloc(d, ((size_t)ncap + 2) * sizeof(int));
         if (!d) { s->oom = 1; return 0; }
-        o->data = d;
-        o->cap = ncap;
+        d[1] = ncap;
+        s->wown[k] = d;
     }
-    o->data[o->len++] = c;
+    d[2 + d[0]++] = c;
     return 1;
 }
 
@@ -383,8 +378,8 @@ static int propagate(olm_searcher *s) {
         size_t wi = (size_t)lidx(fl);
         int wl = s->watches[wi].len;
         /* (wpush below adds to other lists only: it may move s->wown, never this list's data) */
-        int *ws = wl >= 0 ? s->wblock + s->watches[wi].off : s->wown[-wl - 1].data;
-        int n = wl >= 0 ? wl : s->wown[-wl - 1].len, i = 0, j = 0;
+        int *ws = wl >= 0 ? s->wblock + s->watches[wi].off : s->wown[-wl - 1] + 2;
+        int n = wl >= 0 ? wl : s->wown[-wl - 1][0], i = 0, j = 0;
         while (i < n) {
             int c = ws[i++];
             int *cl = lits + s->cstart[c];
@@ -406,14 +401,14 @@ static int propagate(olm_searcher *s) {
             ws[j++] = c;
             if (fv < 0) {
                 while (i < n) ws[j++] = ws[i++];
-                if (wl >= 0) s->watches[wi].len = j; else s->wown[-wl - 1].len = j;
+                if (wl >= 0) s->watches[wi].len = j; else s->wown[-wl - 1][0] = j;
                 s->qhead = s->trail_len;
                 s->conflict = c;
                 return 0;
             }
             enqueue_r(s, first, c);
         }
-        if (wl >= 0) s->watches[wi].len = j; else s->wown[-wl - 1].len = j;
+        if (wl >= 0) s->watches[wi].len = j; else s->wown[-wl - 1][0] = j;
     }
     return 1;
 }
@@ -474,7 +469,7 @@ static void q_pop_back(olm_searcher *s) { s->q_len--; }
 
 void olm_searcher_free(olm_searcher *s) {
     if (!s) return;
-    for (int i = 0; i < s->n_wown; i++) free(s->wown[i].data);
+    for (int i = 0; i < s->n_wown; i++) free(s->wown[i]);
     free(s->wown);
     free(s->watches);
     free(s->wblock);
