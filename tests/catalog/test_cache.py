@@ -492,3 +492,26 @@ def test_validate_command_leaves_a_large_catalogs_cache_write_until_its_report_i
     assert queued  # nothing written while the command ran
     assert (False, True) == (first_cached, second_cached)
     assert [str(p) for p in first] == [str(p) for p in second]
+
+
+def test_parallel_validation_does_not_wait_for_the_child_to_exit(tmp_path, olmkit_pm, monkeypatch):
+    """The checking child's rows are taken as soon as sent; the child is reaped later (next load or exit)."""
+    from olmkit.catalog import _fork
+
+    monkeypatch.setattr(_fork, "_pending", [])
+    blobs = []
+    for i in range(6):
+        name = f"p{i:02d}"
+        blobs += [pkg(name), chan(name, [{"name": f"{name}.v1.0.0"}]), bundle(name, "1.0.0", [NEEDS_NOTHING_HERE])]
+    write(tmp_path / "cat", {"c.json": blobs})
+    result = load_catalog_result(tmp_path / "cat", olmkit_pm.registry, cache=False)
+    serial = validate_catalog(result.catalog, olmkit_pm.registry, result.problems, jobs=1)
+    parallel = validate_catalog(result.catalog, olmkit_pm.registry, result.problems, jobs=2)
+    left = [child.pid for child in _fork._pending]
+    _fork.wait_background()
+
+    assert [str(p) for p in serial] == [str(p) for p in parallel]
+    assert 1 == len(left)
+    assert [] == _fork._pending
+    with pytest.raises(ChildProcessError):  # reaped by wait_background
+        os.waitpid(left[0], os.WNOHANG)
