@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import attrgetter
 from typing import Any, Final
 
@@ -229,8 +229,7 @@ class _Compiler:
             classes: list[Any] = list(map(names_of.get(package, {}).get, map(_name, entries), repeat(-1)))
             if -1 in classes:  # an entry naming no bundle: classes made for them in entry order
                 classes = [class_of(package, e.name) for e in entries]
-            on_chain = set(found)
-            off = [cls for cls in dict.fromkeys(classes) if cls not in on_chain]
+            off = list(filterfalse(set(found).__contains__, dict.fromkeys(classes)))
             if off:
                 entry_class += off
                 entry_channel += [channel_index.setdefault(ch, len(channel_index))] * len(off)

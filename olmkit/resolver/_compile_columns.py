@@ -27,6 +27,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress
+from operator import attrgetter
 from typing import Any, Final
 
 import orjson
@@ -40,6 +41,9 @@ from olmkit.resolver._views import Context, property_key
 from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
 
 __all__ = ["compile_columns", "compile_graph"]
+
+_package: Final = attrgetter("package")
+_version: Final = attrgetter("version")
 
 
 class _ColumnView:
@@ -221,11 +225,11 @@ class _Encoder:
                 values = c.values
                 value = c.value
                 identities = [values[d] if values[d] is not _UNREAD else value(d) for d in ds]
-            if not all(type(i) is PackageIdentity for i in identities):
+            if set(map(type, identities)) - {PackageIdentity}:
                 keep = [isinstance(i, PackageIdentity) for i in identities]
                 ds = list(compress(ds, keep))
                 identities = list(compress(identities, keep))
-            versions = [i.version for i in identities]
+            versions = list(map(_version, identities))
             # each distinct version text read once (tolerantly, as ``matches`` reads it); None: unread
             version_key: dict[Any, Any] = {}
             for text in set(versions):
@@ -237,11 +241,13 @@ class _Encoder:
             rank = {key: i for i, key in enumerate(keys)}
             rank_of = {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
             # owners: every package (one whose versions are all unread has no rank to match)
-            owners = {package: i for i, package in enumerate(dict.fromkeys([i.package for i in identities]))}
+            packages = list(map(_package, identities))
+            owners = {package: i for i, package in enumerate(dict.fromkeys(packages))}
             atom_owner = self.atom_owner
             atom_rank = self.atom_rank
-            for d, identity, r in zip(ds, identities, map(rank_of.__getitem__, versions), strict=True):
-                atom_owner[d] = owners[identity.package]
+            owner_of = map(owners.__getitem__, packages)
+            for d, owner, r in zip(ds, owner_of, map(rank_of.__getitem__, versions), strict=True):
+                atom_owner[d] = owner
                 atom_rank[d] = r
             found = self.identities[type_name] = (owners, keys)
         return found
@@ -715,8 +721,9 @@ class _ColumnCompiler(_Compiler):
         ds: Sequence[int], pt: Any, parsed: list[Any], group: int, keys: dict[str, int], atom_key: Any, atom_group: Any
     ) -> None:
         """Number the uniqueness keys of distinct properties ``ds`` (their group ``group``)."""
+        setdefault = keys.setdefault
         for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
-            atom_key[d] = keys.setdefault(u.key, len(keys)) if u is not None else -1
+            atom_key[d] = setdefault(u.key, len(keys)) if u is not None else -1
             atom_group[d] = group
 
     def _read_forms(self, required: list[tuple[Any, Any]], decoded: list[Any]) -> list[Any] | None:
@@ -817,7 +824,7 @@ class _ColumnCompiler(_Compiler):
                 continue  # below: read through the forms, or built
             if known and all(map(known.__contains__, ds)):
                 # what the loader parsed (the same function: parsing is deterministic)
-                parsed = [known[d] for d in ds]
+                parsed = list(map(known.__getitem__, ds))
                 for d, value in zip(ds, parsed, strict=True):
                     values[d] = value
             else:
