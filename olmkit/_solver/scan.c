@@ -539,15 +539,10 @@ static uint64_t hash_raw(uint64_t h, const char *p, size_t n) {
         p += 8;
         n -= 8;
     }
-    if (n >= 4) { /* the last 4 to 7 bytes: two overlapping loads (a copy byte by byte into a word
-                   * stalled the load that read it back: half of the hash's time by perf) */
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4);
-        memcpy(&hi, p + n - 4, 4);
-        h = hash_word(h, (uint64_t)lo | ((uint64_t)hi << 32));
-    } else if (n) {
-        const unsigned char *u = (const unsigned char *)p;
-        h = hash_word(h, (uint64_t)u[0] | ((uint64_t)u[n >> 1] << 8) | ((uint64_t)u[n - 1] << 16));
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        h = hash_word(h, w);
     }
     return hash_word(h, (uint64_t)len);
 }
