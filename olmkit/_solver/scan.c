@@ -318,23 +318,45 @@ static int next_item(parser_t *s, char close) {
     return BAD;
 }
 
+/* the opening bracket of an object or an array at s->p: 1 an item follows (s->p at it), 0 it
+ * is empty (its closing bracket read too) */
+static int opening(parser_t *s, char open, char close) {
+    s->p++;
+    if (emit(s, &open, 1)) return BAD;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return emit(s, &close, 1) ? BAD : 0;
+    }
+    return 1;
+}
+
+/* a member's key at s->p and the colon after it (s->p then at the value): *key and *len the
+ * key's text with its quotes, *escaped as scan_string's */
+static int scan_key(parser_t *s, const char **key, size_t *len, int *escaped) {
+    if (s->p >= s->end || *s->p != '"') return BAD;
+    *key = s->p;
+    if (scan_string(s, escaped)) return BAD;
+    *len = (size_t)(s->p - *key);
+    skip_ws(s);
+    if (s->p >= s->end || *s->p != ':') return BAD;
+    s->p++;
+    if (emit(s, ":", 1)) return BAD;
+    skip_ws(s);
+    return 0;
+}
+
 static int scan_object(parser_t *s, int depth) {
     const char *keys[MAX_KEYS];
     size_t key_len[MAX_KEYS];
     int n_keys = 0, escaped;
     if (depth > MAX_DEPTH) return BAD;
-    s->p++;
-    if (emit(s, "{", 1)) return BAD;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return emit(s, "}", 1);
-    }
+    int items = opening(s, '{', '}');
+    if (items <= 0) return items;
     for (;;) {
-        if (s->p >= s->end || *s->p != '"') return BAD;
-        const char *key = s->p;
-        if (scan_string(s, &escaped)) return BAD;
-        size_t len = (size_t)(s->p - key);
+        const char *key;
+        size_t len;
+        if (scan_key(s, &key, &len, &escaped)) return BAD;
         if (escaped == 2) s->flags |= F_CANON;
         if (n_keys < MAX_KEYS) {
             for (int i = 0; i < n_keys; i++) {
@@ -345,11 +367,6 @@ static int scan_object(parser_t *s, int depth) {
         } else {
             s->flags |= F_CANON; /* too many keys to look for a repeated one */
         }
-        skip_ws(s);
-        if (s->p >= s->end || *s->p != ':') return BAD;
-        s->p++;
-        if (emit(s, ":", 1)) return BAD;
-        skip_ws(s);
         if (scan_value(s, depth)) return BAD;
         int more = next_item(s, '}');
         if (more <= 0) return more;
@@ -358,13 +375,8 @@ static int scan_object(parser_t *s, int depth) {
 
 static int scan_array(parser_t *s, int depth) {
     if (depth > MAX_DEPTH) return BAD;
-    s->p++;
-    if (emit(s, "[", 1)) return BAD;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-        return emit(s, "]", 1);
-    }
+    int items = opening(s, '[', ']');
+    if (items <= 0) return items;
     for (;;) {
         if (scan_value(s, depth)) return BAD;
         int more = next_item(s, ']');
@@ -414,22 +426,15 @@ static int key_of(const char *key, size_t len) {
 static int scan_property(priv_t *pv, parser_t *s, int depth, int *usual) {
     int escaped, have_type = 0, have_value = 0, plain = 1;
     prop_t prop = {0};
-    s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        *usual = 0;
-        return 0;
+    int items = opening(s, '{', '}');
+    if (items <= 0) {
+        if (!items) *usual = 0;
+        return items;
     }
     for (;;) {
-        if (s->p >= s->end || *s->p != '"') return BAD;
-        const char *key = s->p;
-        if (scan_string(s, &escaped)) return BAD;
-        size_t len = (size_t)(s->p - key);
-        skip_ws(s);
-        if (s->p >= s->end || *s->p != ':') return BAD;
-        s->p++;
-        skip_ws(s);
+        const char *key;
+        size_t len;
+        if (scan_key(s, &key, &len, &escaped)) return BAD;
         if (!escaped && len == 6 && memcmp(key, "\"type\"", 6) == 0) {
             if (have_type) plain = 0;
             have_type = 1;
@@ -481,12 +486,8 @@ static int scan_properties(priv_t *pv, parser_t *s, int *usual) {
         *usual = 0;
         return scan_value(s, 0);
     }
-    s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-        return 0;
-    }
+    int items = opening(s, '[', ']');
+    if (items <= 0) return items;
     for (;;) {
         if (s->p < s->end && *s->p == '{') {
             if (scan_property(pv, s, 2, usual)) return BAD;
@@ -896,21 +897,15 @@ static int scan_line(olm_scan *sc, priv_t *pv, const char *p, const char *end, i
         skip_ws(&s);
         return s.p == s.end ? LINE_OTHER : LINE_BAD;
     }
-    s.p++;
-    skip_ws(&s);
-    if (s.p < s.end && *s.p == '}') {
-        s.p++;
+    int items = opening(&s, '{', '}'); /* nothing written: never BAD */
+    if (!items) {
         usual = 0;
     } else {
         for (;;) {
-            if (s.p >= s.end || *s.p != '"') return LINE_BAD;
-            const char *key = s.p;
-            if (scan_string(&s, &escaped)) return LINE_BAD;
-            int k = escaped ? K_OTHER : key_of(key, (size_t)(s.p - key));
-            skip_ws(&s);
-            if (s.p >= s.end || *s.p != ':') return LINE_BAD;
-            s.p++;
-            skip_ws(&s);
+            const char *key;
+            size_t len;
+            if (scan_key(&s, &key, &len, &escaped)) return LINE_BAD;
+            int k = escaped ? K_OTHER : key_of(key, len);
             if (k != K_OTHER) {
                 if (seen & (1 << k)) usual = 0;
                 seen |= 1 << k;
