@@ -285,8 +285,9 @@ def _blob_texts(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 2))):
         value = draw(st.one_of(_VALUES, st.just(_GONE)))
         entries = blob.get("entries")
-        if isinstance(entries, list) and entries and draw(st.booleans()):
-            target = entries[draw(st.integers(0, len(entries) - 1))]
+        objects = [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+        if objects and draw(st.booleans()):
+            target = objects[draw(st.integers(0, len(objects) - 1))]
             field = draw(st.sampled_from(["name", "replaces", "skips", "skipRange", "other"]))
         else:
             target, field = blob, draw(st.sampled_from(fields))
