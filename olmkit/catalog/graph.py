@@ -86,15 +86,18 @@ class _Upgrades:
         self._table: dict[str, tuple[str, str] | None] | None = None
 
     @functools.cached_property
-    def _by_edge(self) -> dict[tuple[str, str], list[int]]:
-        """Offered entries by what they upgrade, in order: the first that upgrades a bundle wins."""
-        by_edge: dict[tuple[str, str], list[int]] = {}
+    def _first(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The first offered entry replacing, and the first skipping, each bundle (other than the bundle itself)."""
+        position = self.position
+        replacer: dict[str, int] = {}
+        skipper: dict[str, int] = {}
         for i, e in enumerate(self.order):
-            if e.replaces:
-                by_edge.setdefault(("replaces", e.replaces), []).append(i)
+            if e.replaces and position.get(e.replaces, -1) != i:
+                replacer.setdefault(e.replaces, i)
             for skipped in e.skips:
-                by_edge.setdefault(("skips", skipped), []).append(i)
-        return by_edge
+                if position.get(skipped, -1) != i:
+                    skipper.setdefault(skipped, i)
+        return replacer, skipper
 
     def _version(self, name: str) -> str | None:
         return self.versions.get(name)
@@ -108,72 +111,39 @@ class _Upgrades:
         table = self._table
         if table is not None and name in table:
             return table[name]
-        own = self.position.get(name, -1)
-        found: list[tuple[int, int, str]] = []  # (position, rank of how, how)
-        for rank, how in enumerate(("replaces", "skips")):
-            first = next((i for i in self._by_edge.get((how, name), ()) if i != own), None)
-            if first is not None:
-                found.append((first, rank, how))
-        text = self._version(name)
-        if self._ranged and text:
-            try:
-                version = parse_version(text, tolerant=True)
-            except ValueError:
-                version = None
-            if version is not None:
-                limit = min((f[0] for f in found), default=len(self.order))
-                for i, rng in self._ranged:
-                    if i >= limit:
-                        break
-                    if i != own and version in rng:
-                        found.append((i, 2, "skipRange"))
-                        break
-        if not found:
-            return None
-        position, _, how = min(found)
-        return self.order[position].name, how
+        return self._next(name)
+
+    def _next(self, name: str) -> tuple[str, str] | None:
+        """:meth:`next`, computed: at the same position, replaces comes before skips, skips before skipRange."""
+        replacer, skipper = self._first
+        end = len(self.order)
+        best = replacer.get(name, end)
+        how = "replaces" if best < end else ""
+        first_skip = skipper.get(name, end)
+        if first_skip < best:
+            best, how = first_skip, "skips"
+        if self._ranged:
+            text = self._version(name)
+            if text:
+                try:
+                    version = parse_version(text, tolerant=True)
+                except ValueError:
+                    version = None
+                if version is not None:
+                    own = self.position.get(name, -1)
+                    for i, rng in self._ranged:
+                        if i >= best:
+                            break
+                        if i != own and version in rng:
+                            best, how = i, "skipRange"
+                            break
+        return (self.order[best].name, how) if how else None
 
     def table(self) -> dict[str, tuple[str, str] | None]:
-        """:meth:`next` of every entry of the channel, computed in one pass (kept for :meth:`next`)."""
-        if self._table is not None:
-            return self._table
-        order, position, ranged, versions = self.order, self.position, self._ranged, self.versions
-        end = len(order)
-        # the first offered entry replacing / skipping each bundle, other than the bundle itself
-        replacer: dict[str, int] = {}
-        skipper: dict[str, int] = {}
-        for i, e in enumerate(order):
-            if e.replaces and position.get(e.replaces, -1) != i:
-                replacer.setdefault(e.replaces, i)
-            for skipped in e.skips:
-                if position.get(skipped, -1) != i:
-                    skipper.setdefault(skipped, i)
-        table: dict[str, tuple[str, str] | None] = {}
-        for entry in self.entries:
-            name = entry.name
-            best = replacer.get(name, end)
-            how = "replaces" if best < end else ""
-            first_skip = skipper.get(name, end)
-            if first_skip < best:  # at the same position, replaces comes first
-                best, how = first_skip, "skips"
-            if ranged:
-                own = position.get(name, -1)
-                text = versions.get(name)
-                if text:
-                    try:
-                        version = parse_version(text, tolerant=True)
-                    except ValueError:
-                        version = None
-                    if version is not None:
-                        for i, rng in ranged:
-                            if i >= best:
-                                break
-                            if i != own and version in rng:
-                                best, how = i, "skipRange"
-                                break
-            table[name] = (order[best].name, how) if how else None
-        self._table = table
-        return table
+        """:meth:`next` of every entry of the channel (kept for :meth:`next`)."""
+        if self._table is None:
+            self._table = {entry.name: self._next(entry.name) for entry in self.entries}
+        return self._table
 
     @functools.cached_property
     def skipped_by(self) -> dict[str, list[str]]:
