@@ -627,17 +627,9 @@ def _check_rows(
                 _requirement_problem(found, d, bundle, i, unsatisfied, out)
         if identities != 1 and has_identity:
             out += _identity_problems(registry, identities, bundle or _Row(lazy, row, pkg_name))
-        version = bundle_versions[row]
-        if version:
-            try:
-                key: Any = parse_version(version)
-            except ValueError:
-                continue  # reported by the identity property's own validation
-            known_versions = len(versions)
-            first = versions.setdefault(key, name)
-            if len(versions) == known_versions:  # as _version_clash says
-                clash = f"version {version} is used by both {first!r} and {name!r}"
-                out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
+        clash = _version_clash(versions, name, bundle_versions[row])
+        if clash is not None:
+            out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
     out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
 
 
