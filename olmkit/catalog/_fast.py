@@ -523,6 +523,11 @@ class ColumnBuilder:
             self.list_keys.append(key)
         return found
 
+    def _version(self, d: int, version: str | None) -> None:
+        """Give identity ``d`` the version ``version`` (a code ``<= -2``, see :func:`_versions`)."""
+        self.d_ver[d] = -2 - len(self.py_versions)
+        self.py_versions.append(version)
+
     def _read(self, d: int, ptype: str, value: Any) -> None:
         """File distinct property ``d`` of ``ptype`` (decoded ``value``): its lists and version, parsed if need be."""
         reading = self.fields.get(ptype)
@@ -532,8 +537,7 @@ class ColumnBuilder:
                 key = strings[0] if reading.key_fields == 1 else tuple(strings[: reading.key_fields])
                 self.d_list[d] = self._list(ptype, key)
                 if ptype in self.identity:
-                    self.d_ver[d] = -2 - len(self.py_versions)
-                    self.py_versions.append(strings[1])
+                    self._version(d, strings[1])
                 return
         parse = self.identity.get(ptype)
         if parse is not None:
@@ -542,8 +546,7 @@ class ColumnBuilder:
             except _PARSE_ERRORS:
                 pass
             else:
-                self.d_ver[d] = -2 - len(self.py_versions)
-                self.py_versions.append(getattr(parsed, "version", None))
+                self._version(d, getattr(parsed, "version", None))
         pt = self.indexers.get(ptype)
         if pt is not None:
             try:
@@ -573,9 +576,7 @@ class ColumnBuilder:
         first, list_start, rows = rows_index(
             starts, self.refs, self.d_ver, self.d_list, ex_start, ex, len(self.list_keys)
         )
-        # version codes: a string of the scan's (>= 0), py_versions[-2 - n], or -1 (none)
-        table: list[str | None] = [*self.strings, *reversed(self.py_versions), None]
-        return list(map(table.__getitem__, first)), list_start, rows
+        return list(map(_versions(self.strings, self.py_versions).__getitem__, first)), list_start, rows
 
     def columns(self) -> tuple[BundleColumns, array[int], array[int], dict[int, int] | None]:
         """The columns (bundles package by package), each row's file and line, and (when
@@ -673,6 +674,12 @@ class ColumnBuilder:
         return columns, bundles, {n: IndexKeys(idx, columns) for n, idx in index.items()}
 
 
+def _versions(strings: list[str], py_versions: list[str | None]) -> list[str | None]:
+    """The versions by their codes (``table[code]``): a string of the scan's (``code >= 0``),
+    ``py_versions[-2 - code]`` (``code <= -2``), or none (``-1``)."""
+    return [*strings, *reversed(py_versions), None]
+
+
 def _plain(reading: ValueFields, value: Any) -> list[str] | None:
     """The fields' strings of a plain value (see :class:`~olmkit.types.ValueFields`), else ``None``."""
     if type(value) is not dict or len(value) != len(reading.fields):
@@ -744,7 +751,7 @@ class _PlainIdentities:
         if any(key_fields.get(self._dist_type[d]) != 1 for d in ds):
             got = list(map(self.get, ds))
             return [v.package for v in got], [v.version for v in got]
-        table: list[str | None] = [*self._strings, *reversed(self._py_versions), None]
+        table = _versions(self._strings, self._py_versions)
         packages = list(map(self._list_keys.__getitem__, map(self._d_list.__getitem__, ds)))
         return packages, list(map(table.__getitem__, codes))  # type: ignore[return-value]
 
