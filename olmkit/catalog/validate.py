@@ -336,14 +336,14 @@ def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _St
         bundles: Mapping[str, Any]
         objects: Mapping[str, Bundle] = _NO_BUNDLES
         rows_of: dict[str, int] = {}
-        versions: Mapping[str, str | None] | None = None  # the bundles' versions by name, as Catalog.versions
+        versions: Mapping[str, str | None] | None = None  # Catalog.versions, read once for every channel
         if lazy is None:
             bundles = objects = catalog.bundles.get(pkg_name, _NO_BUNDLES)
             first_origin = next((b.origin for b in objects.values()), None)
         else:
             rows = lazy.span(pkg_name)
             bundles = rows_of = dict(zip(map(lazy.columns.bundle_name.__getitem__, rows), rows, strict=True))
-            versions = dict(zip(rows_of, map(lazy.columns.bundle_version.__getitem__, rows), strict=True))
+            versions = catalog.versions(pkg_name)
             first_origin = lazy.origin(rows[0]) if rows else None
         if package is None:
             if first_origin is None:
