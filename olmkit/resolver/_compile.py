@@ -204,31 +204,32 @@ class _Compiler:
                 bundles.append(None)
             return cls
 
-        chain_classes: list[list[Any]] = []  # per channel of chans, its chain's classes
+        def classes_of(package: str, entries: Sequence[Any]) -> list[int]:
+            """The classes of a channel's ``entries`` (an entry naming no bundle: one made for it, in entry order)."""
+            found: list[int] = list(map(names_of.get(package, {}).get, map(_name, entries), repeat(-1)))
+            if -1 in found:
+                found = [class_of(package, e.name) for e in entries]
+            return found
+
+        chains: list[tuple[str, str, list[Any], list[int]]] = []  # (package, channel, its chain's entries, classes)
         for _, package, ch, order in chans:
             number = channel_index.setdefault(ch, len(channel_index))
             g.channel_first[(package, ch)] = len(entry_class)
-            found: list[Any] = list(map(names_of.get(package, {}).get, map(_name, order), repeat(-1)))
-            if -1 in found:  # an entry naming no bundle: classes made for them in entry order
-                found = [class_of(package, e.name) for e in order]
-            chain_classes.append(found)
+            found = classes_of(package, order)
+            chains.append((package, ch, order, found))
             entry_class += found
             entry_channel += [number] * len(order)
         # entries off the chain (skipped or not reached from the head) come last: only a
         # subscription's startingCSV can name them, no candidate list holds them
         # (a broken channel has no chain: upstream sorts only the starting entry, so it works)
         g.n_chain = len(entry_class)
-        broken: list[tuple[bool, str, str, list[Any]]] = [(True, package, ch, []) for package, ch in self.broken]
-        for (_, package, ch, order), found in zip(
-            [*chans, *broken], [*chain_classes, *[[]] * len(broken)], strict=True
-        ):
+        chains += [(package, ch, [], []) for package, ch in self.broken]
+        for package, ch, order, found in chains:
             entries = catalog.channels[package][ch].entries
             if len(order) == len(entries):
                 continue  # the chain holds every entry (it holds distinct names, at most all of them)
             # each channel once, and within it a name is a class: an entry is known by its class
-            classes: list[Any] = list(map(names_of.get(package, {}).get, map(_name, entries), repeat(-1)))
-            if -1 in classes:  # an entry naming no bundle: classes made for them in entry order
-                classes = [class_of(package, e.name) for e in entries]
+            classes = classes_of(package, entries)
             off = list(filterfalse(set(found).__contains__, dict.fromkeys(classes)))
             if off:
                 entry_class += off
