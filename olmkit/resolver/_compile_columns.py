@@ -726,8 +726,8 @@ class _ColumnCompiler(_Compiler):
             atom_key[d] = setdefault(u.key, len(keys)) if u is not None else -1
             atom_group[d] = group
 
-    def _read_forms(self, required: list[tuple[Any, Any]], decoded: list[Any]) -> list[Any] | None:
-        """Every requirement property's reading through its type's form (``decoded``: per distinct property).
+    def _read_forms(self, required: list[tuple[Any, Any]]) -> list[Any] | None:
+        """Every requirement property's reading through its type's form (a list per distinct property).
 
         ``required``: each type's distinct properties and its kind. ``None`` when a type
         with a requirement has no form (or keys), or a value is not plain: the predicates
@@ -736,15 +736,15 @@ class _ColumnCompiler(_Compiler):
         """
         if any(kind[0].form is None or kind[3] for _, kind in required):
             return None
-        readings: list[Any] = [None] * len(decoded)
+        texts = self.columns.dist_json
+        readings: list[Any] = [None] * len(texts)
         encoder = self.encoder = _Encoder(self)
         forms = _Forms(self.registry, encoder)
-        texts = self.columns.dist_json
         loads = orjson.loads
         dumps = orjson.dumps
         sort_keys = orjson.OPT_SORT_KEYS
         read = forms.read
-        canonical = self.canonical = bytearray(len(decoded))
+        canonical = self.canonical = bytearray(len(texts))
         try:
             for ds, kind in required:
                 form = kind[0].form
@@ -831,7 +831,7 @@ class _ColumnCompiler(_Compiler):
                 parsed = self._parse_all(ds, pt)
             if has_keys:
                 self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
-        readings = self._read_forms(required, decoded) if required else None
+        readings = self._read_forms(required) if required else None
         if readings is not None:
             for rds, _ in required:
                 for d in rds:
