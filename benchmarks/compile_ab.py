@@ -22,18 +22,17 @@ import os
 import statistics
 import subprocess
 
+#: this script's directory (the probe imports its helpers from it)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 PROBE = r"""
-import gc, hashlib, json, sys, time
+import gc, hashlib, json, os, sys, time
 from pathlib import Path
+sys.path.insert(0, sys.argv[2])  # the benchmarks' directory: proc_stats
+from proc_stats import memory_mb
 from olmkit.manager import get_plugin_manager
 from olmkit.catalog import load_catalog
 from olmkit.resolver import _compile_columns as cc
-
-def rss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1]) // 1024
-    return 0
 
 registry = get_plugin_manager(entrypoints=False).registry
 catalog = load_catalog(Path(sys.argv[1]) / "catalog", registry, cache=False)
@@ -50,12 +49,12 @@ for name in ("entries", "classes", "_read_forms", "lists", "release"):
         return run
     setattr(cc._ColumnCompiler, name, timed(getattr(cc._ColumnCompiler, name), name))
 gc.disable()
-before = rss()
+before = memory_mb(os.getpid(), "VmRSS")
 t = time.process_time()
 graph = cc.compile_columns(catalog, columns, registry)
 cpu = time.process_time() - t
-after = rss()
-print(json.dumps({"cpu": cpu, "phases": phases, "rss_added": after - before,
+after = memory_mb(os.getpid(), "VmRSS")
+print(json.dumps({"cpu": cpu, "phases": phases, "rss_added": round(after - before),
                   "graph": hashlib.sha256(graph.dumps()).hexdigest()}))
 """
 
@@ -71,7 +70,7 @@ def main() -> None:
     print("load average at start:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     for _ in range(args.repeat):
         for label, python in (("A", args.a), ("B", args.b)):
-            out = subprocess.run([python, "-c", PROBE, args.workload], capture_output=True, text=True, check=True)
+            out = subprocess.run([python, "-c", PROBE, args.workload, HERE], capture_output=True, text=True, check=True)
             runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print("load average at end:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("| install | compile CPU (median, range) | entries | classes (of which _read_forms) | lists | RSS added |")

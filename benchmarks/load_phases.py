@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import time
 from typing import Any
 
-
-def _memory() -> str:
-    with open("/proc/self/status") as status:
-        lines = [line for line in status if line.startswith(("VmRSS", "VmHWM"))]
-    found = {line.split(":")[0]: int(line.split()[1]) >> 10 for line in lines}
-    return f"VmRSS {found.get('VmRSS', 0)} MB, VmHWM {found.get('VmHWM', 0)} MB"
+from proc_stats import memory_mb
 
 
 def main() -> None:
@@ -52,7 +48,8 @@ def main() -> None:
         start = time.process_time()
         kept.append(load_catalog_result(args.catalog, registry, cache=False))
         print(f"load {time.process_time() - start:.3f} s CPU, bundle rows (_add_scanned) {spent[0]:.3f} s")
-    print(_memory())
+    pid = os.getpid()
+    print(f"VmRSS {memory_mb(pid, 'VmRSS'):.0f} MB, VmHWM {memory_mb(pid, 'VmHWM'):.0f} MB")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import time
+
+from proc_stats import memory_mb
 
 from olmkit import get_plugin_manager
 from olmkit.catalog import load_catalog_result
@@ -26,12 +29,8 @@ from olmkit.catalog.validate import validate_catalog
 
 def memory() -> str:
     """VmRSS and VmHWM of this process, in MB."""
-    found = {}
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(("VmRSS", "VmHWM")):
-                found[line.split(":")[0]] = int(line.split()[1]) // 1024
-    return f"rss {found.get('VmRSS')} MB, hwm {found.get('VmHWM')} MB"
+    pid = os.getpid()
+    return f"rss {memory_mb(pid, 'VmRSS'):.0f} MB, hwm {memory_mb(pid, 'VmHWM'):.0f} MB"
 
 
 def main() -> None:
