@@ -28,8 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = r"""
 import gc, hashlib, json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, sys.argv[2])  # the benchmarks' directory: proc_stats
+sys.path.insert(0, sys.argv[2])  # the benchmarks' directory: proc_stats, resolve_phases
 from proc_stats import memory_mb
+from resolve_phases import CPU, wrap
 from olmkit.manager import get_plugin_manager
 from olmkit.catalog import load_catalog
 from olmkit.resolver import _compile_columns as cc
@@ -37,24 +38,15 @@ from olmkit.resolver import _compile_columns as cc
 registry = get_plugin_manager(entrypoints=False).registry
 catalog = load_catalog(Path(sys.argv[1]) / "catalog", registry, cache=False)
 columns = catalog.columns(build=False)
-phases = {}
 for name in ("entries", "classes", "_read_forms", "lists", "release"):
-    def timed(f, name):
-        def run(*args, **kwargs):
-            t = time.process_time()
-            try:
-                return f(*args, **kwargs)
-            finally:
-                phases[name] = phases.get(name, 0) + time.process_time() - t
-        return run
-    setattr(cc._ColumnCompiler, name, timed(getattr(cc._ColumnCompiler, name), name))
+    wrap(cc.__name__, "_ColumnCompiler." + name, name)  # CPU[name]: the phase's CPU time
 gc.disable()
 before = memory_mb(os.getpid(), "VmRSS")
 t = time.process_time()
 graph = cc.compile_columns(catalog, columns, registry)
 cpu = time.process_time() - t
 after = memory_mb(os.getpid(), "VmRSS")
-print(json.dumps({"cpu": cpu, "phases": phases, "rss_added": round(after - before),
+print(json.dumps({"cpu": cpu, "phases": CPU, "rss_added": round(after - before),
                   "graph": hashlib.sha256(graph.dumps()).hexdigest()}))
 """
 

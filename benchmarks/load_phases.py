@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from proc_stats import memory_mb
+from resolve_phases import CPU, wrap
 
 
 def main() -> None:
@@ -31,23 +32,16 @@ def main() -> None:
     from olmkit.catalog import _fast, load_catalog_result
 
     registry = get_plugin_manager(entrypoints=False).registry
-    spent = [0.0]
-    scanned = _fast.ColumnBuilder._add_scanned
-
-    def timed(*a: Any) -> None:
-        start = time.process_time()
-        scanned(*a)
-        spent[0] += time.process_time() - start
-
-    _fast.ColumnBuilder._add_scanned = timed  # type: ignore[method-assign]
+    wrap(_fast.__name__, "ColumnBuilder._add_scanned", "scanned")
     kept: list[Any] = []
     for _ in range(args.repeat):
         kept.clear()  # the last load's catalog stays alive for the memory figure
         gc.collect()
-        spent[0] = 0.0
+        CPU.clear()
         start = time.process_time()
         kept.append(load_catalog_result(args.catalog, registry, cache=False))
-        print(f"load {time.process_time() - start:.3f} s CPU, bundle rows (_add_scanned) {spent[0]:.3f} s")
+        load = time.process_time() - start
+        print(f"load {load:.3f} s CPU, bundle rows (_add_scanned) {CPU.get('scanned', 0.0):.3f} s")
     pid = os.getpid()
     print(f"VmRSS {memory_mb(pid, 'VmRSS'):.0f} MB, VmHWM {memory_mb(pid, 'VmHWM'):.0f} MB")
 
