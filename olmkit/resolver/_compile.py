@@ -89,11 +89,8 @@ class _Compiler:
             names_of: dict[str, dict[str, int]] = {}
             for i, (p, n) in enumerate(zip(graph.class_package, graph.class_name, strict=True)):
                 names_of.setdefault(packages[p], {})[n] = i
-            ents_of: list[list[int]] = [[] for _ in range(len(graph.class_name))]
-            for e, k in enumerate(graph.entry_class[: graph.n_chain]):
-                ents_of[k].append(e)
             class_err = _class_errors(graph.broken, catalog, names_of)
-            tables = graph._tables = (names_of, ents_of, class_err)
+            tables = graph._tables = (names_of, _entries_by_class(graph), class_err)
         c.names_of, c.ents_of, c.class_err = tables
         c.views = [None] * len(graph.class_name)
         c.wellformed = bytearray(len(graph.class_name))
@@ -259,11 +256,7 @@ class _Compiler:
 
     def _file_entries(self) -> None:
         """File the chains' entries by class (:attr:`ents_of`)."""
-        g = self.g
-        ents_of: list[list[int]] = [[] for _ in range(len(g.class_name))]
-        for e, cls in enumerate(g.entry_class[: g.n_chain]):
-            ents_of[cls].append(e)
-        self.ents_of = ents_of
+        self.ents_of = _entries_by_class(self.g)
 
     # -- classes --------------------------------------------------------------------
 
@@ -775,6 +768,14 @@ _name: Final = attrgetter("name")
 
 #: orjson options for requirement values compared exactly (datetimes are not their text)
 _EXACT: Final = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _entries_by_class(g: CatalogGraph) -> list[list[int]]:
+    """Per class, the chains' entries of it (ascending)."""
+    ents_of: list[list[int]] = [[] for _ in range(len(g.class_name))]
+    for e, cls in enumerate(g.entry_class[: g.n_chain]):
+        ents_of[cls].append(e)
+    return ents_of
 
 
 def _off_chain(g: CatalogGraph) -> None:
