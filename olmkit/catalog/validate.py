@@ -784,7 +784,7 @@ def _validate_channel(
         return
     # stranded: neither on the replaces chain from the head nor skipped by an entry on it
     by_name = {e.name: e for e in channel.entries}
-    current = catalog.channel_head(channel.package, channel.name)
+    head = current = catalog.channel_head(channel.package, channel.name)
     reached: set[str] = set()
     covered: set[str] = set()
     while current is not None and current.name not in reached:
@@ -796,7 +796,7 @@ def _validate_channel(
         out.append(
             _channel_problem(
                 ERROR,
-                f"channel contains stranded bundles (not reachable from the head {next(iter(reached))!r} by "
+                f"channel contains stranded bundles (not reachable from the head {head.name!r} by "
                 f"replaces or skips): {', '.join(stranded)}",
                 channel,
                 "entries",

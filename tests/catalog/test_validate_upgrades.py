@@ -85,6 +85,27 @@ def test_bundle_without_image_or_inline_content_is_an_error(tmp_path, olmkit_pm)
     assert "olm.bundle.object" in found[0].message
 
 
+def test_stranded_bundles_name_the_channel_head(tmp_path, olmkit_pm):
+    """An entry replaced only by one the head skips is stranded; the error names the head itself (the
+    entry nothing replaces or skips), not another entry of the chain under it."""
+    chain = [{"name": "a.v1.0.0"}] + [{"name": f"a.v{v}.0.0", "replaces": f"a.v{v - 1}.0.0"} for v in range(2, 9)]
+    chain[-1]["skips"] = ["a.v0.9.0"]
+    blobs = [
+        pkg(),
+        chan([*chain, {"name": "a.v0.9.0", "replaces": "a.v0.8.0"}, {"name": "a.v0.8.0"}]),
+        *(bundle(f"{v}.0.0") for v in range(1, 9)),
+        bundle("0.9.0"),
+        bundle("0.8.0"),
+    ]
+
+    found = [p for p in problems(write(tmp_path / "c", blobs), olmkit_pm) if "stranded" in p.message]
+
+    assert [("error", "olm.channel stable", "entries", 2)] == [(p.severity, p.blob, p.field, p.line) for p in found]
+    assert (
+        "channel contains stranded bundles (not reachable from the head 'a.v8.0.0' by replaces or skips): a.v0.8.0"
+    ) == found[0].message
+
+
 def test_upgrade_dead_end_is_a_warning_with_the_entry_and_where_it_stops(tmp_path, olmkit_pm):
     """An entry whose only upgrade is skipped by the head is reported, with the reason; the catalog stays valid."""
     found = problems(write(tmp_path / "c", STUCK), olmkit_pm)
