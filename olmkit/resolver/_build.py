@@ -872,13 +872,15 @@ class Problem:
                     return u.mandatory_text, u.members_text
         raise AssertionError(f"no uniqueness rule {key!r} on {view.name}")
 
-    def dependency_info(self, subject: str, message: str) -> DependencyInfo | None:
-        """Why the Dependency ``message`` of variable ``subject`` exists."""
+    def dependency_info(self, subject: str, dependency: Constraint) -> DependencyInfo | None:
+        """Why the constraint ``dependency`` of variable ``subject`` exists: that constraint itself,
+        not another with the same text (two requirements can read alike, e.g. a gvk and a ``not``
+        of it, while their candidates differ)."""
         var = self.ids().get(subject)
         if var is None:
             return None
         for constraint, info in self._constraints(var):
-            if info is not None and constraint.message == message:
+            if info is not None and constraint == dependency:
                 return info
         return None
 

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["explain"]
 
 
-def _requirement_node(problem: Problem, subject: str, message: str) -> ExplanationNode:
-    info = problem.dependency_info(subject, message)
+def _requirement_node(problem: Problem, applied: AppliedConstraint, message: str) -> ExplanationNode:
+    info = problem.dependency_info(applied.variable, applied.constraint)
     children: list[ExplanationNode] = []
     if info is not None and info.predicate is not None:
         failure = getattr(info.predicate, "failure_message", "")
@@ -42,7 +42,7 @@ def _requirement_node(problem: Problem, subject: str, message: str) -> Explanati
 
 
 def _subscription_node(problem: Problem, applied: AppliedConstraint) -> ExplanationNode:
-    info = problem.dependency_info(applied.variable, str(applied))
+    info = problem.dependency_info(applied.variable, applied.constraint)
     children: list[ExplanationNode] = []
     if info is not None and info.subscription is not None:
         sub = info.subscription
@@ -76,7 +76,7 @@ def _node(problem: Problem, applied: AppliedConstraint) -> ExplanationNode:
     if isinstance(c, Dependency):
         if applied.variable.startswith("subscription:"):
             return _subscription_node(problem, applied)
-        return _requirement_node(problem, applied.variable, text)
+        return _requirement_node(problem, applied, text)
     if isinstance(c, Prohibited) and applied.variable.startswith("subscription:"):
         return ExplanationNode(
             text, [ExplanationNode("would satisfy it: fix the subscription's source, package, channel or startingCSV")]

@@ -273,7 +273,7 @@ class Problem:
         self.order: list[str] = []
         self.subscription_vars: list[Variable] = []
         self.invariant_vars: list[Variable] = []
-        self.deps: dict[tuple[str, str], DependencyInfo] = {}
+        self.deps: dict[tuple[str, Constraint], DependencyInfo] = {}
         self.sources: list[SourceRef] = []
         self.indexes: dict[tuple[str, str], CatalogIndex] = {}
         self.existing: list[Entry] = []
@@ -370,8 +370,9 @@ class Problem:
                 message = f"subscription {sub.name} requires {ids[0]}"
             else:
                 message = f"subscription {sub.name} requires at least one of {join_ids(ids, 'or')}"
-            constraints.append(Dependency(tuple(ids), message))
-            self.deps[(sub_id, message)] = DependencyInfo(
+            dependency = Dependency(tuple(ids), message)
+            constraints.append(dependency)
+            self.deps[(sub_id, dependency)] = DependencyInfo(
                 "subscription", sub_id, candidates=tuple(ids), subscription=sub
             )
             self.subscription_vars.append(Variable(sub_id, constraints))
@@ -468,7 +469,7 @@ class Problem:
                     assert dependency is not None
                     assert dependency.message is not None
                     entry.constraints.append(dependency)
-                    self.deps[(entry.id, dependency.message)] = info
+                    self.deps[(entry.id, dependency)] = info
 
     def _bundle_constraints(self, entry: Entry) -> list[tuple[str | None, Dependency | None, Any]]:
         """A bundle's prohibitions and dependencies, built once per bundle (shared by its channels)."""
@@ -619,8 +620,8 @@ def _properties(raw: Sequence[Mapping[str, Any]]) -> tuple[Property, ...]:
 # --------------------------------------------------------------------------- explanations
 
 
-def _requirement_node(problem: Problem, subject: str, message: str) -> ExplanationNode:
-    info = problem.deps.get((subject, message))
+def _requirement_node(problem: Problem, applied: AppliedConstraint, message: str) -> ExplanationNode:
+    info = problem.deps.get((applied.variable, applied.constraint))
     children: list[ExplanationNode] = []
     if info is not None and info.predicate is not None:
         failure = getattr(info.predicate, "failure_message", "")
@@ -640,7 +641,7 @@ def _requirement_node(problem: Problem, subject: str, message: str) -> Explanati
 
 
 def _subscription_node(problem: Problem, applied: AppliedConstraint) -> ExplanationNode:
-    info = problem.deps.get((applied.variable, str(applied)))
+    info = problem.deps.get((applied.variable, applied.constraint))
     children: list[ExplanationNode] = []
     if info is not None and info.subscription is not None:
         sub = info.subscription
@@ -676,7 +677,7 @@ def _node(problem: Problem, applied: AppliedConstraint) -> ExplanationNode:
     if isinstance(c, Dependency):
         if applied.variable.startswith("subscription:"):
             return _subscription_node(problem, applied)
-        return _requirement_node(problem, applied.variable, text)
+        return _requirement_node(problem, applied, text)
     if isinstance(c, Prohibited) and applied.variable.startswith("subscription:"):
         return ExplanationNode(
             text, [ExplanationNode("would satisfy it: fix the subscription's source, package, channel or startingCSV")]

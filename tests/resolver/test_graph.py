@@ -73,6 +73,40 @@ def test_case_files_match_the_reference(path, olmkit_pm, tmp_path, implementatio
     assert_same_as_reference(case_request(case, tmp_path, olmkit_pm))
 
 
+def test_requirements_that_read_alike_are_each_explained_by_their_own_candidates(olmkit_pm, tmp_path, implementation):
+    """A required gvk and a ``not`` of it print the same text (upstream's ``not`` text has no "not" before its
+    first child) but have different candidates: the explanation describes the one the conflict holds (the
+    gvk nothing provides), not the other because it reads alike."""
+    not_z = {
+        "type": "olm.constraint",
+        "value": {"not": {"constraints": [{"gvk": {"group": "g", "version": "v1", "kind": "Z"}}]}},
+    }
+    packages = {
+        "a": {
+            "default": "stable",
+            "channels": {"stable": ["a.v1.0.0"]},
+            "bundles": {"a.v1.0.0": ["needs-gvk g/v1/Z", not_z]},
+        },
+        "b": {"default": "stable", "channels": {"stable": ["b.v1.0.0"]}, "bundles": {"b.v1.0.0": []}},
+    }
+    case = {
+        "catalogs": {"cat": {"namespace": "operators", "priority": 0, "packages": packages}},
+        "subscriptions": [{"package": "a", "source": "cat", "sourceNamespace": "operators"}],
+    }
+    request = case_request(case, tmp_path, olmkit_pm)
+
+    assert_same_as_reference(request)
+    trees = {node.text: node for node in resolve(request).explanation}
+    [requirement] = trees["bundle cat/operators/stable/a.v1.0.0"].children
+    assert (
+        "bundle a.v1.0.0 requires an operator providing an API with group: g, version: v1, kind: Z" == requirement.text
+    )
+    assert [
+        "no bundle in the visible catalogs or installed CSVs matches",
+        "would satisfy it: a bundle providing an API with group: g, version: v1, kind: Z in a visible catalog",
+    ] == [child.text for child in requirement.children]
+
+
 # --------------------------------------------------------------------------- random catalogs
 
 PACKAGES = ["a", "b", "c", "d", "e"]
