@@ -296,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> NoReturn:
     """The ``olmkit`` program: :func:`main`, then a quick exit.
 
-    Cache writes the command deferred are left to a forked child, and the process leaves
+    The code attrs generates for olmkit's classes is read from (and written to) a cache
+    beside the byte code (:mod:`olmkit._attrs_code`). Cache writes the command deferred are
+    left to a forked child, and the process leaves
     without freeing its heap object by object (after loading a large catalog, that alone
     takes over half a second), once the exit handlers have run and the output is flushed.
     With other threads still running, the ordinary exit.
@@ -309,6 +311,9 @@ def entry() -> NoReturn:
         _finish_writes(detach=False)
         raise
     _finish_writes(detach=True)
+    attrs_code = sys.modules.get("olmkit._attrs_code")
+    if attrs_code is not None:
+        attrs_code.save()
     if threading.active_count() > 1:
         sys.exit(code)
     atexit._run_exitfuncs()
@@ -329,6 +334,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if argv == ["--version"]:  # the fast path of the commonest probe: no parser
         sys.stdout.write(version_text())
         return 0
+    if _exits_after_command:  # the program: the methods attrs generates are compiled once for all runs
+        from olmkit import _attrs_code
+
+        _attrs_code.install()
     argv, debug = _without_debug(argv)
     debug = debug or bool(os.environ.get("OLMKIT_DEBUG"))
     from olmkit.errors import OlmkitError
