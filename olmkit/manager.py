@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import sys
@@ -218,6 +217,8 @@ class PluginManager(pluggy.PluginManager):
         unknown = sorted(
             name for name in self.disabled if name not in candidates and not any(_short(k) == name for k in known)
         )
+        if unknown:
+            import difflib
         for name in unknown:
             close = difflib.get_close_matches(name, sorted(candidates), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

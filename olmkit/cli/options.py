@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from olmkit.errors import UsageError
-from olmkit.store import KUBE, MEMORY, STORE_ENV, Store, default_store_path, open_store
+from olmkit.store import KUBE, MEMORY, STORE_ENV, default_store_path, open_store
 from olmkit.store.names import DEFAULT_NAMESPACE, is_namespace_name
+
+if TYPE_CHECKING:
+    from olmkit.store import Store
 
 __all__ = [
     "DEFAULT_NAMESPACE",

@@ -32,7 +32,6 @@ from typing import Any, Final
 
 from olmkit import hookimpl
 from olmkit.catalog.semver import parse_version
-from olmkit.store import StoreError, parse_selector
 from olmkit.types import AdmissionCheck
 
 __all__ = [
@@ -196,6 +195,8 @@ def check_operator_group(obj: Mapping[str, Any], context: Any) -> Iterator[str]:
     yield from _object(spec, "selector", "spec.selector")
     selector = spec.get("selector")
     if isinstance(selector, Mapping):
+        from olmkit.store import StoreError, parse_selector  # only an OperatorGroup with a selector needs them
+
         try:
             parse_selector(selector)
         except StoreError as exc:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
-import yaml
 
 from olmkit import hookimpl
 from olmkit.catalog.bundles import read_bundle
@@ -42,6 +41,8 @@ def inline_manifests(bundle: Any) -> list[dict[str, Any]] | None:
     found = [p for p in bundle.properties if p.type == BUNDLE_OBJECT]
     if not found:
         return None
+    import yaml  # only bundles with manifests inline pay for it (not a resolution, not a validation)
+
     out = []
     for i, prop in enumerate(found):
         value = prop.value

@@ -7,6 +7,10 @@ extras minimised). This module is also the kernel's ``olmkit_resolve`` implement
 so plugins can wrap resolution. :func:`clear_graphs` and :func:`graph_path` reach the
 resolution graphs kept per catalog (in memory and on disk), for cold-start measurements.
 
+Registering the hook imports nothing else: the names below are imported on first use
+(:mod:`olmkit.resolver._resolve` does the work), so a command that loads the plugins but
+resolves nothing (``olmkit catalog validate``) pays for neither the resolver nor the solver.
+
 Example:
     request = ResolutionRequest(namespace="operators", registry=pm.registry, ...)
     resolution = pm.hook.olmkit_resolve(request=request)
@@ -16,29 +20,24 @@ Example:
 
 from __future__ import annotations
 
-import gc
-import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olmkit import hookimpl
-from olmkit._solver import NotSatisfiable, SolverReporter, register_backend, solve_problem
-from olmkit._solver.backends import ENGINES, get_backend_or_none
-from olmkit.errors import OlmkitError
-from olmkit.resolver._build import Entry, Problem
-from olmkit.resolver._graph_cache import clear_graphs, graph_path
-from olmkit.resolver.explain import explain
-from olmkit.resolver.request import (
-    CONSTRAINTS_NOT_SATISFIABLE,
-    ERROR_PREVENTED_RESOLUTION,
-    ExplanationNode,
-    InstalledCSV,
-    Resolution,
-    ResolutionRequest,
-    SourceRef,
-    Step,
-    SubscriptionRef,
-)
+
+if TYPE_CHECKING:
+    from olmkit.resolver._graph_cache import clear_graphs, graph_path
+    from olmkit.resolver._resolve import resolve, use_solver_backends
+    from olmkit.resolver.request import (
+        CONSTRAINTS_NOT_SATISFIABLE,
+        ERROR_PREVENTED_RESOLUTION,
+        ExplanationNode,
+        InstalledCSV,
+        Resolution,
+        ResolutionRequest,
+        SourceRef,
+        Step,
+        SubscriptionRef,
+    )
 
 __all__ = [
     "CONSTRAINTS_NOT_SATISFIABLE",
@@ -57,152 +56,50 @@ __all__ = [
     "use_solver_backends",
 ]
 
-
-class _Timer(SolverReporter):
-    """Keeps the solver's phase timings, and its counters as ``sat_*`` counters."""
-
-    def __init__(self, timings: dict[str, float], counters: dict[str, int]) -> None:
-        self.timings = timings
-        self.counters = counters
-
-    def on_phase(self, name: str, seconds: float) -> None:
-        self.timings[name] = self.timings.get(name, 0.0) + seconds
-
-    def on_counters(self, counters: Mapping[str, int]) -> None:
-        self.counters.update((f"sat_{k}", int(v)) for k, v in counters.items())
-
-
-def _cel_count() -> int:
-    """CEL evaluations so far (0 when no CEL plugin reports them)."""
-    import sys
-
-    module = sys.modules.get("olmkit.plugins.requirements")
-    stats = getattr(module, "_CEL_STATS", None)
-    return int(stats["evaluated"]) if stats else 0
-
-
-def resolve(request: ResolutionRequest) -> Resolution:
-    """Resolve one namespace.
-
-    Returns:
-        A :class:`Resolution`: ``ok`` with steps, ``unsatisfiable`` with upstream's message
-        and an explanation, or ``error`` (a hard error: bad constraint, broken catalog,
-        unreachable source, not exactly one OperatorGroup).
-    """
-    # resolution allocates many small, long-lived objects: the cyclic GC would rescan them
-    # again and again for nothing (it halves the time); it runs normally again afterwards
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _resolve(request)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+#: the names this package gives, by the module that defines them (imported on first use)
+_HOMES = {
+    **dict.fromkeys(
+        (
+            "CONSTRAINTS_NOT_SATISFIABLE",
+            "ERROR_PREVENTED_RESOLUTION",
+            "ExplanationNode",
+            "InstalledCSV",
+            "Resolution",
+            "ResolutionRequest",
+            "SourceRef",
+            "Step",
+            "SubscriptionRef",
+        ),
+        "olmkit.resolver.request",
+    ),
+    "clear_graphs": "olmkit.resolver._graph_cache",
+    "graph_path": "olmkit.resolver._graph_cache",
+    "resolve": "olmkit.resolver._resolve",
+    "use_solver_backends": "olmkit.resolver._resolve",
+    "Entry": "olmkit.resolver._build",
+    "Problem": "olmkit.resolver._build",
+    "explain": "olmkit.resolver.explain",
+}
 
 
-def use_solver_backends(registry: Any) -> None:
-    """Make the SAT solvers plugins register (``olmkit_solver_backends``) usable by name.
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-    The built-in backends' names stay theirs: a plugin cannot replace them.
-    """
-    for record in registry.solver_backends.values():
-        if record.name not in ENGINES and get_backend_or_none(record.name) is not record.factory:
-            register_backend(record.name, record.factory, replace=True)
-
-
-def _resolve(request: ResolutionRequest) -> Resolution:
-    start = time.perf_counter()
-    problem = Problem(request)
-    cel_before = _cel_count()
-    try:
-        solver_problem = problem.build()
-        use_solver_backends(request.registry)
-        solve_start = time.perf_counter()
-        chosen = solve_problem(
-            solver_problem, backend=request.backend, reporter=_Timer(problem.timings, problem.counters)
-        )
-        problem.timings["solve"] = time.perf_counter() - solve_start
-    except NotSatisfiable as exc:
-        problem.timings["total"] = time.perf_counter() - start
-        for applied in exc.applied:  # the conflict's constraints by type, for metrics
-            key = "unsat_" + type(applied.constraint).__name__.lower()
-            problem.counters[key] = problem.counters.get(key, 0) + 1
-        return Resolution(
-            namespace=request.namespace,
-            status="unsatisfiable",
-            message=str(exc),
-            reason=CONSTRAINTS_NOT_SATISFIABLE,
-            explanation=explain(problem, exc.applied),
-            timings=problem.timings,
-            counters=problem.counters,
-        )
-    except OlmkitError as exc:
-        problem.timings["total"] = time.perf_counter() - start
-        return Resolution(
-            namespace=request.namespace,
-            status="error",
-            message=str(exc),
-            reason=ERROR_PREVENTED_RESOLUTION,
-            timings=problem.timings,
-            counters=problem.counters,
-        )
-    problem.counters["cel_evaluations"] = _cel_count() - cel_before
-    steps_start = time.perf_counter()
-    steps = _steps(problem, chosen)
-    problem.timings["steps"] = time.perf_counter() - steps_start
-    problem.timings["total"] = time.perf_counter() - start
-    return Resolution(
-        namespace=request.namespace, status="ok", steps=steps, timings=problem.timings, counters=problem.counters
-    )
-
-
-def _matching_subscriptions(by_package: Mapping[str, list[SubscriptionRef]], entry: Entry) -> list[SubscriptionRef]:
-    assert entry.source is not None
-    out = []
-    for sub in by_package.get(entry.package, ()):
-        if sub.channel and sub.channel != entry.channel:
-            continue
-        if sub.source and (sub.source, sub.source_namespace) != (entry.source.name, entry.source.namespace):
-            continue
-        out.append(sub)
-    return out
-
-
-def _steps(problem: Problem, chosen: Sequence[int]) -> list[Step]:
-    steps = []
-    by_package: dict[str, list[SubscriptionRef]] = {}  # in request order within a package
-    for sub in problem.request.subscriptions:
-        by_package.setdefault(sub.package, []).append(sub)
-    for item in problem.items_of(chosen):  # not subscriptions, invariants
-        entry = problem.entry(item)
-        if entry.source is None:
-            continue  # installed CSVs
-        subs = _matching_subscriptions(by_package, entry)
-        name = entry.name
-        if subs and name in problem.existing_by_name and all(s.current_csv == name for s in subs):
-            continue  # already the current CSV
-        properties, content = problem.deferred_bundle(item)
-        steps.append(
-            Step(
-                bundle=name,
-                package=entry.package,
-                version=entry.version,
-                channel=entry.channel,
-                catalog=entry.source.name,
-                catalog_namespace=entry.source.namespace,
-                replaces=problem.replaces_of(item),
-                subscription=min((s.name for s in subs), default=None),
-                image=problem.image(item),
-                properties=properties,
-                content=content,
-            )
-        )
-    return steps
+    value = getattr(importlib.import_module(module), name)
+    if name != "explain":  # the submodule's name: importing it rebinds the package's attribute
+        globals()[name] = value
+    return value
 
 
 @hookimpl(trylast=True)
 def olmkit_resolve(request: Any) -> Resolution | None:
     """The kernel's resolver (plugins wrap it to time or post-process resolutions)."""
+    from olmkit.resolver._resolve import resolve
+    from olmkit.resolver.request import ResolutionRequest
+
     if not isinstance(request, ResolutionRequest):
         return None
     return resolve(request)

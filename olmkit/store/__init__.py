@@ -27,25 +27,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olmkit.store._api import (
-    CLUSTER_SCOPED_KINDS,
-    EventType,
-    Object,
-    ObjectList,
-    PatchType,
-    Propagation,
-    Selector,
-    Store,
-    Watch,
-    WatchEvent,
-    group_of,
-    retry_on_conflict,
-)
-from olmkit.store.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound, StoreError
-from olmkit.store.selectors import LabelSelector, parse_selector
-
 if TYPE_CHECKING:
+    from olmkit.store._api import (
+        CLUSTER_SCOPED_KINDS,
+        EventType,
+        Object,
+        ObjectList,
+        PatchType,
+        Propagation,
+        Selector,
+        Store,
+        Watch,
+        WatchEvent,
+        group_of,
+        retry_on_conflict,
+    )
+    from olmkit.store.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound, StoreError
     from olmkit.store.memory import MemoryStore
+    from olmkit.store.selectors import LabelSelector, parse_selector
     from olmkit.store.sqlite import SqliteStore
 
 __all__ = [
@@ -78,12 +77,38 @@ __all__ = [
     "retry_on_conflict",
 ]
 
-#: the backends, imported on first use (a command that opens no store does not pay for SQLite)
-_BACKENDS = {"MemoryStore": "olmkit.store.memory", "SqliteStore": "olmkit.store.sqlite"}
+#: the names this package gives, by the module that defines them, each imported on first use:
+#: a command that opens no store (a resolution, a validation) pays for none of them, nor SQLite
+_HOMES = {
+    **dict.fromkeys(
+        (
+            "CLUSTER_SCOPED_KINDS",
+            "EventType",
+            "Object",
+            "ObjectList",
+            "PatchType",
+            "Propagation",
+            "Selector",
+            "Store",
+            "Watch",
+            "WatchEvent",
+            "group_of",
+            "retry_on_conflict",
+        ),
+        "olmkit.store._api",
+    ),
+    **dict.fromkeys(
+        ("AlreadyExists", "Conflict", "Expired", "Forbidden", "Invalid", "NotFound", "StoreError"),
+        "olmkit.store.errors",
+    ),
+    **dict.fromkeys(("LabelSelector", "parse_selector"), "olmkit.store.selectors"),
+    "MemoryStore": "olmkit.store.memory",
+    "SqliteStore": "olmkit.store.sqlite",
+}
 
 
 def __getattr__(name: str) -> Any:
-    module = _BACKENDS.get(name)
+    module = _HOMES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
@@ -121,6 +146,8 @@ def open_store(path: str | os.PathLike[str] | None = None, env: Mapping[str, str
     """
     where = default_store_path(path, env)
     if where == KUBE or where.startswith(KUBE + ":"):
+        from olmkit.store.errors import Invalid
+
         raise Invalid(
             f"{where!r} names a store on a Kubernetes API server: open it with olmkit.kube.connect "
             "(on the command line: --kubeconfig PATH [--context NAME], or OLMKIT_STORE=kube[:CONTEXT])"

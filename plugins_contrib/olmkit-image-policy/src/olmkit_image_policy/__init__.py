@@ -38,7 +38,6 @@ from typing import Any
 import attrs
 
 from olmkit import hookimpl
-from olmkit.store import NotFound
 from olmkit.types import AdmissionCheck
 
 __all__ = ["CONFIG_MAP", "NAMESPACE", "Policy", "check_csv", "images_of"]
@@ -105,6 +104,8 @@ def _policy(context: Any) -> Policy | None:
     store = getattr(context, "store", None)
     if store is None:
         return None
+    from olmkit.store import NotFound  # here, not at import: registering the plugin imports no store
+
     try:
         obj = store.get("v1", "ConfigMap", CONFIG_MAP, NAMESPACE)
     except NotFound:

@@ -39,11 +39,10 @@ import argparse
 import base64
 import hashlib
 import json
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -52,6 +51,9 @@ from olmkit.catalog import Catalog, build_catalog
 from olmkit.catalog.sources import CONNECTING, READY, TRANSIENT_FAILURE, SourceContext, SourceHealth
 from olmkit.errors import CatalogError, InputError, OlmkitError
 from olmkit.types import CatalogSourceType
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["SOURCE_TYPE", "SqliteIndexSource", "read_index"]
 
@@ -63,6 +65,8 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, set[str]]:
     """A read-only connection to an opm index, and the tables it has."""
     if not path.is_file():
         raise InputError("no such index database", path=str(path))
+    import sqlite3  # here, not at import: a command that reads no index does not load SQLite
+
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -109,6 +113,8 @@ def read_index(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """
     path = Path(path)
     con, tables = _connect(path)
+    import sqlite3
+
     try:
         yield from _blobs(con, tables, str(path))
     except sqlite3.DatabaseError as exc:

@@ -1,33 +1,19 @@
-"""Built-in plugin: a simulated API server and kubelet for the embedded store.
+"""The simulation controllers (see :mod:`olmkit.plugins.simulated`).
 
-olmkit's embedded store is only a store: no API server establishes CustomResourceDefinitions
-and no kubelet runs pods. So that the install flow completes on it, this plugin adds two
-plainly named controllers, only when the store is embedded:
-
-* ``simulated-apiserver``: marks every CustomResourceDefinition ``Established`` and
-  ``NamesAccepted`` and records its storage version in ``status.storedVersions``;
-* ``simulated-kubelet``: marks every Deployment rolled out and available, as if its pods
-  started at once. ``olmkit reconcile --no-simulated-kubelet`` switches it off (Deployments
-  then never become available and installs time out, as on a cluster without nodes); a
-  pod template annotated ``olmkit.io/simulate: never-ready`` is left unavailable.
-
-On a real cluster neither runs: the cluster does this itself.
-
-.. versionadded:: 0.1
+Imported when a lifecycle asks for controllers: registering the plugin imports neither this
+nor the lifecycle runtime and store it builds on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
-from olmkit import hookimpl
 from olmkit.lifecycle.kinds import CRD, DEPLOYMENT
 from olmkit.lifecycle.runtime import DONE, Controller, Result, WatchSpec
 from olmkit.lifecycle.status import set_condition
 from olmkit.store import NotFound
 
-__all__ = ["SimulatedApiServer", "SimulatedKubelet"]
+__all__ = ["NEVER_READY", "SIMULATE_ANNOTATION", "SimulatedApiServer", "SimulatedKubelet"]
 
 SIMULATE_ANNOTATION: Final = "olmkit.io/simulate"
 NEVER_READY: Final = "never-ready"
@@ -133,13 +119,3 @@ class SimulatedKubelet(Controller):
         if new != dep.get("status"):
             store.update_status({**dep, "status": new})
         return DONE
-
-
-@hookimpl
-def olmkit_controllers(context: Any) -> Iterator[Controller]:
-    """The simulation controllers, on the embedded store only."""
-    if not context.options.embedded:
-        return
-    yield SimulatedApiServer(context)
-    if context.options.simulate_kubelet:
-        yield SimulatedKubelet(context)

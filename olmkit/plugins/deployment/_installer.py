@@ -1,22 +1,7 @@
-"""Built-in plugin: the ``deployment`` install strategy.
+"""The ``deployment`` install strategy's work (see :mod:`olmkit.plugins.deployment`).
 
-A CSV's ``spec.install.spec`` lists ``deployments`` (name, spec, label), ``permissions``
-(namespaced rules per service account) and ``clusterPermissions`` (cluster-wide rules per
-service account). This strategy:
-
-* plans the RBAC an InstallPlan creates: a ServiceAccount, and a Role + RoleBinding (or a
-  ClusterRole + ClusterRoleBinding) per permission entry;
-* reports requirements the way upstream does: each service account ``Present`` when it
-  exists and every rule is granted to it through bindings (``PresentNotSatisfied`` with
-  the missing rules as dependents otherwise);
-* installs: creates or updates each Deployment, owned by the CSV (a newer CSV takes over
-  a Deployment of the same name from the one it replaces), and the service accounts the
-  pod templates name; the CSV's OperatorGroup annotations (``olm.targetNamespaces`` ...)
-  are projected into each pod template;
-* checks health from each Deployment's status, as ``kubectl rollout status`` does; a
-  ``ProgressDeadlineExceeded`` Deployment fails at once.
-
-.. versionadded:: 0.1
+Imported when an install needs it: registering the strategy imports neither this nor the
+lifecycle and store modules it uses.
 """
 
 from __future__ import annotations
@@ -28,7 +13,6 @@ from typing import Any, Final
 
 import orjson
 
-from olmkit import hookimpl
 from olmkit.lifecycle.kinds import (
     CLUSTER_ROLE,
     CLUSTER_ROLE_BINDING,
@@ -40,11 +24,9 @@ from olmkit.lifecycle.kinds import (
 from olmkit.lifecycle.status import find_condition, owner_reference
 from olmkit.lifecycle.strategy import InstallContext, StrategyError, StrategyStatus, owner_labels
 from olmkit.store import AlreadyExists, NotFound
-from olmkit.types import InstallStrategy
 
-__all__ = ["DeploymentInstaller", "rule_granted"]
+__all__ = ["DEFAULT_ACCOUNT", "PROJECTED_ANNOTATIONS", "RBAC_GROUP", "DeploymentInstaller", "rule_granted"]
 
-NAME: Final = "deployment"
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 #: Kubernetes creates this account in every namespace; nothing needs to create it.
 DEFAULT_ACCOUNT: Final = "default"
@@ -363,9 +345,3 @@ class DeploymentInstaller:
                     f'waiting for deployment "{name}" rollout: {available} of {desired} updated replicas are available',
                 )
         return StrategyStatus(True)
-
-
-@hookimpl
-def olmkit_install_strategies() -> Iterator[InstallStrategy]:
-    """The ``deployment`` strategy."""
-    yield InstallStrategy(name=NAME, installer=DeploymentInstaller, description="Deployments and RBAC of a CSV")
