@@ -22,7 +22,6 @@ from olmkit.catalog import Catalog, defer_writes, load_catalog
 from olmkit.catalog.bundles import bundles_to_blobs, fill_image_template, find_format, read_bundle
 from olmkit.catalog.graph import to_dot, to_mermaid, upgrade_walk
 from olmkit.catalog.problems import ERROR
-from olmkit.catalog.templates import render_template
 from olmkit.catalog.validate import validate_path
 from olmkit.cli.output import add_output_option, emit
 from olmkit.errors import CatalogError, UsageError
@@ -186,6 +185,8 @@ def run_render(args: argparse.Namespace, pm: PluginManager) -> int:
 
 def run_render_template(args: argparse.Namespace, pm: PluginManager) -> int:
     """Print the catalog a template renders to."""
+    from olmkit.catalog.templates import render_template  # only this command renders templates
+
     registry = pm.registry
     catalogs = [load_catalog(path, registry) for path in args.catalog]
     _print_blobs(render_template(args.template, registry, catalogs=catalogs), args.output)
