@@ -31,6 +31,7 @@ import __future__
 import contextlib
 import functools
 import marshal
+import mmap
 import operator
 import os
 import sys
@@ -40,7 +41,7 @@ from typing import Any, Final
 __all__ = ["fill", "install", "installed", "save"]
 
 #: the file's first item: what the byte code in it is valid for
-_HEADER: Final = ("olmkit attrs code", 3, sys.hexversion, sys.implementation.cache_tag, marshal.version)
+_HEADER: Final = ("olmkit attrs code", 4, sys.hexversion, sys.implementation.cache_tag, marshal.version)
 #: a file holding more sources than this is rewritten with only the last command's
 _MAX_ENTRIES: Final = 2000
 #: the widths :func:`fill` compiles a ``__hash__`` for: a 64-bit hash's, but for 1 in 2000
@@ -57,6 +58,9 @@ _FUTURE_FLAGS: Final = functools.reduce(
 #: (file name, source with the class's hash marked) -> {width of the hash, or 0 for none: the
 #: code, marshalled (unmarshalled when used: a command uses a fraction of the classes)}
 _Entries = dict[tuple[str, str], dict[int, bytes]]
+#: the same, with where each piece of code is in the file's code area (offset, length); the
+#: file holds the length of the marshalled (header, index) in 8 bytes, that, then the code
+_Index = dict[tuple[str, str], dict[int, tuple[int, int]]]
 
 _state: dict[str, Any] = {}
 
@@ -73,15 +77,18 @@ def _path() -> str | None:
     return os.path.join(here, "__pycache__", name)
 
 
-def _read(path: str) -> _Entries:
+def _read(path: str) -> tuple[_Index, Any]:
+    """The file's index and its code area (mapped: only the code a command uses is read)."""
     try:
         with open(path, "rb") as f:
-            header, entries = marshal.loads(f.read())
-    except Exception:
-        return {}
-    if header != _HEADER or not isinstance(entries, dict):
-        return {}
-    return entries
+            area = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        size = int.from_bytes(area[:8], "little")
+        header, index = marshal.loads(area[8 : 8 + size])
+    except Exception:  # missing, empty, unreadable, truncated or foreign: start afresh
+        return {}, b""
+    if header != _HEADER or not isinstance(index, dict):
+        return {}, b""
+    return index, memoryview(area)[8 + size :]
 
 
 def _placeholder(width: int) -> str:
@@ -115,7 +122,7 @@ def install(path: str | None = None) -> bool:
         return False
     # compile() as attrs' own call does: with the __future__ features of attrs' module
     flags = code.co_flags & _FUTURE_FLAGS
-    cache = _read(path)
+    cache, area = _read(path)
     new: _Entries = {}
     used: set[tuple[str, str]] = set()
 
@@ -129,9 +136,9 @@ def install(path: str | None = None) -> bool:
             if script.count(text) == 1:
                 seed, key = number, (filename, script.replace(text, f" {_MARK},\n"))
         width = len(str(seed)) if seed is not None else 0
-        data = cache.get(key, {}).get(width)
-        if data is not None:
-            code = marshal.loads(data)
+        where = cache.get(key, {}).get(width)
+        if where is not None:
+            code = marshal.loads(area[where[0] : where[0] + where[1]])
         else:
             source = script if seed is None else key[1].replace(_MARK, _placeholder(width))
             code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
@@ -141,7 +148,7 @@ def install(path: str | None = None) -> bool:
             code = _with_constant(code, int(_placeholder(width)), seed)
         eval(code, globs, locs)
 
-    _state.update(path=path, cache=cache, new=new, used=used, flags=flags)
+    _state.update(path=path, cache=cache, area=area, new=new, used=used, flags=flags)
     setattr(_make, "_compile_and_eval", compile_and_eval)  # noqa: B010 - a private name mypy does not know
     return True
 
@@ -170,22 +177,33 @@ def save(*, force: bool = False) -> bool:
     if not _state or not _state["new"] or (sys.dont_write_bytecode and not force):
         return False
     path: str = _state["path"]
-    cache: _Entries = _state["cache"]
+    cache: _Index = _state["cache"]
+    area = _state["area"]
     new: _Entries = _state["new"]
     keys = set(cache) | set(new) if len(set(cache) | set(new)) <= _MAX_ENTRIES else _state["used"]
-    entries = {key: cache.get(key, {}) | new.get(key, {}) for key in keys}
+    index: _Index = {}
+    blobs: list[bytes] = []
+    offset = 0
+    for key in sorted(keys):
+        codes = {width: bytes(area[at : at + size]) for width, (at, size) in cache.get(key, {}).items()}
+        for width, data in sorted((codes | new.get(key, {})).items()):
+            index.setdefault(key, {})[width] = (offset, len(data))
+            blobs.append(data)
+            offset += len(data)
+    head = marshal.dumps((_HEADER, index))
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(temporary, "wb") as f:
-            f.write(marshal.dumps((_HEADER, entries)))
+            f.write(len(head).to_bytes(8, "little"))
+            f.write(head)
+            f.writelines(blobs)
         os.replace(temporary, path)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         return False
-    cache.clear()
-    cache.update(entries)
+    _state["cache"], _state["area"] = _read(path)
     new.clear()
     return True
 
