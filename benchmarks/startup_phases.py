@@ -90,7 +90,8 @@ def main() -> int:
     listed: list[bool] = []
 
     def audit(event: str, args: tuple[object, ...]) -> None:
-        if not listed and catalog_dir and event in ("os.scandir", "os.listdir") and args and catalog_dir in str(args[0]):
+        listing = event in ("os.scandir", "os.listdir") and args and catalog_dir in str(args[0])
+        if listing and catalog_dir and not listed:
             listed.append(True)
             mark("catalog: first listing (end of start-up)")
 
