@@ -97,9 +97,10 @@ def __getattr__(name: str) -> Any:
 @hookimpl(trylast=True)
 def olmkit_resolve(request: Any) -> Resolution | None:
     """The kernel's resolver (plugins wrap it to time or post-process resolutions)."""
-    from olmkit.resolver._resolve import resolve
     from olmkit.resolver.request import ResolutionRequest
 
     if not isinstance(request, ResolutionRequest):
         return None
-    return resolve(request)
+    # this package's `resolve`, as before its names came on first use (a test may replace it)
+    work = globals().get("resolve") or __getattr__("resolve")
+    return work(request)  # type: ignore[no-any-return]
