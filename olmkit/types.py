@@ -207,18 +207,26 @@ class ValueFields:
     gives a :class:`PackageIdentity` of field 0's value and field 1's value (its version).
     A value that is not plain is read by calling ``parse`` and ``index_keys``, as without it.
 
+    For an identity type, ``validated_by`` (when not ``None``) names the fields that alone
+    decide what ``validate`` says: it says the same of every :class:`PackageIdentity` whose
+    package (field 0) and version (field 1) are equal as far as they are named there, so a
+    checker validates one identity per distinct value of those fields.
+
     .. versionadded:: 0.4
     """
 
     fields: tuple[str, ...] = attrs.field(converter=_strings)
     key_fields: int = 1
     may_be_empty: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    validated_by: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(_strings))
 
     def __attrs_post_init__(self) -> None:
         if not 0 <= self.key_fields <= len(self.fields) or not 0 < len(self.fields) <= 8:
             raise ValueError("ValueFields: 1 to 8 fields, and at most as many key fields")
         if len(set(self.fields)) != len(self.fields) or not set(self.may_be_empty) <= set(self.fields):
             raise ValueError("ValueFields: distinct fields, and may_be_empty among them")
+        if self.validated_by is not None and not set(self.validated_by) <= set(self.fields):
+            raise ValueError("ValueFields: validated_by among the fields")
 
 
 @attrs.frozen

@@ -890,6 +890,14 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
             return None
         return self._identities.columns(ds)
 
+    def parsed_so_far(self) -> Mapping[int, Any]:
+        """:meth:`parsed_view` without making the values read through their fields (read-only, no copy).
+
+        Those values are missing (until :meth:`parsed_view` makes them): :meth:`identities`
+        reads the identities' package and version; parsing another such value gives it.
+        """
+        return MappingProxyType(self._parsed)
+
     def parsed_view(self) -> Mapping[int, Any]:
         """Distinct property -> its value as the loader parsed it (read-only, no copy).
 

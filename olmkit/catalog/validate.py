@@ -34,6 +34,7 @@ import gc
 import os
 import re
 from collections.abc import Callable, Hashable, Iterator, Mapping
+from itertools import compress
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -52,6 +53,7 @@ from olmkit.errors import CatalogError
 from olmkit.model import Bundle, Channel, Origin, Property
 from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
+from olmkit.types import PackageIdentity
 
 __all__ = ["validate_catalog", "validate_path"]
 
@@ -215,6 +217,9 @@ _WRITE_COST: Final = 0.5
 _CHILD_COST: Final = 1.05
 
 
+#: What :meth:`_Verdicts._identity_problems` says of a type no plugin registers.
+_UNKNOWN: Final[tuple[tuple[str, str], ...]] = ((WARNING, "unknown"),)
+
 #: What a distinct property says: (identity?, package its identity names, unknown type?,
 #: problems, requirement to check?)
 _Verdict = tuple[bool, str | None, bool, tuple[tuple[str, str], ...], bool]
@@ -223,7 +228,16 @@ _Verdict = tuple[bool, str | None, bool, tuple[tuple[str, str], ...], bool]
 class _State:
     """What checking remembers across packages (and across the halves of a serial run)."""
 
-    __slots__ = ("distinct", "programs", "requirements", "unknown_seen", "verdicts", "views")
+    __slots__ = (
+        "distinct",
+        "equal_versions",
+        "programs",
+        "requirements",
+        "unknown_seen",
+        "verdicts",
+        "version_keys",
+        "views",
+    )
 
     def __init__(self) -> None:
         #: the distinct properties' parsed values (a catalog read into columns)
@@ -237,6 +251,9 @@ class _State:
         self.unknown_seen: set[tuple[str, str]] = set()
         self.views: dict[int, _View | _RowView] = {}
         self.programs: _Programs | None = None  # a catalog in columns: predicates' programs run on it
+        #: a bundle version's text -> the number of its version (None: invalid), see _version_key
+        self.version_keys: dict[str, int | None] = {}
+        self.equal_versions: dict[Any, int] = {}
 
 
 def _split(catalog: Catalog, names: list[str], jobs: int | None, *, extra: float = 0.0) -> int | None:
@@ -288,6 +305,18 @@ class _Verdicts:
         self.requirement: _Verdict = (False, None, False, (), True)  # a valid requirement
         self.canonical: dict[_Verdict, _Verdict] = {v: v for v in (self.plain, self.unknown, self.requirement)}
         self.inline = registry.inline_types
+        #: identity type -> whether its package, and its version, decide what its validate says
+        self.validated_by: dict[str, tuple[bool, bool]] = {}
+        for name in self.identity:
+            pt = self.types.get(name)
+            fields = pt.fields if pt is not None else None
+            if fields is not None and fields.validated_by is not None and len(fields.fields) >= 2:
+                self.validated_by[name] = (
+                    fields.fields[0] in fields.validated_by,
+                    fields.fields[1] in fields.validated_by,
+                )
+        #: (identity type, package, version as validated_by leaves them) -> what validate says
+        self.identity_problems: dict[tuple[str, str | None, str | None], tuple[tuple[str, str], ...]] = {}
 
     def verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
         """The verdict on a property of ``type_name`` whose value ``parsed(prop)`` parses."""
@@ -296,6 +325,43 @@ class _Verdicts:
     def same(self, v: _Verdict) -> _Verdict:
         """The one tuple equal to ``v`` (verdicts are compared by identity)."""
         return self.canonical.setdefault(v, v)
+
+    def identity_verdict(self, type_name: str, package: str, version: str | None) -> _Verdict:
+        """:meth:`verdict` on an identity property of ``type_name`` that parses to
+        ``PackageIdentity(package, version)``.
+
+        A type whose ``fields`` say which of package and version decide what its
+        ``validate`` says is validated once per distinct value of those.
+        """
+        key: tuple[str, str | None, str | None] = (type_name, package, version)
+        by = self.validated_by.get(type_name)
+        if by is not None:
+            key = (type_name, package if by[0] else None, version if by[1] else None)
+        found = self.identity_problems.get(key)
+        if found is None:
+            found = self.identity_problems[key] = self._identity_problems(type_name, package, version)
+        if found is _UNKNOWN:
+            return self.same((True, package, True, (), False))
+        return self.same((True, package, False, found, self.types[type_name].requirement is not None and not found))
+
+    def _identity_problems(self, type_name: str, package: str, version: str | None) -> tuple[tuple[str, str], ...]:
+        """What ``validate`` says of ``PackageIdentity(package, version)``.
+
+        :data:`_UNKNOWN` for a type no plugin registers.
+        """
+        pt = self.types.get(type_name)
+        if pt is None:
+            return _UNKNOWN
+        found: list[tuple[str, str]] = []
+        if pt.validate is not None:
+            try:
+                found += [
+                    (ERROR, f"invalid {type_name} value: {msg}")
+                    for msg in pt.validate(PackageIdentity(package, version))
+                ]
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                found.append((ERROR, f"invalid {type_name} value: {exc}"))
+        return tuple(found)
 
     def _verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
         pt = self.types.get(type_name)
@@ -442,6 +508,16 @@ def _version_clash(versions: dict[Any, str], name: str, version: str | None) -> 
     return f"version {version} is used by both {versions[key]!r} and {name!r}"
 
 
+def _version_key(version: str, equal: dict[Any, int]) -> int | None:
+    """A number shared by equal versions (``equal``: each version met so far -> its number),
+    ``None`` for a text that does not parse (see :func:`_version_clash`)."""
+    try:
+        key = parse_version(version)
+    except ValueError:
+        return None
+    return equal.setdefault(key, len(equal))
+
+
 def _check_bundles(
     catalog: Catalog,
     registry: Registry,
@@ -518,11 +594,22 @@ class _Row:
 class _Distinct:
     """The distinct properties of a catalog read into columns, each parsed once."""
 
-    def __init__(self, catalog: Catalog, lazy: LazyBundles) -> None:
+    def __init__(self, catalog: Catalog, lazy: LazyBundles, identity: frozenset[str] = frozenset()) -> None:
         self.lazy = lazy
         self.columns = lazy.columns
         self.parse = catalog._parse
-        self.loaded = lazy.parsed_view()  # what the loader parsed already
+        #: identity property -> its (package, version), as the loader read them
+        self.identities: dict[int, tuple[str, str | None]] = {}
+        # what the loader parsed already; its identities are made here when asked, only
+        # those of the bundles this process checks (not every one, as parsed_view does)
+        self.loaded = lazy.parsed_so_far()
+        dist_type = self.columns.dist_type
+        ds = list(compress(range(len(dist_type)), map(identity.__contains__, dist_type)))
+        read = lazy.identities(ds) if ds else None
+        if read is not None:
+            self.identities = dict(zip(ds, zip(*read, strict=True), strict=True))
+        elif ds:
+            self.loaded = lazy.parsed_view()
         self.values: dict[int, Any] = {}  # and what was parsed here for candidates
         self.last = -1  # the last distinct property parsed here, and its value
         self.last_value: Any = None
@@ -539,6 +626,10 @@ class _Distinct:
         found = self.loaded.get(d, NOT_PARSED)
         if found is NOT_PARSED:
             found = self.values.get(d, NOT_PARSED)
+        if found is NOT_PARSED:
+            identity = self.identities.get(d)
+            if identity is not None:
+                return PackageIdentity(*identity)
         if found is NOT_PARSED:
             if d == self.last:
                 return self.last_value
@@ -584,11 +675,12 @@ def _check_rows(
     images, bundle_versions = c.bundle_image, c.bundle_version
     distinct = state.distinct
     if distinct is None:
-        distinct = state.distinct = _Distinct(catalog, lazy)
-    known = distinct.verdicts
+        distinct = state.distinct = _Distinct(catalog, lazy, verdicts.identity)
+    known, read_identities = distinct.verdicts, distinct.identities
     requirements = state.requirements
     unknown_seen = state.unknown_seen
-    versions: dict[Any, str] = {}
+    versions: dict[int, str] = {}  # as in _version_clash, equal versions by their number
+    version_keys, equal = state.version_keys, state.equal_versions
     unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
     for name, row in rows.items():
         bundle: _Row | None = None
@@ -603,7 +695,11 @@ def _check_rows(
         for i, d in enumerate(ds):
             v = known[d]
             if v is None:
-                v = known[d] = verdicts.verdict(dist_type[d], distinct.parsed, d)
+                identity = read_identities.get(d)
+                if identity is not None:  # read by the loader: no parse to fail
+                    v = known[d] = verdicts.identity_verdict(dist_type[d], *identity)
+                else:
+                    v = known[d] = verdicts.verdict(dist_type[d], distinct.parsed, d)
             if v is plain:
                 continue
             if v is clean:
@@ -627,9 +723,16 @@ def _check_rows(
                 _requirement_problem(found, d, bundle, i, unsatisfied, out)
         if identities != 1 and has_identity:
             out += _identity_problems(registry, identities, bundle or _Row(lazy, row, pkg_name))
-        clash = _version_clash(versions, name, bundle_versions[row])
-        if clash is not None:
-            out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
+        version = bundle_versions[row]
+        if version:  # as _version_clash, each version text parsed once for the catalog
+            key = version_keys.get(version, NOT_PARSED)
+            if key is NOT_PARSED:
+                key = version_keys[version] = _version_key(version, equal)
+            if key is not None:
+                first = versions.setdefault(key, name)
+                if first is not name:
+                    clash = f"version {version} is used by both {first!r} and {name!r}"
+                    out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
     out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
 
 

@@ -175,7 +175,9 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         index_keys=lambda v: (v.package,),
         uniqueness=_package_uniqueness,
         validate=_validate_package,
-        fields=ValueFields(("packageName", "version"), key_fields=1, may_be_empty=("version",)),
+        fields=ValueFields(
+            ("packageName", "version"), key_fields=1, may_be_empty=("version",), validated_by=("version",)
+        ),
     )
     yield PropertyType(
         name=GVK_TYPE,

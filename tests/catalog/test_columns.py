@@ -567,6 +567,63 @@ def test_validate_on_columns_runs_the_predicates_programs(olmkit_pm, tmp_path, m
     assert ["properties[2]", "properties[4]", "properties[7]"] == unsatisfied
 
 
+@pytest.mark.parametrize("validated_by", [None, ("ver",), ("name", "ver")])
+def test_validate_on_columns_validates_identities_once_per_declared_fields(
+    validated_by, olmkit_pm, olmkit_register, tmp_path, monkeypatch
+):
+    """An identity type whose ValueFields name what decides its ``validate`` (here the version) is
+    validated once per version; the report is the objects' (validated per bundle), bad versions
+    reported at each bundle carrying them. Undeclared, or naming the package too: once per identity."""
+    from olmkit import hookimpl
+    from olmkit.types import PackageIdentity, PropertyType, ValueFields
+
+    seen: list[PackageIdentity] = []
+
+    def validate(value: PackageIdentity) -> Any:
+        seen.append(value)
+        if not value.version or not value.version[0].isdigit():
+            yield f"bad version {value.version!r}"
+
+    class Plugin:
+        @hookimpl
+        def olmkit_property_types(self) -> Any:
+            yield PropertyType(
+                name="example.io/identity",
+                parse=lambda v: PackageIdentity(v["name"], v.get("ver")),
+                identity=True,
+                index_keys=lambda v: (v.package,),
+                validate=validate,
+                fields=ValueFields(("name", "ver"), may_be_empty=("ver",), validated_by=validated_by),
+            )
+
+    olmkit_register(Plugin())
+
+    def ours(package: str, version: str, **extra: Any) -> dict[str, Any]:
+        b = bundle(package, version)
+        b["properties"] = [{"type": "example.io/identity", "value": {"name": package, "ver": version, **extra}}]
+        return b
+
+    blobs = []
+    for p in ("a", "b", "c"):
+        versions = ["1.0.0", "2.0.0", "x3", ""]
+        blobs += [pkg(p), chan(p, [{"name": f"{p}.v{v}"} for v in versions])]
+        blobs += [ours(p, v) for v in versions[:-1]] + [ours(p, "", extra="not plain")]
+    (tmp_path / "catalog.json").write_bytes(dump_json_stream(blobs))
+    from olmkit.catalog import load_catalog_result
+    from olmkit.catalog.validate import validate_catalog
+
+    found = assert_validate_is_the_object_validate(tmp_path, olmkit_pm.registry, monkeypatch)
+    seen.clear()
+    fast = load_catalog_result(tmp_path, olmkit_pm.registry, cache=False)
+    assert fast_taken(fast.catalog)
+    assert found == validate_catalog(fast.catalog, olmkit_pm.registry, fast.problems, jobs=1)
+
+    assert [p.blob for p in found if p.message.startswith("invalid example.io/identity value: bad version")] == [
+        f"olm.bundle {p}.v{v}" for p in "abc" for v in ("x3", "")
+    ]
+    assert len(seen) == (4 if validated_by == ("ver",) else 12)
+
+
 def test_validate_on_columns_in_two_processes(generated, olmkit_pm, tmp_path, monkeypatch):
     """Split between this process and a forked child: the same problems in the same order."""
     break_catalog(generated, tmp_path)

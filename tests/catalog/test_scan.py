@@ -553,6 +553,7 @@ def test_value_fields_are_checked_when_declared():
         {"fields": ("a",), "key_fields": 2},
         {"fields": ("a",), "may_be_empty": ("b",)},
         {"fields": tuple("abcdefghi")},
+        {"fields": ("a",), "validated_by": ("b",)},
     ):
         with pytest.raises(ValueError, match="ValueFields"):
             ValueFields(**bad)
