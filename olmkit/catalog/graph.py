@@ -141,8 +141,35 @@ class _Upgrades:
 
     def table(self) -> dict[str, tuple[str, str] | None]:
         """:meth:`next` of every entry of the channel (kept for :meth:`next`)."""
-        if self._table is None:
-            self._table = {entry.name: self._next(entry.name) for entry in self.entries}
+        if self._table is None:  # _next of each entry, inline
+            replacer, skipper = self._first
+            order, end, ranged, position = self.order, len(self.order), self._ranged, self.position
+            first_ranged = ranged[0][0] if ranged else end  # no skipRange before it: no version to read
+            table: dict[str, tuple[str, str] | None] = {}
+            for entry in self.entries:
+                name = entry.name
+                best = replacer.get(name, end)
+                how = "replaces" if best < end else ""
+                first_skip = skipper.get(name, end)
+                if first_skip < best:
+                    best, how = first_skip, "skips"
+                if first_ranged < best:
+                    text = self._version(name)
+                    if text:
+                        try:
+                            version = parse_version(text, tolerant=True)
+                        except ValueError:
+                            version = None
+                        if version is not None:
+                            own = position.get(name, -1)
+                            for i, rng in ranged:
+                                if i >= best:
+                                    break
+                                if i != own and version in rng:
+                                    best, how = i, "skipRange"
+                                    break
+                table[name] = (order[best].name, how) if how else None
+            self._table = table
         return self._table
 
     @functools.cached_property
