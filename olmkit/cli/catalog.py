@@ -113,18 +113,18 @@ def run_validate(args: argparse.Namespace, pm: PluginManager) -> int:
         _, problems, _ = validate_path(path, registry, cache=not args.no_cache)
         errors = sum(1 for p in problems if p.severity == ERROR)
         invalid |= errors > 0
-        report.append(
-            {
-                "path": path,
-                "valid": errors == 0,
-                "errors": errors,
-                "warnings": len(problems) - errors,
-                "problems": [p.to_dict() for p in problems],
-            }
-        )
-        if args.output == "text":
-            for p in problems:
-                sys.stdout.write(f"{p}\n")
+        if args.output != "text":  # the problems as dicts only for the structured report
+            report.append(
+                {
+                    "path": path,
+                    "valid": errors == 0,
+                    "errors": errors,
+                    "warnings": len(problems) - errors,
+                    "problems": [p.to_dict() for p in problems],
+                }
+            )
+        else:
+            sys.stdout.write("".join([f"{p}\n" for p in problems]))
             state = "invalid" if errors else "valid"
             warnings = len(problems) - errors
             sys.stdout.write(
