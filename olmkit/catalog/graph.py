@@ -77,27 +77,23 @@ class _Upgrades:
         self.entries = catalog.channel(package, channel).entries
         self.head = self.order[0].name
         self.versions = catalog.versions(package) if versions is None else versions
-        self.position = {e.name: i for i, e in enumerate(self.order)}
+        position = self.position = {e.name: i for i, e in enumerate(self.order)}
         self._ranged: list[tuple[int, Any]] = []
-        for i, e in enumerate(self.order):
-            if e.skip_range:
-                with contextlib.suppress(ValueError):  # OLM ignores an unparsable range
-                    self._ranged.append((i, parse_range(e.skip_range)))
-        self._table: dict[str, tuple[str, str] | None] | None = None
-
-    @functools.cached_property
-    def _first(self) -> tuple[dict[str, int], dict[str, int]]:
-        """The first offered entry replacing, and the first skipping, each bundle (other than the bundle itself)."""
-        position = self.position
+        # the first offered entry replacing, and the first skipping, each bundle (other than the bundle itself)
         replacer: dict[str, int] = {}
         skipper: dict[str, int] = {}
         for i, e in enumerate(self.order):
             if e.replaces and position.get(e.replaces, -1) != i:
                 replacer.setdefault(e.replaces, i)
-            for skipped in e.skips:
-                if position.get(skipped, -1) != i:
-                    skipper.setdefault(skipped, i)
-        return replacer, skipper
+            if e.skips:
+                for skipped in e.skips:
+                    if position.get(skipped, -1) != i:
+                        skipper.setdefault(skipped, i)
+            if e.skip_range:
+                with contextlib.suppress(ValueError):  # OLM ignores an unparsable range
+                    self._ranged.append((i, parse_range(e.skip_range)))
+        self._first = (replacer, skipper)
+        self._table: dict[str, tuple[str, str] | None] | None = None
 
     def _version(self, name: str) -> str | None:
         return self.versions.get(name)
@@ -309,6 +305,8 @@ def dead_ends(
         stop = outcome.get(current, current)
         for name in path:
             outcome.setdefault(name, stop)
+    if not any(outcome.values()):  # every path reaches the head (most channels)
+        return []
     groups: dict[str, list[str]] = {}
     for entry in upgrades.entries:
         stop_at = outcome[entry.name]
