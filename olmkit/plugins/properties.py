@@ -175,7 +175,7 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         index_keys=lambda v: (v.package,),
         uniqueness=_package_uniqueness,
         validate=_validate_package,
-        fields=ValueFields(("packageName", "version"), key_fields=1, may_be_empty=("version",)),
+        fields=ValueFields(("packageName", "version"), key_fields=1, may_be_empty=("version",), unique_by_key=True),
     )
     yield PropertyType(
         name=GVK_TYPE,

@@ -220,16 +220,21 @@ class _Encoder:
             c = self.c
             ds: Sequence[int] = []
             identities: list[Any] = []
-            if type_name not in c.inline and type_name in c.registry.property_types:
-                ds = c.by_type.get(type_name, [])
-                values = c.values
-                value = c.value
-                identities = [values[d] if values[d] is not _UNREAD else value(d) for d in ds]
-            if set(map(type, identities)) - {PackageIdentity}:
-                keep = [isinstance(i, PackageIdentity) for i in identities]
-                ds = list(compress(ds, keep))
-                identities = list(compress(identities, keep))
-            versions = list(map(_version, identities))
+            read = c.identity_columns.get(type_name)
+            if read is not None:  # read from the loader's columns: every one a PackageIdentity
+                ds, packages, versions = read
+            else:
+                if type_name not in c.inline and type_name in c.registry.property_types:
+                    ds = c.by_type.get(type_name, [])
+                    values = c.values
+                    value = c.value
+                    identities = [values[d] if values[d] is not _UNREAD else value(d) for d in ds]
+                if set(map(type, identities)) - {PackageIdentity}:
+                    keep = [isinstance(i, PackageIdentity) for i in identities]
+                    ds = list(compress(ds, keep))
+                    identities = list(compress(identities, keep))
+                packages = list(map(_package, identities))
+                versions = list(map(_version, identities))
             # each distinct version text read once (tolerantly, as ``matches`` reads it); None: unread
             version_key: dict[Any, Any] = {}
             for text in set(versions):
@@ -241,7 +246,6 @@ class _Encoder:
             rank = {key: i for i, key in enumerate(keys)}
             rank_of = {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
             # owners: every package (one whose versions are all unread has no rank to match)
-            packages = list(map(_package, identities))
             owners = {package: i for i, package in enumerate(dict.fromkeys(packages))}
             atom_owner = self.atom_owner
             atom_rank = self.atom_rank
@@ -608,6 +612,8 @@ class _ColumnCompiler(_Compiler):
         self.item_start = array("i", [0])
         #: per distinct property: 1 when read from its text, which is its JSON with sorted keys (not decoded)
         self.canonical = bytearray()
+        #: per identity type read from the loader's columns: its distinct properties, their packages and versions
+        self.identity_columns: dict[str, tuple[Sequence[int], list[str], list[str | None]]] = {}
 
     # -- entries --------------------------------------------------------------------
 
@@ -726,6 +732,57 @@ class _ColumnCompiler(_Compiler):
             atom_key[d] = setdefault(u.key, len(keys)) if u is not None else -1
             atom_group[d] = group
 
+    def _identities(
+        self,
+        type_name: str,
+        pt: Any,
+        ds: Sequence[int],
+        group: int,
+        keys: dict[str, int],
+        atom_key: Any,
+        atom_group: Any,
+    ) -> bool:
+        """Read identity type ``pt``'s distinct properties ``ds`` from the loader's columns, if it can.
+
+        Their values are left unread (parsed if a view asks), their packages and versions
+        kept for :meth:`_Encoder.identity`, and their uniqueness keys numbered (``group``
+        >= 0) by asking ``uniqueness`` once per package, which the type's ``unique_by_key``
+        allows (else ``False``: parsed values are needed). ``False`` too when the loader
+        did not read each as a :class:`PackageIdentity`.
+        """
+        if not pt.identity:
+            return False
+        fields = pt.fields
+        if group >= 0 and (fields is None or not fields.unique_by_key):
+            return False
+        bundles = getattr(self.catalog, "bundles", None)
+        read = getattr(bundles, "identities", None)
+        if read is None or getattr(bundles, "parsed_with", {}).get(type_name) is not pt.parse:
+            return False  # (read with another parser: not what this registry's gives)
+        found = read(ds)
+        if found is None:
+            return False
+        packages, versions = found
+        self.identity_columns[type_name] = (ds, packages, versions)
+        values = self.values
+        if group < 0:
+            for d in ds:
+                values[d] = _UNREAD
+            return True
+        # each package's rule, asked of its first identity (any other gives an equal one)
+        first_version = dict(zip(reversed(packages), reversed(versions), strict=True))
+        uniqueness = pt.uniqueness
+        setdefault = keys.setdefault
+        key_of: dict[str, int] = {}
+        for package in dict.fromkeys(packages):
+            u = uniqueness(PackageIdentity(package, first_version[package]))
+            key_of[package] = setdefault(u.key, len(keys)) if u is not None else -1
+        for d, k in zip(ds, map(key_of.__getitem__, packages), strict=True):
+            atom_key[d] = k
+            atom_group[d] = group
+            values[d] = _UNREAD
+        return True
+
     def _read_forms(self, required: list[tuple[Any, Any]]) -> list[Any] | None:
         """Every requirement property's reading through its type's form (a list per distinct property).
 
@@ -806,7 +863,10 @@ class _ColumnCompiler(_Compiler):
         self.by_type = by_type
         texts = cols.dist_json
         distinct = getattr(self.catalog, "parsed_distinct", None)
-        known = distinct({n: pt.parse for n, pt in registry.property_types.items()}) if distinct else {}
+        parse = {n: pt.parse for n, pt in registry.property_types.items()}
+        # the identities read through their fields are not made: read from the columns (see _identities)
+        known = distinct(parse, identities=False) if distinct else {}
+        made = False  # whether known holds those identities too
         # (the numbers of templates, keys, groups and lists are the types' order here: lay_out
         # numbers them again in the order bundles use them)
         required: list[tuple[Sequence[int], Any]] = []
@@ -822,6 +882,12 @@ class _ColumnCompiler(_Compiler):
             if is_required:
                 required.append((ds, kind))
                 continue  # below: read through the forms, or built
+            group_of = groups.setdefault(type_name, len(groups)) if has_keys else -1
+            if self._identities(type_name, pt, ds, group_of, keys, atom_key, atom_group):
+                continue
+            if known and not made and pt.identity and not all(map(known.__contains__, ds)):
+                known = distinct(parse) if distinct else {}  # every identity made, as the loader would have
+                made = True
             if known and all(map(known.__contains__, ds)):
                 # what the loader parsed (the same function: parsing is deterministic)
                 parsed = list(map(known.__getitem__, ds))
@@ -830,7 +896,7 @@ class _ColumnCompiler(_Compiler):
             else:
                 parsed = self._parse_all(ds, pt)
             if has_keys:
-                self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
+                self._keys(ds, pt, parsed, group_of, keys, atom_key, atom_group)
         readings = self._read_forms(required) if required else None
         if readings is not None:
             for rds, _ in required:
@@ -1049,6 +1115,7 @@ class _ColumnCompiler(_Compiler):
         self.props = []
         self.decoded = []
         self.by_type = {}
+        self.identity_columns = {}
 
 
 def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGraph | None:
