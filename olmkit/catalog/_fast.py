@@ -748,7 +748,7 @@ class _PlainIdentities:
             got = [v if v is not None else self.get(d) for d, v in zip(ds, values, strict=True)]
             return [v.package for v in got], [v.version for v in got]
         key_fields = self._key_fields
-        if any(key_fields.get(self._dist_type[d]) != 1 for d in ds):
+        if any(key_fields.get(t) != 1 for t in set(map(self._dist_type.__getitem__, ds))):
             got = list(map(self.get, ds))
             return [v.package for v in got], [v.version for v in got]
         table = _versions(self._strings, self._py_versions)
@@ -764,7 +764,11 @@ class _PlainIdentities:
         get = self.get
         found = {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed} if identities else {}
         # the others read through their fields: filed under a key, not parsed (a failed parse files none)
-        rest = [d for d in range(len(d_list)) if d_list[d] != -1 and dist_type[d] in parse and d not in parsed]
+        rest = (
+            [d for d in range(len(d_list)) if d_list[d] != -1 and dist_type[d] in parse and d not in parsed]
+            if parse
+            else []
+        )
         for d, value in zip(rest, self._decode(rest), strict=True):
             found[d] = parse[dist_type[d]](value)  # plain: it parses
         return found

@@ -723,37 +723,33 @@ class _ColumnCompiler(_Compiler):
         return parsed
 
     @staticmethod
-    def _keys(
-        ds: Sequence[int], pt: Any, parsed: list[Any], group: int, keys: dict[str, int], atom_key: Any, atom_group: Any
-    ) -> None:
-        """Number the uniqueness keys of distinct properties ``ds`` (their group ``group``)."""
+    def _keys(ds: Sequence[int], pt: Any, parsed: list[Any], keys: dict[str, int], atom_key: Any) -> None:
+        """Number the uniqueness keys of distinct properties ``ds``."""
         setdefault = keys.setdefault
         for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
             atom_key[d] = setdefault(u.key, len(keys)) if u is not None else -1
-            atom_group[d] = group
 
     def _identities(
         self,
         type_name: str,
         pt: Any,
         ds: Sequence[int],
-        group: int,
+        has_keys: bool,
         keys: dict[str, int],
         atom_key: Any,
-        atom_group: Any,
     ) -> bool:
         """Read identity type ``pt``'s distinct properties ``ds`` from the loader's columns, if it can.
 
         Their values are left unread (parsed if a view asks), their packages and versions
-        kept for :meth:`_Encoder.identity`, and their uniqueness keys numbered (``group``
-        >= 0) by asking ``uniqueness`` once per package, which the type's ``unique_by_key``
+        kept for :meth:`_Encoder.identity`, and their uniqueness keys numbered (``has_keys``)
+        by asking ``uniqueness`` once per package, which the type's ``unique_by_key``
         allows (else ``False``: parsed values are needed). ``False`` too when the loader
         did not read each as a :class:`PackageIdentity`.
         """
         if not pt.identity:
             return False
         fields = pt.fields
-        if group >= 0 and (fields is None or not fields.unique_by_key):
+        if has_keys and (fields is None or not fields.unique_by_key):
             return False
         bundles = getattr(self.catalog, "bundles", None)
         read = getattr(bundles, "identities", None)
@@ -763,11 +759,8 @@ class _ColumnCompiler(_Compiler):
         if found is None:
             return False
         packages, versions = found
-        self.identity_columns[type_name] = (ds, packages, versions)
-        values = self.values
-        if group < 0:
-            for d in ds:
-                values[d] = _UNREAD
+        self.identity_columns[type_name] = (ds, packages, versions)  # (their values are left _UNREAD)
+        if not has_keys:
             return True
         # each package's rule, asked of its first identity (any other gives an equal one)
         first_version = dict(zip(reversed(packages), reversed(versions), strict=True))
@@ -779,8 +772,6 @@ class _ColumnCompiler(_Compiler):
             key_of[package] = setdefault(u.key, len(keys)) if u is not None else -1
         for d, k in zip(ds, map(key_of.__getitem__, packages), strict=True):
             atom_key[d] = k
-            atom_group[d] = group
-            values[d] = _UNREAD
         return True
 
     def _read_forms(self, required: list[tuple[Any, Any]]) -> list[Any] | None:
@@ -840,12 +831,12 @@ class _ColumnCompiler(_Compiler):
         n_dist = len(cols.dist_type)
         kind_of = self._kind
         registry = self.registry
-        values: list[Any] = [None] * n_dist
+        # (_UNREAD until parsed or read: parsed if a view asks; never asked of ignored types)
+        values: list[Any] = [_UNREAD] * n_dist
         self.props = [None] * n_dist
         atom_template = array("i", [-1]) * n_dist
         atom_list = array("i", [-1]) * n_dist
         atom_key = array("i", [-2]) * n_dist
-        atom_group = array("i", [-1]) * n_dist
         preds: list[Any] = [None] * n_dist
         decoded: list[Any] = [None] * n_dist  # the values (of the types not ignored)
         templates: dict[str, int] = {}
@@ -853,9 +844,10 @@ class _ColumnCompiler(_Compiler):
         keys: dict[str, int] = {}
         groups: dict[str, int] = {}
         # the distinct properties by type (in order of first appearance), grouped in C
-        type_id: dict[str, int] = {}
-        self.atom_type = array("i", [type_id.setdefault(t, len(type_id)) for t in cols.dist_type])
+        type_id = {t: i for i, t in enumerate(dict.fromkeys(cols.dist_type))}
+        self.atom_type = array("i", map(type_id.__getitem__, cols.dist_type))
         self.type_id = type_id
+        type_group = [-1] * len(type_id)  # the group of the keys of each type's properties
         ds_of, ds_start = group(self.atom_type, len(type_id))
         by_type = {t: ds_of[ds_start[i] : ds_start[i + 1]] for t, i in type_id.items()}
         self.values = values
@@ -882,8 +874,9 @@ class _ColumnCompiler(_Compiler):
             if is_required:
                 required.append((ds, kind))
                 continue  # below: read through the forms, or built
-            group_of = groups.setdefault(type_name, len(groups)) if has_keys else -1
-            if self._identities(type_name, pt, ds, group_of, keys, atom_key, atom_group):
+            if has_keys:
+                type_group[type_id[type_name]] = groups.setdefault(type_name, len(groups))
+            if self._identities(type_name, pt, ds, has_keys, keys, atom_key):
                 continue
             if known and not made and pt.identity and not all(map(known.__contains__, ds)):
                 known = distinct(parse) if distinct else {}  # every identity made, as the loader would have
@@ -896,20 +889,20 @@ class _ColumnCompiler(_Compiler):
             else:
                 parsed = self._parse_all(ds, pt)
             if has_keys:
-                self._keys(ds, pt, parsed, group_of, keys, atom_key, atom_group)
+                self._keys(ds, pt, parsed, keys, atom_key)
         readings = self._read_forms(required) if required else None
-        if readings is not None:
+        if readings is not None:  # (the values read through their forms are left _UNREAD)
+            preds = readings
             for rds, _ in required:
                 for d in rds:
-                    values[d] = _UNREAD  # read through its form: parsed if a view asks
-                    preds[d] = reading = readings[d]
-                    atom_list[d] = lists.setdefault(reading[0], len(lists))
+                    atom_list[d] = lists.setdefault(readings[d][0], len(lists))
         else:
             for rds, (pt, _, _, has_keys) in required:
                 type_name = cols.dist_type[rds[0]]
                 parsed = self._parse_all(rds, pt)
                 if has_keys:
-                    self._keys(rds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
+                    type_group[type_id[type_name]] = groups.setdefault(type_name, len(groups))
+                    self._keys(rds, pt, parsed, keys, atom_key)
                 requirement = pt.requirement
                 # one context for all: a builder that reads the bundle's name makes the fast path give up
                 context = Context(registry, "")
@@ -923,6 +916,7 @@ class _ColumnCompiler(_Compiler):
                     preds[d] = predicate
                     atom_list[d] = lists.setdefault(predicate, len(lists))
         n = g.n_bundles
+        atom_group = array("i", map(type_group.__getitem__, self.atom_type))
         laid_out = lay_out(
             cols.prop_start,
             cols.prop_ref,
