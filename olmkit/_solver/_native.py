@@ -13,7 +13,18 @@ from typing import Any
 
 from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Searcher", "ascending", "encode", "encode_counter", "expand", "group", "lay_out", "select", "within"]
+__all__ = [
+    "Searcher",
+    "ascending",
+    "encode",
+    "encode_counter",
+    "expand",
+    "group",
+    "lay_out",
+    "scatter",
+    "select",
+    "within",
+]
 
 
 def _ptr(buf: array[int], ctype: str = "int *") -> Any:
@@ -387,3 +398,11 @@ def ascending(a: array[int]) -> bool:
 def within(a: array[int], lo: int, hi: int) -> bool:
     """See :func:`olmkit._solver._group.within`."""
     return bool(lib.olm_within(len(a), _ptr(a), lo, hi))
+
+
+def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
+    """See :func:`olmkit._solver._group.scatter`."""
+    if len(at) != len(values):
+        raise ValueError("scatter: as many indices as values")
+    if lib.olm_scatter(len(at), _ptr(at), _ptr(values), len(dest), _ptr(dest)):
+        raise ValueError("scatter: an index is out of range")

@@ -31,3 +31,11 @@ int olm_within(int n, const int *a, int lo, int hi) {
     }
     return 1;
 }
+
+int olm_scatter(int n, const int *at, const int *values, int n_dest, int *dest) {
+    for (int i = 0; i < n; i++) {
+        if (at[i] < 0 || at[i] >= n_dest) return 2;
+    }
+    for (int i = 0; i < n; i++) dest[at[i]] = values[i];
+    return 0;
+}

@@ -27,7 +27,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final
 
 import orjson
@@ -217,6 +217,8 @@ class _Encoder:
         """The owners and sorted version keys of ``type_name``'s identities (ranks filled in once)."""
         found = self.identities.get(type_name)
         if found is None:
+            from olmkit._solver import scatter
+
             c = self.c
             ds: Sequence[int] = []
             identities: list[Any] = []
@@ -247,12 +249,9 @@ class _Encoder:
             rank_of = {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
             # owners: every package (one whose versions are all unread has no rank to match)
             owners = {package: i for i, package in enumerate(dict.fromkeys(packages))}
-            atom_owner = self.atom_owner
-            atom_rank = self.atom_rank
-            owner_of = map(owners.__getitem__, packages)
-            for d, owner, r in zip(ds, owner_of, map(rank_of.__getitem__, versions), strict=True):
-                atom_owner[d] = owner
-                atom_rank[d] = r
+            at = ds if type(ds) is array else array("i", ds)
+            scatter(self.atom_owner, at, array("i", map(owners.__getitem__, packages)))
+            scatter(self.atom_rank, at, array("i", map(rank_of.__getitem__, versions)))
             found = self.identities[type_name] = (owners, keys)
         return found
 
@@ -274,6 +273,10 @@ class _Encoder:
 
 #: a requirement value read through its form (see :class:`_Forms`)
 _Reading = tuple[Any, Any, Any, tuple[int, ...], int, Any]
+
+#: a reading's key, and its program
+_first: Final = itemgetter(0)
+_program: Final = itemgetter(3)
 
 
 class _NotPlain(Exception):
@@ -342,8 +345,18 @@ class _Forms:
         encoder = self.encoder
         out: list[_Reading | None] = []
         if isinstance(form, RangeForm):
-            ranged = self._ranged(form)
             name_at, range_at = where
+            # all at once when every text is one (one search over the texts joined by newlines,
+            # which no compact JSON text holds)
+            joined = b"\n".join(texts)
+            if joined.count(b"\n") == len(texts) - 1:
+                lines = b"^" + pattern.pattern.replace(b'[^"\\\\]', b'[^"\\\\\n]') + b"$"
+                found_all = re.findall(lines, joined, re.MULTILINE)
+                if len(found_all) == len(texts):
+                    names = list(map(bytes.decode, map(itemgetter(name_at - 1), found_all)))
+                    ranges = list(map(bytes.decode, map(itemgetter(range_at - 1), found_all)))
+                    return self._ranged_many(form, names, ranges)
+            ranged = self._ranged(form)
             for text in texts:
                 found = match(text)
                 if found is None:
@@ -414,6 +427,35 @@ class _Forms:
 
         self._ranged_of[id(form)] = (form, ranged)
         return ranged
+
+    def _ranged_many(self, form: RangeForm, names: list[str], texts: list[str]) -> list[_Reading | None]:
+        """The readings of package names and range texts (all non-empty) of ``form``: ``_ranged(form)``'s, in one loop.
+
+        Raises:
+            _NotPlain: a range does not parse.
+        """
+        encoder = self.encoder
+        identity_type = form.identity_type
+        owners = encoder.identity(identity_type)[0]
+        type_id = encoder.type_id.get(identity_type, -1)
+        range_of_text = encoder.range_of_text
+        set_of = encoder.set_of
+        tag = form.tag
+        try:
+            ranks = {text: tuple(range_of_text(identity_type, text)) for text in dict.fromkeys(texts)}
+        except ValueError:
+            raise _NotPlain from None
+        # per package name (in order of first use, as _ranged numbers the sets): its lookup, program head, set
+        per_name = {}
+        for name in dict.fromkeys(names):
+            lookup = (identity_type, name)
+            per_name[name] = (lookup, (1, type_id, owners.get(name, -1)), set_of(lookup))
+        return [
+            ((tag, name, text), known[0], None, known[1] + rank, known[2], None)
+            for name, text, known, rank in zip(
+                names, texts, map(per_name.__getitem__, names), map(ranks.__getitem__, texts), strict=True
+            )
+        ]
 
     def _child(self, item: Any, ignore: tuple[str, ...]) -> _Reading:
         """The reading of a compound's child (as :meth:`_keyed`, without a message), read once per content.
@@ -493,15 +535,16 @@ class _Forms:
 
     @staticmethod
     def _combine(form: EachForm, children: list[_Reading]) -> _Reading:
-        key = (form.tag, *[child[0] for child in children])
+        key = (form.tag, *map(_first, children))
         combine = form.combine
         lookup = lookups = lookups_sets = None
         lookup_set = -1
         if combine == "all":
             code = 3
-            first = next((child for child in children if child[1] is not None), None)
-            if first is not None:
-                lookup, lookup_set = first[1], first[4]
+            for child in children:
+                if child[1] is not None:
+                    lookup, lookup_set = child[1], child[4]
+                    break
         elif combine == "any":
             code = 4
             many: list[Any] = []
@@ -521,7 +564,7 @@ class _Forms:
             code = 5
         else:
             raise _NotPlain
-        program = tuple(chain((code, len(children)), *[child[3] for child in children]))
+        program = tuple(chain((code, len(children)), *map(_program, children)))
         return key, lookup, lookups, program, lookup_set, lookups_sets
 
 
@@ -770,8 +813,9 @@ class _ColumnCompiler(_Compiler):
         for package in dict.fromkeys(packages):
             u = uniqueness(PackageIdentity(package, first_version[package]))
             key_of[package] = setdefault(u.key, len(keys)) if u is not None else -1
-        for d, k in zip(ds, map(key_of.__getitem__, packages), strict=True):
-            atom_key[d] = k
+        from olmkit._solver import scatter
+
+        scatter(atom_key, ds if type(ds) is array else array("i", ds), array("i", map(key_of.__getitem__, packages)))
         return True
 
     def _read_forms(self, required: list[tuple[Any, Any]]) -> list[Any] | None:
