@@ -156,6 +156,9 @@ class _Encoder:
         self.set_start = array("i", [0])
         self.set_rows = array("i")
         self._ranges: dict[tuple[str, Any], list[int]] = {}
+        from olmkit._solver import ascending
+
+        self._ascending = ascending
         self._range_texts: dict[tuple[str, str], list[int]] = {}
 
     def set_of(self, lookup: Any) -> int:
@@ -163,7 +166,11 @@ class _Encoder:
         s = self.sets.get(lookup)
         if s is None:
             s = self.sets[lookup] = len(self.sets)
-            self.set_rows.extend(sorted(self.c._candidates(lookup)))
+            rows = self.c._candidates(lookup)
+            # the index's rows are ascending already (an int array: copied as it is)
+            if type(rows) is not array or rows.typecode != "i" or not self._ascending(rows):
+                rows = sorted(rows)
+            self.set_rows.extend(rows)
             self.set_start.append(len(self.set_rows))
         return s
 
