@@ -755,14 +755,11 @@ class _PlainIdentities:
         packages = list(map(self._list_keys.__getitem__, map(self._d_list.__getitem__, ds)))
         return packages, list(map(table.__getitem__, codes))  # type: ignore[return-value]
 
-    def all(self, *, identities: bool = True) -> dict[int, Any]:
-        """Every such distinct property's parsed value (what the loader would have parsed), by number.
-
-        ``identities=False``: those of the other types only.
-        """
+    def all(self) -> dict[int, Any]:
+        """Every such distinct property's parsed value (what the loader would have parsed), by number."""
         parsed, d_ver, d_list, dist_type, parse = self._parsed, self._d_ver, self._d_list, self._dist_type, self._parse
         get = self.get
-        found = {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed} if identities else {}
+        found = {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed}
         # the others read through their fields: filed under a key, not parsed (a failed parse files none)
         rest = (
             [d for d in range(len(d_list)) if d_list[d] != -1 and dist_type[d] in parse and d not in parsed]
@@ -805,7 +802,6 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
         self._parsed = parsed
         self._plain = plain  # the identities not parsed, until parsed_view asks for every one
         self._identities = plain
-        self._parse_rest = plain is not None  # the other types' values read through their fields, not made yet
         self._catalog_parsed = catalog_parsed
         self._props: list[Property | None] = [None] * len(columns.dist_type)
         #: type -> the function the values in ``parsed`` of that type were parsed with
@@ -898,19 +894,22 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
             return None
         return self._identities.columns(ds)
 
-    def parsed_view(self, *, identities: bool = True) -> Mapping[int, Any]:
+    def parsed_so_far(self) -> Mapping[int, Any]:
+        """:meth:`parsed_view` without making the values read through their fields (read-only, no copy).
+
+        Those values are missing (until :meth:`parsed_view` makes them): :meth:`identities`
+        reads the identities' package and version; parsing another such value gives it.
+        """
+        return MappingProxyType(self._parsed)
+
+    def parsed_view(self) -> Mapping[int, Any]:
         """Distinct property -> its value as the loader parsed it (read-only, no copy).
 
-        The identities read through their fields are made now, every one (once); with
-        ``identities=False`` they are not (the view holds them once another call made them).
+        The identities read through their fields are made now, every one (once).
         """
         if self._plain is not None:
-            if identities:
-                self._parsed.update(self._plain.all())
-                self._plain = None
-            elif self._parse_rest:  # the other types read through their fields: made now
-                self._parsed.update(self._plain.all(identities=False))
-                self._parse_rest = False
+            self._parsed.update(self._plain.all())
+            self._plain = None
         return MappingProxyType(self._parsed)
 
     def build_all(self) -> None:
