@@ -199,6 +199,12 @@ class RequirementContext(Protocol):
 class ValueFields:
     """A property type's plain values described as data: the loader reads them without ``parse``.
 
+    ``unique_by_key`` (keyword only, of an identity type) promises that ``uniqueness`` gives
+    equal rules (or ``None`` both times) for any two :class:`PackageIdentity` values of one
+    package, whatever their versions, plain or not. The graph compiler then asks it once per
+    package and reads each identity's package and version from the loader's columns, without
+    a :class:`PackageIdentity` per property.
+
     Plain: a JSON object whose keys are exactly ``fields`` (in any order, each once), each
     value a string without an escape, non-empty unless its field is in ``may_be_empty``.
     The type promises, for every plain value: ``parse`` accepts it; ``index_keys`` (if the
@@ -207,19 +213,13 @@ class ValueFields:
     gives a :class:`PackageIdentity` of field 0's value and field 1's value (its version).
     A value that is not plain is read by calling ``parse`` and ``index_keys``, as without it.
 
-    ``unique_by_key`` (of an identity type) promises more: ``uniqueness``
-    gives equal rules (or ``None`` both times) for any two :class:`PackageIdentity` values of
-    one package, whatever their versions, plain or not. The graph compiler then asks it once
-    per package and reads each identity's package and version from the loader's columns,
-    without a :class:`PackageIdentity` per property.
-
     .. versionadded:: 0.4
     """
 
     fields: tuple[str, ...] = attrs.field(converter=_strings)
     key_fields: int = 1
+    unique_by_key: bool = attrs.field(default=False, kw_only=True)
     may_be_empty: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    unique_by_key: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not 0 <= self.key_fields <= len(self.fields) or not 0 < len(self.fields) <= 8:
