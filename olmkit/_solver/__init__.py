@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from olmkit._solver._encode import current as implementation
     from olmkit._solver._encode import describe as describe_implementation
     from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
-    from olmkit._solver._group import ascending, group, scatter
+    from olmkit._solver._group import ascending, group, scatter, take
     from olmkit._solver._problem import Problem
 
     # the constraint codes of Block templates and problem arrays
@@ -115,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "group": ("_group", "group"),
     "ascending": ("_group", "ascending"),
     "scatter": ("_group", "scatter"),
+    "take": ("_group", "take"),
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
     "line_scanner": ("_scan", "scanner"),
@@ -195,4 +196,5 @@ __all__ = [
     "select",
     "solve",
     "solve_problem",
+    "take",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 
-__all__ = ["ascending", "group", "scatter", "within"]
+__all__ = ["ascending", "group", "scatter", "take", "within"]
 
 
 def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
@@ -56,3 +56,17 @@ def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
     from olmkit._solver import _encode
 
     _encode.get().scatter(dest, at, values)
+
+
+def take(table: array[int], at: array[int]) -> array[int]:
+    """``table[at[i]]`` for every ``i``, as an int array (the converse of :func:`scatter`).
+
+    .. versionadded:: 0.4
+
+    Raises:
+        ValueError: an index of ``at`` is not in ``0 .. len(table)-1``.
+    """
+    from olmkit._solver import _encode
+
+    result: array[int] = _encode.get().take(table, at)
+    return result

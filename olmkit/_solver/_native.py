@@ -23,6 +23,7 @@ __all__ = [
     "lay_out",
     "scatter",
     "select",
+    "take",
     "within",
 ]
 
@@ -406,3 +407,11 @@ def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
         raise ValueError("scatter: as many indices as values")
     if lib.olm_scatter(len(at), _ptr(at), _ptr(values), len(dest), _ptr(dest)):
         raise ValueError("scatter: an index is out of range")
+
+
+def take(table: array[int], at: array[int]) -> array[int]:
+    """See :func:`olmkit._solver._group.take`."""
+    out = array("i", bytes(4 * len(at)))
+    if lib.olm_take(len(at), _ptr(at), _ptr(table), len(table), _ptr(out)):
+        raise ValueError("take: an index is out of range")
+    return out

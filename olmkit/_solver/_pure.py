@@ -27,7 +27,7 @@ from olmkit._solver._pure_encode import (
     encode_counter,
 )
 from olmkit._solver._pure_expand import expand
-from olmkit._solver._pure_group import ascending, group, scatter, within
+from olmkit._solver._pure_group import ascending, group, scatter, take, within
 from olmkit._solver._pure_select import select
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "lay_out",
     "scatter",
     "select",
+    "take",
     "within",
 ]
 

@@ -6,7 +6,7 @@ from array import array
 from itertools import accumulate, islice
 from operator import le
 
-__all__ = ["ascending", "group", "scatter", "within"]
+__all__ = ["ascending", "group", "scatter", "take", "within"]
 
 
 def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
@@ -52,3 +52,14 @@ def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
         raise ValueError("scatter: an index is out of range")
     for i, value in zip(at, values, strict=True):
         dest[i] = value
+
+
+def take(table: array[int], at: array[int]) -> array[int]:
+    """``table[at[i]]`` for every ``i``, as an int array.
+
+    Raises:
+        ValueError: an index of ``at`` is not in ``0 .. len(table)-1``.
+    """
+    if at and not within(at, 0, len(table)):
+        raise ValueError("take: an index is out of range")
+    return array("i", map(table.__getitem__, at))

@@ -227,6 +227,10 @@ class _Encoder:
             from olmkit._solver import scatter
 
             c = self.c
+            numbers = c.identity_numbers.get(type_name)
+            if numbers is not None:
+                found = self.identities[type_name] = self._identity_numbers(*numbers)
+                return found
             ds: Sequence[int] = []
             identities: list[Any] = []
             read = c.identity_columns.get(type_name)
@@ -261,6 +265,34 @@ class _Encoder:
             scatter(self.atom_rank, at, array("i", map(rank_of.__getitem__, versions)))
             found = self.identities[type_name] = (owners, keys)
         return found
+
+    def _identity_numbers(
+        self, at: array[int], lists: array[int], table: list[Any], codes: array[int], strings: list[str]
+    ) -> tuple[dict[str, int], list[Any]]:
+        """:meth:`identity` of identities read as numbers (see ``LazyBundles.identity_numbers``)."""
+        from olmkit._solver import scatter, take
+
+        # each distinct version read once (tolerantly, as ``matches`` reads it); None: unread
+        version_key: dict[int, Any] = {}
+        for code in set(codes):
+            try:
+                version_key[code] = parse_version(strings[code], tolerant=True)._key
+            except ValueError:
+                version_key[code] = None
+        keys = sorted({key for key in version_key.values() if key is not None})
+        rank = {key: i for i, key in enumerate(keys)}
+        rank_by = array("i", [-1]) * len(strings)
+        for code, key in version_key.items():
+            if key is not None:
+                rank_by[code] = rank[key]
+        # owners: every package, in order of first appearance
+        owners: dict[str, int] = {}
+        owner_by = array("i", [-1]) * len(table)
+        for i, number in enumerate(dict.fromkeys(lists)):
+            owners[table[number]] = owner_by[number] = i
+        scatter(self.atom_owner, at, take(owner_by, lists))
+        scatter(self.atom_rank, at, take(rank_by, codes))
+        return owners, keys
 
     def _range(self, type_name: str, version_range: Range) -> list[int]:
         """A range's alternatives as rank comparisons over ``type_name``'s versions."""
@@ -664,6 +696,8 @@ class _ColumnCompiler(_Compiler):
         self.canonical = bytearray()
         #: per identity type read from the loader's columns: its distinct properties, their packages and versions
         self.identity_columns: dict[str, tuple[Sequence[int], list[str], list[str | None]]] = {}
+        #: the same as numbers (see ``LazyBundles.identity_numbers``): distinct properties, then its answer
+        self.identity_numbers: dict[str, tuple[array[int], array[int], list[Any], array[int], list[str]]] = {}
 
     # -- entries --------------------------------------------------------------------
 
@@ -805,6 +839,26 @@ class _ColumnCompiler(_Compiler):
         read = getattr(bundles, "identities", None)
         if read is None or getattr(bundles, "parsed_with", {}).get(type_name) is not pt.parse:
             return False  # (read with another parser: not what this registry's gives)
+        from olmkit._solver import scatter, take
+
+        at = ds if type(ds) is array else array("i", ds)
+        numbers = getattr(bundles, "identity_numbers", None)
+        got = numbers(at) if numbers is not None else None
+        if got is not None:  # as numbers: no string per identity either
+            lists, table, codes, strings = got
+            self.identity_numbers[type_name] = (at, lists, table, codes, strings)  # (the values left _UNREAD)
+            if has_keys:
+                # each package's rule (in order of first appearance), asked of its last identity
+                # (any other gives an equal one)
+                last = dict(zip(lists, codes, strict=True))
+                key_by = array("i", [-1]) * len(table)
+                uniqueness = pt.uniqueness
+                setdefault = keys.setdefault
+                for number, code in last.items():
+                    u = uniqueness(PackageIdentity(table[number], strings[code]))
+                    key_by[number] = setdefault(u.key, len(keys)) if u is not None else -1
+                scatter(atom_key, at, take(key_by, lists))
+            return True
         found = read(ds)
         if found is None:
             return False
@@ -820,9 +874,7 @@ class _ColumnCompiler(_Compiler):
         for package in dict.fromkeys(packages):
             u = uniqueness(PackageIdentity(package, first_version[package]))
             key_of[package] = setdefault(u.key, len(keys)) if u is not None else -1
-        from olmkit._solver import scatter
-
-        scatter(atom_key, ds if type(ds) is array else array("i", ds), array("i", map(key_of.__getitem__, packages)))
+        scatter(atom_key, at, array("i", map(key_of.__getitem__, packages)))
         return True
 
     def _read_forms(self, required: list[tuple[Any, Any]]) -> list[Any] | None:
@@ -1161,6 +1213,7 @@ class _ColumnCompiler(_Compiler):
         self.decoded = []
         self.by_type = {}
         self.identity_columns = {}
+        self.identity_numbers = {}
 
 
 def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGraph | None:

@@ -12,6 +12,7 @@ name), the fast path gives up and the general compiler runs.
 from __future__ import annotations
 
 import tempfile
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -755,3 +756,40 @@ def test_an_identity_rule_that_reads_the_version_is_asked_for_each_identity(olmk
     assert graph is not None
     assert {"a@1.0.0", "a@2.0.0", "a@3.0.0", "b@1.0.0", "b@2.0.0"} <= set(graph.keys)
     assert compare(catalog, registry)
+
+
+def test_identities_read_as_numbers_or_as_strings_compile_alike(olmkit_pm, tmp_path, monkeypatch):
+    """LazyBundles.identity_numbers gives the identities' packages and versions as identities() does; with an
+    identity the loader parsed (not plain: an extra field) it gives none, and the compile reads identities()."""
+    import olmkit.plugins.properties as properties
+
+    registry = olmkit_pm.registry
+    plain = _versions_catalog(tmp_path / "plain", registry)
+    columns = plain.columns()
+    ds = array("i", [d for d, t in enumerate(columns.dist_type) if t == "olm.package"])
+    numbers = plain.bundles.identity_numbers(ds)
+    assert numbers is not None
+    lists, keys, at, versions = numbers
+    assert plain.bundles.identities(ds) == ([keys[n] for n in lists], [versions[v] for v in at])
+
+    (tmp_path / "odd").mkdir()
+    _versions_catalog(tmp_path / "odd", registry)
+    (directory,) = [p for p in (tmp_path / "odd").iterdir() if p.is_dir()]
+    path = directory / "catalog.json"
+    text = path.read_bytes()
+    plain_b = b'{"packageName":"b","version":"2.0.0"}'
+    assert plain_b in text
+    path.write_bytes(text.replace(plain_b, b'{"packageName":"b","version":"2.0.0","note":"x"}'))
+    odd = load_catalog(directory, registry, name="cat", cache=False)
+    columns = odd.columns(build=False)
+    assert columns is not None
+    ds = array("i", [d for d, t in enumerate(columns.dist_type) if t == "olm.package"])
+    assert odd.bundles.identity_numbers(ds) is None
+    assert odd.bundles.identities(ds) is not None
+    asked: list[str] = []
+    real = properties._package_rule
+    monkeypatch.setattr(properties, "_package_rule", lambda package: asked.append(package) or real(package))
+
+    assert compile_columns(odd, columns, registry) is not None
+    assert ["a", "b"] == asked  # still once per package
+    assert compare(odd, registry)

@@ -328,3 +328,20 @@ def test_scatter_writes_each_value_at_its_index(data):
             assert list(range(n)) == list(dest)
         with pytest.raises(ValueError, match="as many"):
             impl.scatter(dest, array("i", at), array("i", [*values, 0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_take_reads_each_index(data):
+    """take, in C and in the twin: table[at[i]] per index, an index out of range refused."""
+    table = data.draw(st.lists(INT, max_size=12))
+    at = data.draw(st.lists(st.integers(-2, len(table) + 1), max_size=12))
+    for name in _encode.available():
+        impl = _encode.module(name)
+        if all(0 <= i < len(table) for i in at):
+            out = impl.take(array("i", table), array("i", at))
+            assert [table[i] for i in at] == list(out)
+            assert out.typecode == "i"
+        else:
+            with pytest.raises(ValueError, match="out of range"):
+                impl.take(array("i", table), array("i", at))
