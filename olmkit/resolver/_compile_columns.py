@@ -995,10 +995,13 @@ class _ColumnCompiler(_Compiler):
                 self._keys(ds, pt, parsed, keys, atom_key)
         readings = self._read_forms(required) if required else None
         if readings is not None:  # (the values read through their forms are left _UNREAD)
+            from olmkit._solver import scatter
+
             preds = readings
+            setdefault = lists.setdefault
             for rds, _ in required:
-                for d in rds:
-                    atom_list[d] = lists.setdefault(readings[d][0], len(lists))
+                numbers = [setdefault(key, len(lists)) for key in map(_first, map(readings.__getitem__, rds))]
+                scatter(atom_list, rds if type(rds) is array else array("i", rds), array("i", numbers))
         else:
             for rds, (pt, _, _, has_keys) in required:
                 type_name = cols.dist_type[rds[0]]
@@ -1142,8 +1145,9 @@ class _ColumnCompiler(_Compiler):
         if encoder is not None and readings is not None:
             # the readings' programs are encoded already
             chosen = list(ps)
-            read = list(map(readings.__getitem__, chosen))
-            programs = [r[3] for r in read]
+            whole_range = type(ps) is range and ps == range(len(readings))
+            read = readings if whole_range else list(map(readings.__getitem__, chosen))
+            programs = list(map(_program, read))
             prog = array("i", chain.from_iterable(programs))
             prog_start = array("i", accumulate(map(len, programs), initial=0))
             sets = [r[5] if r[2] is not None else (r[4],) for r in read]  # (-1,): every bundle (no lookup)
