@@ -199,6 +199,12 @@ class RequirementContext(Protocol):
 class ValueFields:
     """A property type's plain values described as data: the loader reads them without ``parse``.
 
+    ``unique_by_key`` (keyword only, of an identity type) promises that ``uniqueness`` gives
+    equal rules (or ``None`` both times) for any two :class:`PackageIdentity` values of one
+    package, whatever their versions, plain or not. The graph compiler then asks it once per
+    package and reads each identity's package and version from the loader's columns, without
+    a :class:`PackageIdentity` per property.
+
     Plain: a JSON object whose keys are exactly ``fields`` (in any order, each once), each
     value a string without an escape, non-empty unless its field is in ``may_be_empty``.
     The type promises, for every plain value: ``parse`` accepts it; ``index_keys`` (if the
@@ -217,6 +223,7 @@ class ValueFields:
 
     fields: tuple[str, ...] = attrs.field(converter=_strings)
     key_fields: int = 1
+    unique_by_key: bool = attrs.field(default=False, kw_only=True)
     may_be_empty: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     validated_by: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(_strings))
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from olmkit._solver._encode import current as implementation
     from olmkit._solver._encode import describe as describe_implementation
     from olmkit._solver._expand import Block, Expansion, Heads, LazyVariables, expand
-    from olmkit._solver._group import ascending, group
+    from olmkit._solver._group import ascending, group, scatter, take
     from olmkit._solver._problem import Problem
 
     # the constraint codes of Block templates and problem arrays
@@ -114,6 +114,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "get_backend": ("backends", "get_backend"),
     "group": ("_group", "group"),
     "ascending": ("_group", "ascending"),
+    "scatter": ("_group", "scatter"),
+    "take": ("_group", "take"),
     "implementation": ("_encode", "current"),
     "lay_out": ("_classes", "lay_out"),
     "line_scanner": ("_scan", "scanner"),
@@ -190,7 +192,9 @@ __all__ = [
     "line_scanner",
     "register_backend",
     "rows_index",
+    "scatter",
     "select",
     "solve",
     "solve_problem",
+    "take",
 ]

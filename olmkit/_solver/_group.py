@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 
-__all__ = ["ascending", "group", "within"]
+__all__ = ["ascending", "group", "scatter", "take", "within"]
 
 
 def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
@@ -42,3 +42,31 @@ def within(a: array[int], lo: int, hi: int) -> bool:
     from olmkit._solver import _encode
 
     return bool(_encode.get().within(a, lo, hi))
+
+
+def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
+    """``dest[at[i]] = values[i]`` for every ``i`` (in C, a pass over the indices; in Python 60-100 ns each).
+
+    .. versionadded:: 0.4
+
+    Raises:
+        ValueError: ``at`` and ``values`` differ in length, or an index of ``at`` is not in
+            ``0 .. len(dest)-1`` (``dest`` is then left as it was).
+    """
+    from olmkit._solver import _encode
+
+    _encode.get().scatter(dest, at, values)
+
+
+def take(table: array[int], at: array[int]) -> array[int]:
+    """``table[at[i]]`` for every ``i``, as an int array (the converse of :func:`scatter`).
+
+    .. versionadded:: 0.4
+
+    Raises:
+        ValueError: an index of ``at`` is not in ``0 .. len(table)-1``.
+    """
+    from olmkit._solver import _encode
+
+    result: array[int] = _encode.get().take(table, at)
+    return result

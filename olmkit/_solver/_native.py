@@ -13,7 +13,19 @@ from typing import Any
 
 from olmkit._solver._speedups import ffi, lib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Searcher", "ascending", "encode", "encode_counter", "expand", "group", "lay_out", "select", "within"]
+__all__ = [
+    "Searcher",
+    "ascending",
+    "encode",
+    "encode_counter",
+    "expand",
+    "group",
+    "lay_out",
+    "scatter",
+    "select",
+    "take",
+    "within",
+]
 
 
 def _ptr(buf: array[int], ctype: str = "int *") -> Any:
@@ -387,3 +399,19 @@ def ascending(a: array[int]) -> bool:
 def within(a: array[int], lo: int, hi: int) -> bool:
     """See :func:`olmkit._solver._group.within`."""
     return bool(lib.olm_within(len(a), _ptr(a), lo, hi))
+
+
+def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
+    """See :func:`olmkit._solver._group.scatter`."""
+    if len(at) != len(values):
+        raise ValueError("scatter: as many indices as values")
+    if lib.olm_scatter(len(at), _ptr(at), _ptr(values), len(dest), _ptr(dest)):
+        raise ValueError("scatter: an index is out of range")
+
+
+def take(table: array[int], at: array[int]) -> array[int]:
+    """See :func:`olmkit._solver._group.take`."""
+    out = array("i", bytes(4 * len(at)))
+    if lib.olm_take(len(at), _ptr(at), _ptr(table), len(table), _ptr(out)):
+        raise ValueError("take: an index is out of range")
+    return out

@@ -27,7 +27,7 @@ from olmkit._solver._pure_encode import (
     encode_counter,
 )
 from olmkit._solver._pure_expand import expand
-from olmkit._solver._pure_group import ascending, group, within
+from olmkit._solver._pure_group import ascending, group, scatter, take, within
 from olmkit._solver._pure_select import select
 
 __all__ = [
@@ -46,7 +46,9 @@ __all__ = [
     "expand",
     "group",
     "lay_out",
+    "scatter",
     "select",
+    "take",
     "within",
 ]
 

@@ -6,7 +6,7 @@ from array import array
 from itertools import accumulate, islice
 from operator import le
 
-__all__ = ["ascending", "group", "within"]
+__all__ = ["ascending", "group", "scatter", "take", "within"]
 
 
 def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
@@ -37,3 +37,29 @@ def ascending(a: array[int]) -> bool:
 def within(a: array[int], lo: int, hi: int) -> bool:
     """Whether every item of ``a`` is in ``lo .. hi-1``."""
     return not a or (min(a) >= lo and max(a) < hi)
+
+
+def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
+    """``dest[at[i]] = values[i]`` for every ``i``.
+
+    Raises:
+        ValueError: ``at`` and ``values`` differ in length, or an index is out of range
+            (``dest`` is then left as it was).
+    """
+    if len(at) != len(values):
+        raise ValueError("scatter: as many indices as values")
+    if at and not within(at, 0, len(dest)):
+        raise ValueError("scatter: an index is out of range")
+    for i, value in zip(at, values, strict=True):
+        dest[i] = value
+
+
+def take(table: array[int], at: array[int]) -> array[int]:
+    """``table[at[i]]`` for every ``i``, as an int array.
+
+    Raises:
+        ValueError: an index of ``at`` is not in ``0 .. len(table)-1``.
+    """
+    if at and not within(at, 0, len(table)):
+        raise ValueError("take: an index is out of range")
+    return array("i", map(table.__getitem__, at))

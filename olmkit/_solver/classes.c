@@ -246,6 +246,36 @@ static int cmp_int(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Sorts v[0..n) ascending: most lists are ascending or descending runs already (a channel's
+   entries, newest first, of rows in ascending order), or short; qsort for the others. */
+static void sort_ints(int *v, size_t n) {
+    if (n < 2) return;
+    size_t up = 1, down = 1;
+    for (size_t i = 1; i < n; i++) {
+        up += v[i - 1] <= v[i];
+        down += v[i - 1] >= v[i];
+    }
+    if (up == n) return;
+    if (down == n) {
+        for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+            int t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+        }
+        return;
+    }
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            int x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    qsort(v, n, sizeof(int), cmp_int);
+}
+
 int olm_select(int n_progs, const int *prog_start, const int *prog, const int *cand_start,
                const int *cand_sets, int n_rows, const int *row_start, const int *row_atoms,
                const int *atom_type, const int *atom_owner, const int *atom_rank, int n_sets,
@@ -276,7 +306,7 @@ int olm_select(int n_progs, const int *prog_start, const int *prog, const int *c
                     }
                 }
             }
-            if (c1 - c0 > 1) qsort(rows, (size_t)n, sizeof(int), cmp_int);
+            if (c1 - c0 > 1) sort_ints(rows, (size_t)n);
         }
         size_t first = len;
         for (int i = 0; i < n; i++) {
@@ -296,7 +326,7 @@ int olm_select(int n_progs, const int *prog_start, const int *prog, const int *c
             }
             for (int k = k0; k < k1; k++) buf[len++] = items[k];
         }
-        if (len - first > 1) qsort(buf + first, len - first, sizeof(int), cmp_int);
+        if (len - first > 1) sort_ints(buf + first, len - first);
         out_start[p + 1] = (int)len;
     }
     free(stamp);

@@ -31,3 +31,19 @@ int olm_within(int n, const int *a, int lo, int hi) {
     }
     return 1;
 }
+
+int olm_scatter(int n, const int *at, const int *values, int n_dest, int *dest) {
+    for (int i = 0; i < n; i++) {
+        if (at[i] < 0 || at[i] >= n_dest) return 2;
+    }
+    for (int i = 0; i < n; i++) dest[at[i]] = values[i];
+    return 0;
+}
+
+int olm_take(int n, const int *at, const int *table, int n_table, int *out) {
+    for (int i = 0; i < n; i++) {
+        if (at[i] < 0 || at[i] >= n_table) return 2;
+        out[i] = table[at[i]];
+    }
+    return 0;
+}

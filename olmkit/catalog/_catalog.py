@@ -311,20 +311,23 @@ class Catalog:
             found = self._columns = build_columns(self.bundles)
         return found
 
-    def parsed_distinct(self, parse: Mapping[str, Any]) -> Mapping[int, Any]:
+    def parsed_distinct(self, parse: Mapping[str, Any], *, identities: bool = True) -> Mapping[int, Any]:
         """Distinct property (of :meth:`columns`) -> its value as the loader parsed it.
 
         Only when the loader parsed every type it parsed with the function ``parse`` has
         for it (``parse`` maps a type to its parser, as the caller's registry does), else
         empty; empty too for a catalog not read into columns. The loader parses each
         bundle's identity property (for its version) and every indexed property once.
+        ``identities=False`` leaves out the values it read through their fields, not made
+        for the caller (see ``LazyBundles.parsed_so_far``): the identities' package and
+        version are ``bundles.identities(ds)``.
         """
         bundles = self.bundles
         if not isinstance(bundles, LazyBundles):
             return _EMPTY
         if any(parse.get(name) is not fn for name, fn in bundles.parsed_with.items()):
             return _EMPTY
-        return bundles.parsed_view()
+        return bundles.parsed_view() if identities else bundles.parsed_so_far()
 
     def lookup_rows(self, type_name: str, key: Hashable) -> Sequence[int] | None:
         """The rows in :meth:`columns` of the bundles :meth:`lookup_names` gives, in its order.

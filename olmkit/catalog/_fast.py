@@ -748,12 +748,41 @@ class _PlainIdentities:
             got = [v if v is not None else self.get(d) for d, v in zip(ds, values, strict=True)]
             return [v.package for v in got], [v.version for v in got]
         key_fields = self._key_fields
-        if any(key_fields.get(self._dist_type[d]) != 1 for d in ds):
+        if any(key_fields.get(t) != 1 for t in set(map(self._dist_type.__getitem__, ds))):
             got = list(map(self.get, ds))
             return [v.package for v in got], [v.version for v in got]
         table = _versions(self._strings, self._py_versions)
         packages = list(map(self._list_keys.__getitem__, map(self._d_list.__getitem__, ds)))
         return packages, list(map(table.__getitem__, codes))  # type: ignore[return-value]
+
+    def numbers(self, ds: array[int]) -> tuple[array[int], list[Hashable], array[int], list[str]] | None:
+        """Per identity of ``ds``: the number of its package in ``keys`` and of its version in ``versions``.
+
+        ``(packages, keys, versions_at, versions)``, two int arrays and the tables they
+        number into; ``None`` unless each of ``ds`` was read through its fields (not
+        parsed), with one key field and a version the scan kept.
+        """
+        from olmkit._solver import scatter, take
+
+        codes = take(self._d_ver, ds)
+        if codes and min(codes) < 0:
+            return None  # no version read (-1), or one kept in Python (<= -2)
+        parsed = self._parsed
+        if parsed:  # none of ds parsed: marked in one pass, read in another
+            mark = array("i", [0]) * len(self._d_ver)
+            at = array("i", parsed)
+            scatter(mark, at, array("i", [1]) * len(at))
+            if any(take(mark, ds)):
+                return None
+        key_fields = self._key_fields
+        if any(n != 1 for n in key_fields.values()) and any(
+            key_fields.get(t) != 1 for t in set(map(self._dist_type.__getitem__, ds))
+        ):
+            return None
+        lists = take(self._d_list, ds)
+        if lists and min(lists) < 0:
+            return None
+        return lists, self._list_keys, codes, self._strings
 
     def all(self) -> dict[int, Any]:
         """Every such distinct property's parsed value (what the loader would have parsed), by number."""
@@ -761,7 +790,11 @@ class _PlainIdentities:
         get = self.get
         found = {d: get(d) for d in range(len(d_ver)) if d_ver[d] != -1 and d not in parsed}
         # the others read through their fields: filed under a key, not parsed (a failed parse files none)
-        rest = [d for d in range(len(d_list)) if d_list[d] != -1 and dist_type[d] in parse and d not in parsed]
+        rest = (
+            [d for d in range(len(d_list)) if d_list[d] != -1 and dist_type[d] in parse and d not in parsed]
+            if parse
+            else []
+        )
         for d, value in zip(rest, self._decode(rest), strict=True):
             found[d] = parse[dist_type[d]](value)  # plain: it parses
         return found
@@ -907,6 +940,17 @@ class LazyBundles(Mapping[str, Mapping[str, Bundle]]):
             self._parsed.update(self._plain.all())
             self._plain = None
         return MappingProxyType(self._parsed)
+
+    def identity_numbers(self, ds: array[int]) -> tuple[array[int], list[Hashable], array[int], list[str]] | None:
+        """:meth:`identities` as numbers: ``(packages, keys, versions_at, versions)``.
+
+        Identity ``ds[i]``'s package is ``keys[packages[i]]`` and its version
+        ``versions[versions_at[i]]``. ``None`` unless each was read through its fields
+        (not parsed), with one key field and a version: then use :meth:`identities`.
+        """
+        if self._identities is None:
+            return None
+        return self._identities.numbers(ds)
 
     def build_all(self) -> None:
         """Build every package's bundles (for a caller that reads them all)."""

@@ -176,7 +176,11 @@ def olmkit_property_types() -> Iterator[PropertyType]:
         uniqueness=_package_uniqueness,
         validate=_validate_package,
         fields=ValueFields(
-            ("packageName", "version"), key_fields=1, may_be_empty=("version",), validated_by=("version",)
+            ("packageName", "version"),
+            key_fields=1,
+            may_be_empty=("version",),
+            validated_by=("version",),
+            unique_by_key=True,
         ),
     )
     yield PropertyType(

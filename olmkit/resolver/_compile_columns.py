@@ -27,7 +27,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, compress
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final
 
 import orjson
@@ -35,7 +35,7 @@ import orjson
 from olmkit.catalog.semver import Range, parse_range, parse_version
 from olmkit.model import Property
 from olmkit.registry import Registry
-from olmkit.resolver._compile import _append_lists, _Compiler, _file_lists, _json, compile_general
+from olmkit.resolver._compile import _append_lists, _Compiler, _json, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context, property_key
 from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
@@ -156,6 +156,9 @@ class _Encoder:
         self.set_start = array("i", [0])
         self.set_rows = array("i")
         self._ranges: dict[tuple[str, Any], list[int]] = {}
+        from olmkit._solver import ascending
+
+        self._ascending = ascending
         self._range_texts: dict[tuple[str, str], list[int]] = {}
 
     def set_of(self, lookup: Any) -> int:
@@ -163,7 +166,11 @@ class _Encoder:
         s = self.sets.get(lookup)
         if s is None:
             s = self.sets[lookup] = len(self.sets)
-            self.set_rows.extend(sorted(self.c._candidates(lookup)))
+            rows = self.c._candidates(lookup)
+            # the index's rows are ascending already (an int array: copied as it is)
+            if type(rows) is not array or rows.typecode != "i" or not self._ascending(rows):
+                rows = sorted(rows)
+            self.set_rows.extend(rows)
             self.set_start.append(len(self.set_rows))
         return s
 
@@ -217,19 +224,30 @@ class _Encoder:
         """The owners and sorted version keys of ``type_name``'s identities (ranks filled in once)."""
         found = self.identities.get(type_name)
         if found is None:
+            from olmkit._solver import scatter
+
             c = self.c
+            numbers = c.identity_numbers.get(type_name)
+            if numbers is not None:
+                found = self.identities[type_name] = self._identity_numbers(*numbers)
+                return found
             ds: Sequence[int] = []
             identities: list[Any] = []
-            if type_name not in c.inline and type_name in c.registry.property_types:
-                ds = c.by_type.get(type_name, [])
-                values = c.values
-                value = c.value
-                identities = [values[d] if values[d] is not _UNREAD else value(d) for d in ds]
-            if set(map(type, identities)) - {PackageIdentity}:
-                keep = [isinstance(i, PackageIdentity) for i in identities]
-                ds = list(compress(ds, keep))
-                identities = list(compress(identities, keep))
-            versions = list(map(_version, identities))
+            read = c.identity_columns.get(type_name)
+            if read is not None:  # read from the loader's columns: every one a PackageIdentity
+                ds, packages, versions = read
+            else:
+                if type_name not in c.inline and type_name in c.registry.property_types:
+                    ds = c.by_type.get(type_name, [])
+                    values = c.values
+                    value = c.value
+                    identities = [values[d] if values[d] is not _UNREAD else value(d) for d in ds]
+                if set(map(type, identities)) - {PackageIdentity}:
+                    keep = [isinstance(i, PackageIdentity) for i in identities]
+                    ds = list(compress(ds, keep))
+                    identities = list(compress(identities, keep))
+                packages = list(map(_package, identities))
+                versions = list(map(_version, identities))
             # each distinct version text read once (tolerantly, as ``matches`` reads it); None: unread
             version_key: dict[Any, Any] = {}
             for text in set(versions):
@@ -241,16 +259,40 @@ class _Encoder:
             rank = {key: i for i, key in enumerate(keys)}
             rank_of = {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
             # owners: every package (one whose versions are all unread has no rank to match)
-            packages = list(map(_package, identities))
             owners = {package: i for i, package in enumerate(dict.fromkeys(packages))}
-            atom_owner = self.atom_owner
-            atom_rank = self.atom_rank
-            owner_of = map(owners.__getitem__, packages)
-            for d, owner, r in zip(ds, owner_of, map(rank_of.__getitem__, versions), strict=True):
-                atom_owner[d] = owner
-                atom_rank[d] = r
+            at = ds if type(ds) is array else array("i", ds)
+            scatter(self.atom_owner, at, array("i", map(owners.__getitem__, packages)))
+            scatter(self.atom_rank, at, array("i", map(rank_of.__getitem__, versions)))
             found = self.identities[type_name] = (owners, keys)
         return found
+
+    def _identity_numbers(
+        self, at: array[int], lists: array[int], table: list[Any], codes: array[int], strings: list[str]
+    ) -> tuple[dict[str, int], list[Any]]:
+        """:meth:`identity` of identities read as numbers (see ``LazyBundles.identity_numbers``)."""
+        from olmkit._solver import scatter, take
+
+        # each distinct version read once (tolerantly, as ``matches`` reads it); None: unread
+        version_key: dict[int, Any] = {}
+        for code in set(codes):
+            try:
+                version_key[code] = parse_version(strings[code], tolerant=True)._key
+            except ValueError:
+                version_key[code] = None
+        keys = sorted({key for key in version_key.values() if key is not None})
+        rank = {key: i for i, key in enumerate(keys)}
+        rank_by = array("i", [-1]) * len(strings)
+        for code, key in version_key.items():
+            if key is not None:
+                rank_by[code] = rank[key]
+        # owners: every package, in order of first appearance
+        owners: dict[str, int] = {}
+        owner_by = array("i", [-1]) * len(table)
+        for i, number in enumerate(dict.fromkeys(lists)):
+            owners[table[number]] = owner_by[number] = i
+        scatter(self.atom_owner, at, take(owner_by, lists))
+        scatter(self.atom_rank, at, take(rank_by, codes))
+        return owners, keys
 
     def _range(self, type_name: str, version_range: Range) -> list[int]:
         """A range's alternatives as rank comparisons over ``type_name``'s versions."""
@@ -270,6 +312,10 @@ class _Encoder:
 
 #: a requirement value read through its form (see :class:`_Forms`)
 _Reading = tuple[Any, Any, Any, tuple[int, ...], int, Any]
+
+#: a reading's key, and its program
+_first: Final = itemgetter(0)
+_program: Final = itemgetter(3)
 
 
 class _NotPlain(Exception):
@@ -338,8 +384,18 @@ class _Forms:
         encoder = self.encoder
         out: list[_Reading | None] = []
         if isinstance(form, RangeForm):
-            ranged = self._ranged(form)
             name_at, range_at = where
+            # all at once when every text is one (one search over the texts joined by newlines,
+            # which no compact JSON text holds)
+            joined = b"\n".join(texts)
+            if joined.count(b"\n") == len(texts) - 1:
+                lines = b"^" + pattern.pattern.replace(b'[^"\\\\]', b'[^"\\\\\n]') + b"$"
+                found_all = re.findall(lines, joined, re.MULTILINE)
+                if len(found_all) == len(texts):
+                    names = list(map(bytes.decode, map(itemgetter(name_at - 1), found_all)))
+                    ranges = list(map(bytes.decode, map(itemgetter(range_at - 1), found_all)))
+                    return self._ranged_many(form, names, ranges)
+            ranged = self._ranged(form)
             for text in texts:
                 found = match(text)
                 if found is None:
@@ -410,6 +466,35 @@ class _Forms:
 
         self._ranged_of[id(form)] = (form, ranged)
         return ranged
+
+    def _ranged_many(self, form: RangeForm, names: list[str], texts: list[str]) -> list[_Reading | None]:
+        """The readings of package names and range texts (all non-empty) of ``form``: ``_ranged(form)``'s, in one loop.
+
+        Raises:
+            _NotPlain: a range does not parse.
+        """
+        encoder = self.encoder
+        identity_type = form.identity_type
+        owners = encoder.identity(identity_type)[0]
+        type_id = encoder.type_id.get(identity_type, -1)
+        range_of_text = encoder.range_of_text
+        set_of = encoder.set_of
+        tag = form.tag
+        try:
+            ranks = {text: tuple(range_of_text(identity_type, text)) for text in dict.fromkeys(texts)}
+        except ValueError:
+            raise _NotPlain from None
+        # per package name (in order of first use, as _ranged numbers the sets): its lookup, program head, set
+        per_name = {}
+        for name in dict.fromkeys(names):
+            lookup = (identity_type, name)
+            per_name[name] = (lookup, (1, type_id, owners.get(name, -1)), set_of(lookup))
+        return [
+            ((tag, name, text), known[0], None, known[1] + rank, known[2], None)
+            for name, text, known, rank in zip(
+                names, texts, map(per_name.__getitem__, names), map(ranks.__getitem__, texts), strict=True
+            )
+        ]
 
     def _child(self, item: Any, ignore: tuple[str, ...]) -> _Reading:
         """The reading of a compound's child (as :meth:`_keyed`, without a message), read once per content.
@@ -489,15 +574,16 @@ class _Forms:
 
     @staticmethod
     def _combine(form: EachForm, children: list[_Reading]) -> _Reading:
-        key = (form.tag, *[child[0] for child in children])
+        key = (form.tag, *map(_first, children))
         combine = form.combine
         lookup = lookups = lookups_sets = None
         lookup_set = -1
         if combine == "all":
             code = 3
-            first = next((child for child in children if child[1] is not None), None)
-            if first is not None:
-                lookup, lookup_set = first[1], first[4]
+            for child in children:
+                if child[1] is not None:
+                    lookup, lookup_set = child[1], child[4]
+                    break
         elif combine == "any":
             code = 4
             many: list[Any] = []
@@ -517,7 +603,7 @@ class _Forms:
             code = 5
         else:
             raise _NotPlain
-        program = tuple(chain((code, len(children)), *[child[3] for child in children]))
+        program = tuple(chain((code, len(children)), *map(_program, children)))
         return key, lookup, lookups, program, lookup_set, lookups_sets
 
 
@@ -608,6 +694,10 @@ class _ColumnCompiler(_Compiler):
         self.item_start = array("i", [0])
         #: per distinct property: 1 when read from its text, which is its JSON with sorted keys (not decoded)
         self.canonical = bytearray()
+        #: per identity type read from the loader's columns: its distinct properties, their packages and versions
+        self.identity_columns: dict[str, tuple[Sequence[int], list[str], list[str | None]]] = {}
+        #: the same as numbers (see ``LazyBundles.identity_numbers``): distinct properties, then its answer
+        self.identity_numbers: dict[str, tuple[array[int], array[int], list[Any], array[int], list[str]]] = {}
 
     # -- entries --------------------------------------------------------------------
 
@@ -717,14 +807,75 @@ class _ColumnCompiler(_Compiler):
         return parsed
 
     @staticmethod
-    def _keys(
-        ds: Sequence[int], pt: Any, parsed: list[Any], group: int, keys: dict[str, int], atom_key: Any, atom_group: Any
-    ) -> None:
-        """Number the uniqueness keys of distinct properties ``ds`` (their group ``group``)."""
+    def _keys(ds: Sequence[int], pt: Any, parsed: list[Any], keys: dict[str, int], atom_key: Any) -> None:
+        """Number the uniqueness keys of distinct properties ``ds``."""
         setdefault = keys.setdefault
         for d, u in zip(ds, map(pt.uniqueness, parsed), strict=True):
             atom_key[d] = setdefault(u.key, len(keys)) if u is not None else -1
-            atom_group[d] = group
+
+    def _identities(
+        self,
+        type_name: str,
+        pt: Any,
+        ds: Sequence[int],
+        has_keys: bool,
+        keys: dict[str, int],
+        atom_key: Any,
+    ) -> bool:
+        """Read identity type ``pt``'s distinct properties ``ds`` from the loader's columns, if it can.
+
+        Their values are left unread (parsed if a view asks), their packages and versions
+        kept for :meth:`_Encoder.identity`, and their uniqueness keys numbered (``has_keys``)
+        by asking ``uniqueness`` once per package, which the type's ``unique_by_key``
+        allows (else ``False``: parsed values are needed). ``False`` too when the loader
+        did not read each as a :class:`PackageIdentity`.
+        """
+        if not pt.identity:
+            return False
+        fields = pt.fields
+        if has_keys and (fields is None or not fields.unique_by_key):
+            return False
+        bundles = getattr(self.catalog, "bundles", None)
+        read = getattr(bundles, "identities", None)
+        if read is None or getattr(bundles, "parsed_with", {}).get(type_name) is not pt.parse:
+            return False  # (read with another parser: not what this registry's gives)
+        from olmkit._solver import scatter, take
+
+        at = ds if type(ds) is array else array("i", ds)
+        numbers = getattr(bundles, "identity_numbers", None)
+        got = numbers(at) if numbers is not None else None
+        if got is not None:  # as numbers: no string per identity either
+            lists, table, codes, strings = got
+            self.identity_numbers[type_name] = (at, lists, table, codes, strings)  # (the values left _UNREAD)
+            if has_keys:
+                # each package's rule (in order of first appearance), asked of its last identity
+                # (any other gives an equal one)
+                last = dict(zip(lists, codes, strict=True))
+                key_by = array("i", [-1]) * len(table)
+                uniqueness = pt.uniqueness
+                setdefault = keys.setdefault
+                for number, code in last.items():
+                    u = uniqueness(PackageIdentity(table[number], strings[code]))
+                    key_by[number] = setdefault(u.key, len(keys)) if u is not None else -1
+                scatter(atom_key, at, take(key_by, lists))
+            return True
+        found = read(ds)
+        if found is None:
+            return False
+        packages, versions = found
+        self.identity_columns[type_name] = (ds, packages, versions)  # (their values are left _UNREAD)
+        if not has_keys:
+            return True
+        # each package's rule, asked of its first identity (any other gives an equal one)
+        first_version = dict(zip(reversed(packages), reversed(versions), strict=True))
+        uniqueness = pt.uniqueness
+        setdefault = keys.setdefault
+        key_of: dict[str, int] = {}
+        for package in dict.fromkeys(packages):
+            u = uniqueness(PackageIdentity(package, first_version[package]))
+            key_of[package] = setdefault(u.key, len(keys)) if u is not None else -1
+        scatter(atom_key, at, array("i", map(key_of.__getitem__, packages)))
+        return True
 
     def _read_forms(self, required: list[tuple[Any, Any]]) -> list[Any] | None:
         """Every requirement property's reading through its type's form (a list per distinct property).
@@ -783,12 +934,12 @@ class _ColumnCompiler(_Compiler):
         n_dist = len(cols.dist_type)
         kind_of = self._kind
         registry = self.registry
-        values: list[Any] = [None] * n_dist
+        # (_UNREAD until parsed or read: parsed if a view asks; never asked of ignored types)
+        values: list[Any] = [_UNREAD] * n_dist
         self.props = [None] * n_dist
         atom_template = array("i", [-1]) * n_dist
         atom_list = array("i", [-1]) * n_dist
         atom_key = array("i", [-2]) * n_dist
-        atom_group = array("i", [-1]) * n_dist
         preds: list[Any] = [None] * n_dist
         decoded: list[Any] = [None] * n_dist  # the values (of the types not ignored)
         templates: dict[str, int] = {}
@@ -796,9 +947,10 @@ class _ColumnCompiler(_Compiler):
         keys: dict[str, int] = {}
         groups: dict[str, int] = {}
         # the distinct properties by type (in order of first appearance), grouped in C
-        type_id: dict[str, int] = {}
-        self.atom_type = array("i", [type_id.setdefault(t, len(type_id)) for t in cols.dist_type])
+        type_id = {t: i for i, t in enumerate(dict.fromkeys(cols.dist_type))}
+        self.atom_type = array("i", map(type_id.__getitem__, cols.dist_type))
         self.type_id = type_id
+        type_group = [-1] * len(type_id)  # the group of the keys of each type's properties
         ds_of, ds_start = group(self.atom_type, len(type_id))
         by_type = {t: ds_of[ds_start[i] : ds_start[i + 1]] for t, i in type_id.items()}
         self.values = values
@@ -806,7 +958,10 @@ class _ColumnCompiler(_Compiler):
         self.by_type = by_type
         texts = cols.dist_json
         distinct = getattr(self.catalog, "parsed_distinct", None)
-        known = distinct({n: pt.parse for n, pt in registry.property_types.items()}) if distinct else {}
+        parse = {n: pt.parse for n, pt in registry.property_types.items()}
+        # the identities read through their fields are not made: read from the columns (see _identities)
+        known = distinct(parse, identities=False) if distinct else {}
+        made = False  # whether known holds those identities too
         # (the numbers of templates, keys, groups and lists are the types' order here: lay_out
         # numbers them again in the order bundles use them)
         required: list[tuple[Sequence[int], Any]] = []
@@ -822,6 +977,13 @@ class _ColumnCompiler(_Compiler):
             if is_required:
                 required.append((ds, kind))
                 continue  # below: read through the forms, or built
+            if has_keys:
+                type_group[type_id[type_name]] = groups.setdefault(type_name, len(groups))
+            if self._identities(type_name, pt, ds, has_keys, keys, atom_key):
+                continue
+            if known and not made and pt.identity and not all(map(known.__contains__, ds)):
+                known = distinct(parse) if distinct else {}  # every identity made, as the loader would have
+                made = True
             if known and all(map(known.__contains__, ds)):
                 # what the loader parsed (the same function: parsing is deterministic)
                 parsed = list(map(known.__getitem__, ds))
@@ -830,20 +992,23 @@ class _ColumnCompiler(_Compiler):
             else:
                 parsed = self._parse_all(ds, pt)
             if has_keys:
-                self._keys(ds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
+                self._keys(ds, pt, parsed, keys, atom_key)
         readings = self._read_forms(required) if required else None
-        if readings is not None:
+        if readings is not None:  # (the values read through their forms are left _UNREAD)
+            from olmkit._solver import scatter
+
+            preds = readings
+            setdefault = lists.setdefault
             for rds, _ in required:
-                for d in rds:
-                    values[d] = _UNREAD  # read through its form: parsed if a view asks
-                    preds[d] = reading = readings[d]
-                    atom_list[d] = lists.setdefault(reading[0], len(lists))
+                numbers = [setdefault(key, len(lists)) for key in map(_first, map(readings.__getitem__, rds))]
+                scatter(atom_list, rds if type(rds) is array else array("i", rds), array("i", numbers))
         else:
             for rds, (pt, _, _, has_keys) in required:
                 type_name = cols.dist_type[rds[0]]
                 parsed = self._parse_all(rds, pt)
                 if has_keys:
-                    self._keys(rds, pt, parsed, groups.setdefault(type_name, len(groups)), keys, atom_key, atom_group)
+                    type_group[type_id[type_name]] = groups.setdefault(type_name, len(groups))
+                    self._keys(rds, pt, parsed, keys, atom_key)
                 requirement = pt.requirement
                 # one context for all: a builder that reads the bundle's name makes the fast path give up
                 context = Context(registry, "")
@@ -857,6 +1022,7 @@ class _ColumnCompiler(_Compiler):
                     preds[d] = predicate
                     atom_list[d] = lists.setdefault(predicate, len(lists))
         n = g.n_bundles
+        atom_group = array("i", map(type_group.__getitem__, self.atom_type))
         laid_out = lay_out(
             cols.prop_start,
             cols.prop_ref,
@@ -936,7 +1102,7 @@ class _ColumnCompiler(_Compiler):
             g.pred_err = None
         else:
             _append_lists(g, found_lists)
-        _file_lists(g, lookups_of)
+        _file_readings(g, readings)
         g._pred_index = None  # no predicate objects: found by their requirements (pred_raw), as from disk
 
     def _program(self, p: int) -> Any:
@@ -979,8 +1145,9 @@ class _ColumnCompiler(_Compiler):
         if encoder is not None and readings is not None:
             # the readings' programs are encoded already
             chosen = list(ps)
-            read = list(map(readings.__getitem__, chosen))
-            programs = [r[3] for r in read]
+            whole_range = type(ps) is range and ps == range(len(readings))
+            read = readings if whole_range else list(map(readings.__getitem__, chosen))
+            programs = list(map(_program, read))
             prog = array("i", chain.from_iterable(programs))
             prog_start = array("i", accumulate(map(len, programs), initial=0))
             sets = [r[5] if r[2] is not None else (r[4],) for r in read]  # (-1,): every bundle (no lookup)
@@ -1049,6 +1216,34 @@ class _ColumnCompiler(_Compiler):
         self.props = []
         self.decoded = []
         self.by_type = {}
+        self.identity_columns = {}
+        self.identity_numbers = {}
+
+
+def _file_readings(g: CatalogGraph, readings: list[Any]) -> None:
+    """:func:`_file_lists` of the readings' lookups (a reading's ``lookups``, else its ``lookup``, else a scan)."""
+    lookup_preds = g.lookup_preds
+    get = lookup_preds.get
+    scan = g.scan_preds
+    for p, reading in enumerate(readings):
+        many = reading[2]
+        if many is None:
+            one = reading[1]
+            if one is None:
+                scan.append(p)
+                continue
+            found = get(one)
+            if found is None:
+                lookup_preds[one] = [p]
+            else:
+                found.append(p)
+            continue
+        for lookup in dict.fromkeys(many) if len(many) > 1 else many:
+            found = get(lookup)
+            if found is None:
+                lookup_preds[lookup] = [p]
+            else:
+                found.append(p)
 
 
 def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGraph | None:

@@ -12,6 +12,7 @@ name), the fast path gives up and the general compiler runs.
 from __future__ import annotations
 
 import tempfile
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -675,3 +676,123 @@ def test_a_compiled_graph_is_freed_without_the_cyclic_gc(olmkit_pm):
         finally:
             if was:
                 gc.enable()
+
+
+def _versions_catalog(tmp_path: Path, registry: Any) -> Any:
+    """A catalog of two packages with several versions each, loaded into columns with ``registry``."""
+    case = one_catalog_case(
+        {
+            "a": {
+                "channels": {"stable": ["a.v3.0.0 replaces a.v2.0.0", "a.v2.0.0 replaces a.v1.0.0", "a.v1.0.0"]},
+                "bundles": {
+                    "a.v1.0.0": [],
+                    "a.v2.0.0": ["needs-package b >=1.0.0"],
+                    "a.v3.0.0": ["needs-package b >=2.0.0"],
+                },
+            },
+            "b": {
+                "channels": {"stable": ["b.v2.0.0 replaces b.v1.0.0", "b.v1.0.0"]},
+                "bundles": {"b.v1.0.0": [], "b.v2.0.0": []},
+            },
+        }
+    )
+    case_manifests(case, tmp_path)
+    (directory,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    catalog = load_catalog(directory, registry, name="cat", cache=False)
+    assert catalog.columns(build=False) is not None
+    return catalog
+
+
+def test_identities_are_read_from_the_columns(olmkit_pm, tmp_path, monkeypatch):
+    """olm.package declares unique_by_key: its rule is asked once per package, and the compile makes no
+    PackageIdentity for the identities the loader read through their fields."""
+    import olmkit.plugins.properties as properties
+
+    registry = olmkit_pm.registry
+    catalog = _versions_catalog(tmp_path, registry)
+    parse = {n: pt.parse for n, pt in registry.property_types.items()}
+    columns = catalog.columns()
+    identities = [d for d, t in enumerate(columns.dist_type) if t == "olm.package"]
+    assert len(identities) == 5
+    asked: list[str] = []
+    real = properties._package_rule
+    monkeypatch.setattr(properties, "_package_rule", lambda package: asked.append(package) or real(package))
+
+    graph = compile_columns(catalog, columns, registry)
+
+    assert graph is not None
+    assert ["a", "b"] == asked
+    assert not set(identities) & set(catalog.parsed_distinct(parse, identities=False))  # none made
+    assert set(identities) <= set(catalog.parsed_distinct(parse))  # made when asked for
+    assert ["a", "b"] == sorted(graph.keys)
+    assert compare(catalog, registry)
+
+
+def test_an_identity_rule_that_reads_the_version_is_asked_for_each_identity(olmkit_pm, tmp_path):
+    """Without unique_by_key an identity type's uniqueness is asked of every parsed identity (here it reads
+    the version): the graph is the general compiler's."""
+    import attrs
+
+    from olmkit.types import Uniqueness
+
+    base = olmkit_pm.registry
+    package_type = base.property_types["olm.package"]
+    assert package_type.fields is not None
+    assert package_type.fields.unique_by_key
+
+    def per_version(value: Any) -> Uniqueness:
+        return Uniqueness(key=f"{value.package}@{value.version}", mandatory_text="one {key}", members_text="{ids}")
+
+    changed = attrs.evolve(
+        package_type,
+        uniqueness=per_version,
+        fields=attrs.evolve(package_type.fields, unique_by_key=False),
+    )
+    registry = attrs.evolve(base, property_types={**base.property_types, "olm.package": changed})
+    catalog = _versions_catalog(tmp_path, registry)
+
+    graph = compile_columns(catalog, catalog.columns(), registry)
+
+    assert graph is not None
+    assert {"a@1.0.0", "a@2.0.0", "a@3.0.0", "b@1.0.0", "b@2.0.0"} <= set(graph.keys)
+    assert compare(catalog, registry)
+
+
+def test_identities_read_as_numbers_or_as_strings_compile_alike(olmkit_pm, tmp_path, monkeypatch):
+    """LazyBundles.identity_numbers gives the identities' packages and versions as identities() does; with an
+    identity the loader parsed (not plain: an extra field) it gives none, and the compile reads identities()."""
+    import olmkit.plugins.properties as properties
+    from olmkit._solver import implementation
+
+    registry = olmkit_pm.registry
+    plain = _versions_catalog(tmp_path / "plain", registry)
+    columns = plain.columns()
+    ds = array("i", [d for d, t in enumerate(columns.dist_type) if t == "olm.package"])
+    numbers = plain.bundles.identity_numbers(ds)
+    if implementation() == "native":  # the C scan reads plain identities through their fields (pure: parsed)
+        assert numbers is not None
+    if numbers is not None:
+        lists, keys, at, versions = numbers
+        assert plain.bundles.identities(ds) == ([keys[n] for n in lists], [versions[v] for v in at])
+
+    (tmp_path / "odd").mkdir()
+    _versions_catalog(tmp_path / "odd", registry)
+    (directory,) = [p for p in (tmp_path / "odd").iterdir() if p.is_dir()]
+    path = directory / "catalog.json"
+    text = path.read_bytes()
+    plain_b = b'{"packageName":"b","version":"2.0.0"}'
+    assert plain_b in text
+    path.write_bytes(text.replace(plain_b, b'{"packageName":"b","version":"2.0.0","note":"x"}'))
+    odd = load_catalog(directory, registry, name="cat", cache=False)
+    columns = odd.columns(build=False)
+    assert columns is not None
+    ds = array("i", [d for d, t in enumerate(columns.dist_type) if t == "olm.package"])
+    assert odd.bundles.identity_numbers(ds) is None
+    assert odd.bundles.identities(ds) is not None
+    asked: list[str] = []
+    real = properties._package_rule
+    monkeypatch.setattr(properties, "_package_rule", lambda package: asked.append(package) or real(package))
+
+    assert compile_columns(odd, columns, registry) is not None
+    assert ["a", "b"] == asked  # still once per package
+    assert compare(odd, registry)

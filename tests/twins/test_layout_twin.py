@@ -304,3 +304,44 @@ def test_the_checks_refuse_alike_in_both_implementations(implementation):
         lay_out(array("i", [0, 1]), array("i", [0]), one, array("i", [-1]), array("i", [-3]), one, 1, 0, 0)
     with pytest.raises(ValueError, match="row_start is not a partition"):
         lay_out(array("i", [0, 1, 0, 1]), array("i", [0]), one, array("i", [-1]), array("i", [-2]), one, 1, 0, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_scatter_writes_each_value_at_its_index(data):
+    """scatter, in C and in the twin: dest[at[i]] = values[i]; an index out of range changes nothing."""
+    n = data.draw(st.integers(0, 12))
+    at = data.draw(st.lists(st.integers(-2, n + 1), max_size=12, unique=True))
+    values = data.draw(st.lists(INT, min_size=len(at), max_size=len(at)))
+    for name in _encode.available():
+        impl = _encode.module(name)
+        dest = array("i", range(n))
+        if all(0 <= i < n for i in at):
+            expected = list(range(n))
+            for i, value in zip(at, values, strict=True):
+                expected[i] = value
+            impl.scatter(dest, array("i", at), array("i", values))
+            assert expected == list(dest)
+        else:
+            with pytest.raises(ValueError, match="out of range"):
+                impl.scatter(dest, array("i", at), array("i", values))
+            assert list(range(n)) == list(dest)
+        with pytest.raises(ValueError, match="as many"):
+            impl.scatter(dest, array("i", at), array("i", [*values, 0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_take_reads_each_index(data):
+    """take, in C and in the twin: table[at[i]] per index, an index out of range refused."""
+    table = data.draw(st.lists(INT, max_size=12))
+    at = data.draw(st.lists(st.integers(-2, len(table) + 1), max_size=12))
+    for name in _encode.available():
+        impl = _encode.module(name)
+        if all(0 <= i < len(table) for i in at):
+            out = impl.take(array("i", table), array("i", at))
+            assert [table[i] for i in at] == list(out)
+            assert out.typecode == "i"
+        else:
+            with pytest.raises(ValueError, match="out of range"):
+                impl.take(array("i", table), array("i", at))
