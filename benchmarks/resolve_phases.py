@@ -38,6 +38,7 @@ PHASES = [
     ("olmkit.catalog._files", "file_digest", "      file digests"),
     ("olmkit.catalog._fast", "ColumnBuilder.add_file", "      add_file"),
     ("olmkit._solver._scan", "LineScanner.scan", "        C scan"),
+    ("olmkit._solver._scan", "LineScanner.scan_files", "        C scan (files in batches)"),
     ("olmkit.catalog._fast", "ColumnBuilder._add_scanned", "        scanned bundles"),
     ("olmkit.catalog._load", "_Builder.decode_lines", "        lines the scan left"),
     ("olmkit.catalog._load", "_Builder.flush", "      non-bundle blobs (flush)"),

@@ -43,7 +43,15 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
-from olmkit._solver import SCAN_CANONICALISE, SCAN_ODD, SCAN_VALUE_FIRST, ScanReading, line_scanner, rows_index
+from olmkit._solver import (
+    SCAN_CANONICALISE,
+    SCAN_FILE_INTS,
+    SCAN_ODD,
+    SCAN_VALUE_FIRST,
+    ScanReading,
+    line_scanner,
+    rows_index,
+)
 from olmkit.catalog._columns import BundleColumns
 from olmkit.model import Bundle, Origin, Property
 from olmkit.model import _bundle as new_bundle
@@ -60,6 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
 
 _BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
+_FILE_INTS: Final = SCAN_FILE_INTS
 _FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
 #: a distinct property not parsed (yet)
 NOT_PARSED: Final = _FAILED
@@ -74,6 +83,12 @@ SCAN = True
 _DECODED: Final = 2  # a distinct property made from a decoded blob (or an identity)
 #: a scanned distinct property's flags -> its form (SCAN_VALUE_FIRST or 0)
 _FORM_OF_FLAGS: Final = bytes(f & SCAN_VALUE_FIRST for f in range(256))
+
+
+def _json_file(path: str, data: bytes) -> bool:
+    """Whether a file is read as JSON (by its suffix, else by its first character)."""
+    suffix = os.path.splitext(path)[1].lower()
+    return suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))
 
 
 def _blob(ptype: str, text: bytes, form: int) -> bytes:
@@ -193,29 +208,15 @@ class ColumnBuilder:
             Bail: not such a file, or a bundle blob the fast path does not take as it is (one
                 not plainly well formed, or naming a bundle already read).
         """
-        suffix = os.path.splitext(path)[1].lower()
-        if not (suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))):
+        if not _json_file(path, data):
             raise Bail
         scan = self.scanner.scan(data) if self.scanner is not None else None
         if scan is None:
-            try:
-                # as serde.decode_json_texts: success means value i is line i + 1
-                values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
-            except orjson.JSONDecodeError:
-                raise Bail from None
-            file = len(self.files)
-            self.files.append(path)
-            self._add_values(path, file, enumerate(values, 1))
+            self._add_whole(path, data)
             return
         if scan.two_ways or scan.duplicate:
             raise Bail  # a property written two ways, a duplicate bundle: the object loader tells
-        for ptype in scan.new_types:
-            if ptype in self.by_parser:
-                self.parsed_types.add(len(self.type_names))
-            self.type_names.append(ptype)
-        self.package_names += scan.new_packages
-        self.package_of += [-1] * len(scan.new_packages)
-        self.strings += scan.new_strings
+        self._take_tables(scan)
         file = len(self.files)
         self.files.append(path)
         kinds, starts, ends = scan.line_kind, scan.line_start, scan.line_end
@@ -225,16 +226,117 @@ class ColumnBuilder:
                 first = line
                 while line < n and kinds[line] < 0:
                     line += 1
-                try:
-                    values = self.rest.decode_lines(path, data, starts, ends, first, line)
-                except orjson.JSONDecodeError:  # a number orjson does not read (1e400): as a whole file
-                    raise Bail from None
-                self._add_values(path, file, values)
+                self._add_values(path, file, self._decode_lines(path, data, starts, ends, first, line))
             else:  # a run of bundles the scan took
                 first = line
                 while line < n and kinds[line] >= 0:
                     line += 1
-                self._add_scanned(scan, kinds[first], kinds[line - 1] + 1, file)
+                self._add_scanned(scan, kinds[first], kinds[line - 1] + 1, [(file, line - first)])
+
+    def add_files(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """:meth:`add_file` of each ``(path, bytes)`` in order, the same rows and distinct properties.
+
+        With the C part, the files are scanned in one call and the bundles they give one
+        after the other are added at once (up to a file, or lines, the scan left that hold
+        a bundle: the rows stay in the order read): no Python work per file for them.
+
+        Raises:
+            Bail: as :meth:`add_file`.
+        """
+        scanner = self.scanner
+        if scanner is None or len(items) < 2:
+            for path, data in items:
+                self.add_file(path, data)
+            return
+        for path, data in items:
+            if not _json_file(path, data):
+                raise Bail
+        scan, records = scanner.scan_files([data for _, data in items])
+        self._take_tables(scan)
+        kinds, all_starts, all_ends = scan.line_kind, scan.line_start, scan.line_end
+        # the bundles scanned but not added yet (lo .. hi - 1 of the scan's), and their files
+        lo = hi = 0
+        pieces: list[tuple[int, int]] = []
+        lines_at = 0
+        for k, (path, data) in enumerate(items):
+            rc, lines_end, bundles_end, left, prefix, flags = records[_FILE_INTS * k : _FILE_INTS * k + _FILE_INTS]
+            if rc:  # not taken: decoded whole, after the rows before it
+                if hi > lo:
+                    self._add_scanned(scan, lo, hi, pieces)
+                    lo, pieces = hi, []
+                self._add_whole(path, data)
+                continue
+            if flags:
+                raise Bail  # a property written two ways, a duplicate bundle: the object loader tells
+            file = len(self.files)
+            self.files.append(path)
+            if left:
+                starts, ends = all_starts[lines_at:lines_end], all_ends[lines_at:lines_end]
+                if left == prefix:  # the lines left, then the bundles (the usual file)
+                    runs = [(0, left)]
+                else:
+                    runs = []
+                    line, n = 0, lines_end - lines_at
+                    while line < n:
+                        first = line
+                        if kinds[lines_at + line] < 0:
+                            while line < n and kinds[lines_at + line] < 0:
+                                line += 1
+                            runs.append((first, line))
+                        else:
+                            while line < n and kinds[lines_at + line] >= 0:
+                                line += 1
+                            runs.append((kinds[lines_at + first], -(kinds[lines_at + line - 1] + 1)))
+                for first, last in runs:
+                    if last < 0:  # bundles lo .. -last - 1 of the scan's
+                        pieces.append((file, -last - first))
+                        hi = -last
+                        continue
+                    values = self._decode_lines(path, data, starts, ends, first, last)
+                    if values:  # a bundle the scan left: after the rows before it
+                        if hi > lo:
+                            self._add_scanned(scan, lo, hi, pieces)
+                            lo, pieces = hi, []
+                        self._add_values(path, file, values)
+                if left == prefix and bundles_end > hi:
+                    pieces.append((file, bundles_end - hi))
+                    hi = bundles_end
+            elif bundles_end > hi:
+                pieces.append((file, bundles_end - hi))
+                hi = bundles_end
+            lines_at = lines_end
+        if hi > lo:
+            self._add_scanned(scan, lo, hi, pieces)
+
+    def _decode_lines(
+        self, path: str, data: bytes, starts: array[int], ends: array[int], first: int, last: int
+    ) -> list[tuple[int, Any]]:
+        """The bundle blobs of the lines the scan left ``first .. last - 1`` (the rest go to ``rest``)."""
+        try:
+            return self.rest.decode_lines(path, data, starts, ends, first, last)
+        except orjson.JSONDecodeError:  # a number orjson does not read (1e400): as a whole file
+            raise Bail from None
+
+    def _add_whole(self, path: str, data: bytes) -> None:
+        """Add a file the scan did not take (or without it): decoded whole."""
+        try:
+            # as serde.decode_json_texts: success means value i is line i + 1
+            values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
+        except orjson.JSONDecodeError:
+            raise Bail from None
+        file = len(self.files)
+        self.files.append(path)
+        self._add_values(path, file, enumerate(values, 1))
+
+    def _take_tables(self, scan: FileScan) -> None:
+        """The scan's types, packages and strings first numbered since the last call."""
+        for ptype in scan.new_types:
+            if ptype in self.by_parser:
+                self.parsed_types.add(len(self.type_names))
+            self.type_names.append(ptype)
+        self.package_names += scan.new_packages
+        self.package_of += [-1] * len(scan.new_packages)
+        self.strings += scan.new_strings
 
     def _add_values(self, path: str, file: int, values: Iterable[tuple[int, Any]]) -> None:
         """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
@@ -296,8 +398,9 @@ class ColumnBuilder:
             if not _BUNDLE_KEYS.issuperset(raw):
                 extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
 
-    def _add_scanned(self, scan: FileScan, lo: int, hi: int, file: int) -> None:
-        """Add the bundles ``lo`` to ``hi`` the scan took from the file numbered ``file`` (as :meth:`_add_values`)."""
+    def _add_scanned(self, scan: FileScan, lo: int, hi: int, pieces: list[tuple[int, int]]) -> None:
+        """Add the bundles ``lo`` to ``hi`` the scan took (as :meth:`_add_values`); ``pieces``: their
+        files in order, each ``(file number, how many of them)``."""
         cmap = self.cmap
         c_lo, c_hi = len(cmap), scan.b_ndist[hi - 1]
         # the distinct properties first met in these bundles, in the order met (bundles make
@@ -320,7 +423,9 @@ class ColumnBuilder:
         self.r_pkg.extend(map(package_of.__getitem__, b_pkg))
         self.r_name += scan.names[lo:hi]
         self.r_image += scan.images[lo:hi]
-        self.r_file.extend(repeat(file, hi - lo))
+        r_file = self.r_file.extend
+        for file, n in pieces:
+            r_file(repeat(file, n))
         self.r_line.extend(scan.b_line[lo:hi])
         self.r_count.extend(map(sub, bounds[1:], bounds))
 
