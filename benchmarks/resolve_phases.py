@@ -37,6 +37,7 @@ PHASES = [
     ("olmkit.catalog._files", "read_signed", "      read files"),
     ("olmkit.catalog._files", "file_digest", "      file digests"),
     ("olmkit.catalog._fast", "ColumnBuilder.add_file", "      add_file"),
+    ("olmkit.catalog._fast", "ColumnBuilder.add_files", "      add_files (batches)"),
     ("olmkit._solver._scan", "LineScanner.scan", "        C scan"),
     ("olmkit._solver._scan", "LineScanner.scan_files", "        C scan (files in batches)"),
     ("olmkit.catalog._fast", "ColumnBuilder._add_scanned", "        scanned bundles"),
