@@ -354,9 +354,9 @@ def rows_index(
 
     n_rows = len(row_start) - 1
     n_ex = len(ex_start) - 1 if ex_start else 0
-    if n_rows < 0 or len(value) != len(d_list) or (refs and (min(refs) < 0 or max(refs) >= len(value))):
+    if n_rows < 0 or len(value) != len(d_list):
         raise ValueError("rows_index: inconsistent arrays")
-    if _encode.current() == "native":
+    if _encode.current() == "native":  # it checks every ref, list and extra itself
         from olmkit._solver._native import ffi, lib  # type: ignore[attr-defined]
 
         first = array("i", bytes(4 * n_rows))
@@ -382,9 +382,11 @@ def rows_index(
         if rc == 1:
             raise MemoryError("olmkit._solver: out of memory while indexing rows")
         if rc:
-            raise ValueError("rows_index: a list or an extra out of range")
+            raise ValueError("rows_index: a distinct property out of range, or a list or an extra")
         del rows[list_start[-1] :]
         return first, list_start, rows
+    if refs and (min(refs) < 0 or max(refs) >= len(value)):
+        raise ValueError("rows_index: a distinct property out of range")
     # each distinct property's lists, checked once
     lists_of: list[Any] = [
         () if dl == -1 else (dl,) if dl >= 0 else ex_lists[ex_start[-2 - dl] : ex_start[-1 - dl]] for dl in d_list

@@ -49,6 +49,7 @@ from olmkit._solver import (
     SCAN_ODD,
     SCAN_VALUE_FIRST,
     ScanReading,
+    ascending,
     line_scanner,
     rows_index,
 )
@@ -196,6 +197,7 @@ class ColumnBuilder:
         self.parsed_types: set[int] = set()
         self.package_names: list[str] = []
         self.package_of: list[int] = []  # the scan's package -> its number here (-1: not yet)
+        self.same_packages = True  # package_of[c] in (c, -1) for every scanned package c so far
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
@@ -419,8 +421,10 @@ class ColumnBuilder:
                 if pn is None:
                     pn = packages[name] = len(packages)
                 package_of[c] = pn
+                if pn != c:
+                    self.same_packages = False
         bounds = starts[lo : hi + 1]
-        self.r_pkg.extend(map(package_of.__getitem__, b_pkg))
+        self.r_pkg.extend(b_pkg if self.same_packages else map(package_of.__getitem__, b_pkg))
         self.r_name += scan.names[lo:hi]
         self.r_image += scan.images[lo:hi]
         r_file = self.r_file.extend
@@ -697,7 +701,7 @@ class ColumnBuilder:
         starts = array("i", [0])
         dist_type, dist_json = self.dist_type, self.dist_json
         row_of: dict[int, int] | None = None
-        if all(map(int.__le__, b_pkg, b_pkg[1:])):
+        if ascending(b_pkg):
             refs = self.refs
             starts.extend(accumulate(counts))
         else:  # packages interleaved across files: group them

@@ -621,6 +621,14 @@ def test_rows_index_files_rows_once_per_list_and_finds_first_values():
             rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
     with pytest.raises(ValueError, match="out of range"):
         rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
+    for bad in (5, -1):  # a distinct property out of range: C and pure alike
+        wrong = array("i", [*refs[:-1], bad])
+        with pytest.raises(ValueError, match="distinct property out of range"):
+            rows_index(row_start, wrong, value, d_list, ex_start, ex_lists, 3)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_encode, "current", lambda: "pure")
+            with pytest.raises(ValueError, match="distinct property out of range"):
+                rows_index(row_start, wrong, value, d_list, ex_start, ex_lists, 3)
 
 
 @needs_native
