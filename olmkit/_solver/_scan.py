@@ -244,7 +244,8 @@ class LineScanner:
         if n_bundles:
             out.occ = _ints(buffer, s.occ, s.n_occ)
             out.names = _lines(buffer(s.names, s.names_len))
-            out.images = [image or None for image in _lines(buffer(s.images, s.images_len))]
+            images = _lines(buffer(s.images, s.images_len))
+            out.images = [image or None for image in images] if "" in images else images  # type: ignore[assignment]
         else:
             out.occ = array("i")
             out.names = []

@@ -82,8 +82,8 @@ BACKGROUND_MIN_BUNDLES: Final = 5000
 FAST = True
 #: the files the columns take in one batch (see ColumnBuilder.add_files): at most so many, or
 #: so many bytes (then held at once)
-_BATCH_FILES: Final = 256
-_BATCH_BYTES: Final = 4 << 20
+_BATCH_FILES: Final = 64
+_BATCH_BYTES: Final = 1 << 20
 #: a blob kept as its text (see :meth:`_Builder.decode_lines`)
 _TEXT: Final = object()
 #: the schemas as a blob's text spells them unescaped
