@@ -37,7 +37,6 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
-from operator import sub
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -141,8 +140,9 @@ class ColumnBuilder:
         self.r_image: list[str | None] = []
         self.r_file = array("i")
         self.r_line = array("i")
-        self.r_count = array("i")
         self.refs = array("i")  # every bundle's distinct properties, one after the other
+        #: per bundle, where its properties start in ``refs`` (and where the last one's end)
+        self.r_start = array("i", [0])
         self.extra: dict[int, Mapping[str, Any]] = {}
         self.packages: dict[str, int] = {}
         #: per package: its bundles' names (without the scan: it finds duplicates itself)
@@ -346,9 +346,10 @@ class ColumnBuilder:
         packages, names, extra = self.packages, self.names, self.extra
         met = self.scanner.bundle if self.scanner is not None else None
         r_pkg, r_name, r_image = self.r_pkg.append, self.r_name, self.r_image.append
-        r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
+        r_file, r_line, r_start = self.r_file.append, self.r_line.append, self.r_start.append
         known = self.by_blob.get
-        extend = self.refs.extend
+        refs = self.refs
+        extend = refs.extend
         distinct = self._distinct
         own = self._identity
         identity = self.identity
@@ -396,7 +397,7 @@ class ColumnBuilder:
             r_image(image)
             r_file(file)
             r_line(line)
-            r_count(len(ds))
+            r_start(len(refs))
             if not _BUNDLE_KEYS.issuperset(raw):
                 extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
 
@@ -411,6 +412,7 @@ class ColumnBuilder:
             self._take_distinct(scan, c_lo, c_hi)
         starts = scan.prop_start
         occ = scan.occ[starts[lo] : starts[hi]]
+        shift = len(self.refs) - starts[lo]  # from the scan's offsets to the rows' in refs
         self.refs.extend(occ if self.same else array("i", map(cmap.__getitem__, occ)))
         b_pkg = scan.b_pkg[lo:hi]
         package_of, packages = self.package_of, self.packages
@@ -423,7 +425,6 @@ class ColumnBuilder:
                 package_of[c] = pn
                 if pn != c:
                     self.same_packages = False
-        bounds = starts[lo : hi + 1]
         self.r_pkg.extend(b_pkg if self.same_packages else map(package_of.__getitem__, b_pkg))
         self.r_name += scan.names[lo:hi]
         self.r_image += scan.images[lo:hi]
@@ -431,7 +432,8 @@ class ColumnBuilder:
         for file, n in pieces:
             r_file(repeat(file, n))
         self.r_line.extend(scan.b_line[lo:hi])
-        self.r_count.extend(map(sub, bounds[1:], bounds))
+        ends = starts[lo + 1 : hi + 1]
+        self.r_start.extend(map(shift.__add__, ends) if shift else ends)
 
     def _take_keys(self, scan: FileScan, end: int) -> None:
         """Number the lists of the scan's keys up to ``end`` (their order first met)."""
@@ -677,13 +679,11 @@ class ColumnBuilder:
 
     def _filed(self) -> tuple[list[str | None], array[int], array[int]]:
         """Each row's version (in the order read) and each list's rows: ``rows[start[l]:start[l + 1]]``."""
-        starts = array("i", [0])
-        starts.extend(accumulate(self.r_count))
         ex_start = array("i", [0])
         ex_start.extend(accumulate(map(len, self.ex_lists)))
         ex = array("i", [lst for lists in self.ex_lists for lst in lists])
         first, list_start, rows = rows_index(
-            starts, self.refs, self.d_ver, self.d_list, ex_start, ex, len(self.list_keys)
+            self.r_start, self.refs, self.d_ver, self.d_list, ex_start, ex, len(self.list_keys)
         )
         return list(map(_versions(self.strings, self.py_versions).__getitem__, first)), list_start, rows
 
@@ -697,22 +697,20 @@ class ColumnBuilder:
         versions, list_start, rows = self._filed()
         self.list_start, self.rows = list_start, rows
         b_pkg, names, images = self.r_pkg, self.r_name, self.r_image
-        files, lines, counts = self.r_file, self.r_line, self.r_count
-        starts = array("i", [0])
+        files, lines = self.r_file, self.r_line
         dist_type, dist_json = self.dist_type, self.dist_json
         row_of: dict[int, int] | None = None
         if ascending(b_pkg):
-            refs = self.refs
-            starts.extend(accumulate(counts))
+            refs, starts = self.refs, self.r_start
         else:  # packages interleaved across files: group them
             groups: list[list[int]] = [[] for _ in packages]
             for i, pn in enumerate(b_pkg):
                 groups[pn].append(i)
             order = [i for g in groups for i in g]
             row_of = {i: r for r, i in enumerate(order)}
-            offsets = array("i", [0])
-            offsets.extend(accumulate(counts))
+            offsets = self.r_start
             refs = array("i")
+            starts = array("i", [0])
             for i in order:
                 refs.extend(self.refs[offsets[i] : offsets[i + 1]])
                 starts.append(len(refs))
@@ -748,7 +746,7 @@ class ColumnBuilder:
         self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
         self.r_pkg, self.r_name, self.r_image = array("i"), [], []
-        self.r_file, self.r_line, self.r_count = array("i"), array("i"), array("i")
+        self.r_file, self.r_line, self.r_start = array("i"), array("i"), array("i", [0])
         extra = self.extra
         index: dict[str, dict[Hashable, Any]] = {}
         if len(columns):
