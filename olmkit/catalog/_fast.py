@@ -20,7 +20,9 @@ With the C part, a file is not decoded whole: :func:`olmkit._solver.line_scanner
 plain bundle blobs as rows and hands over each distinct property once, as the text orjson
 writes for it (or flagged, to be made so here); the lines it leaves are decoded one by one,
 and a file it does not take (a line that is not exactly one JSON value) is decoded whole,
-as without the C part. The catalog is the same either way (``tests/catalog/test_scan.py``).
+as without the C part. The loader hands files over a batch at a time (:meth:`ColumnBuilder.add_files`):
+one scan call per batch, and the batch's bundles added at once, in the order read. The
+catalog is the same either way (``tests/catalog/test_scan.py``).
 
 Per distinct property the loader keeps numbers: its index list and, for an identity, its
 version. A value of a type declaring :class:`~olmkit.types.ValueFields` that is plain is not
