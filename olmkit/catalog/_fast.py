@@ -39,6 +39,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
+from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -71,6 +72,7 @@ __all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
 
 _BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
 _FILE_INTS: Final = SCAN_FILE_INTS
+_SECOND: Final = itemgetter(1)
 _FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
 #: a distinct property not parsed (yet)
 NOT_PARSED: Final = _FAILED
@@ -406,12 +408,14 @@ class ColumnBuilder:
     def _add_scanned(self, scan: FileScan, lo: int, hi: int, pieces: list[tuple[int, int]]) -> None:
         """Add the bundles ``lo`` to ``hi`` the scan took (as :meth:`_add_values`); ``pieces``: their
         files in order, each ``(file number, how many of them)``."""
-        cmap = self.cmap
-        c_lo, c_hi = len(cmap), scan.b_ndist[hi - 1]
+        cmap, b_ndist = self.cmap, scan.b_ndist
+        c_lo, c_hi = len(cmap), b_ndist[hi - 1]
         # the distinct properties first met in these bundles, in the order met (bundles make
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
         if c_hi > c_lo:
-            self._take_distinct(scan, c_lo, c_hi)
+            # where each piece's distinct properties end: taken as file by file (see _take_plain)
+            cuts = [b_ndist[end - 1] for end in accumulate(map(_SECOND, pieces), initial=lo)][1:]
+            self._take_distinct(scan, c_lo, c_hi, cuts if len(cuts) > 1 else ())
         starts = scan.prop_start
         occ = scan.occ[starts[lo] : starts[hi]]
         shift = len(self.refs) - starts[lo]  # from the scan's offsets to the rows' in refs
@@ -453,21 +457,22 @@ class ColumnBuilder:
             new.append(lists(ptype, key))
         key_list[-1:] = [*new, -1]
 
-    def _take_distinct(self, scan: FileScan, c_lo: int, c_hi: int) -> None:
+    def _take_distinct(self, scan: FileScan, c_lo: int, c_hi: int, cuts: Sequence[int] = ()) -> None:
         """Number the scan's distinct properties ``c_lo`` to ``c_hi`` in the columns, in order.
 
         Odd ones one by one (read here), the others at once unless a text was met another
-        way already (decoded, or canonicalised).
+        way already (decoded, or canonicalised); ``cuts``: where the files' (runs') distinct
+        properties end, ascending (see :meth:`_take_plain`).
         """
         odd = scan.odd
         at = c_lo
         for c in odd[bisect_left(odd, c_lo) : bisect_left(odd, c_hi)]:
             if c > at:
-                self._take_plain(scan, at, c)
+                self._take_plain(scan, at, c, cuts)
             self._take_one(scan, c)
             at = c + 1
         if at < c_hi:
-            self._take_plain(scan, at, c_hi)
+            self._take_plain(scan, at, c_hi, cuts)
 
     def _take_one(self, scan: FileScan, c: int) -> None:
         d = self._scanned(scan, c)
@@ -475,10 +480,24 @@ class ColumnBuilder:
             self.same = False
         self.cmap.append(d)
 
-    def _take_plain(self, scan: FileScan, c_lo: int, c_hi: int) -> None:
-        """:meth:`_take_distinct` of distinct properties none of which is odd."""
+    def _take_plain(self, scan: FileScan, c_lo: int, c_hi: int, cuts: Sequence[int] = ()) -> None:
+        """:meth:`_take_distinct` of distinct properties none of which is odd.
+
+        Where a text was met another way, the distinct properties are taken one by one (a
+        new one's type is then the string the decoded blobs gave, not the scan's: marshal
+        shows which objects are shared, so the catalog cache's bytes depend on it), as file
+        by file: only those of the files (runs, ended at ``cuts``) that hold such a text.
+        """
         i0, i1 = c_lo - scan.first, c_hi - scan.first
         if self.known_texts and not self.known_texts.isdisjoint(scan.texts[i0:i1]):
+            inner = cuts[bisect_right(cuts, c_lo) : bisect_left(cuts, c_hi)]
+            if inner:  # each file's part as its own (known_texts does not grow meanwhile: no odd one)
+                at = c_lo
+                for c in (*inner, c_hi):
+                    if c > at:
+                        self._take_plain(scan, at, c)
+                    at = c
+                return
             for c in range(c_lo, c_hi):
                 self._take_one(scan, c)
             return

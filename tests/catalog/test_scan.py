@@ -10,6 +10,7 @@ load problems, and both the object loader's.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -756,3 +757,41 @@ def test_strings_are_read_alike_wherever_an_odd_byte_falls(odd):
         assert out.names == [name.decode()]
         texts = dict(zip(range(out.first, out.first + len(out.texts)), out.texts, strict=True))
         assert texts[out.occ[0]] == orjson.dumps(orjson.loads(value))
+
+
+def _cache_bytes(path: Path, registry: Any, tmp: Path, name: str) -> bytes:
+    """The catalog cache file's bytes of a load of ``path`` (no cache read)."""
+    from olmkit.catalog import _cache, load_catalog_result
+
+    result = load_catalog_result(path, registry, cache=False)
+    out = tmp / f"{name}.cache"
+    _cache.write_cache(out, result.catalog, result.problems)
+    return out.read_bytes()
+
+
+@needs_native
+def test_files_in_batches_give_the_cache_bytes_of_files_one_by_one(generated, olmkit_pm, tmp_path, monkeypatch):  # noqa: F811
+    """The same objects where marshal would show a difference (a type's name decoded or scanned):
+    files with bundles the scan leaves (an extra field, an escape) and lines after bundles, among plain ones."""
+    from olmkit.catalog import _load
+
+    odd = tmp_path / "catalog"
+    shutil.copytree(generated, odd)
+    for k, f in enumerate(sorted(odd.glob("*/index.json"))[:30]):
+        lines = f.read_text().splitlines()
+        if k % 3 == 0:  # the channel after the bundles
+            lines = [lines[0], *lines[2:], lines[1]]
+        at = next(i for i, line in enumerate(lines) if '"olm.bundle"' in line)
+        if k % 3 == 1:  # a bundle with an extra field
+            blob = json.loads(lines[at])
+            blob["x"] = {"k": 1}
+            lines[at] = json.dumps(blob)
+        if k % 3 == 2:  # an escape in a bundle's image
+            lines[at] = lines[at].replace('"image": "example', '"image": "ex\\u0061mple', 1)
+        f.write_text("\n".join(lines) + "\n")
+
+    batched = _cache_bytes(odd, olmkit_pm.registry, tmp_path, "batched")
+    monkeypatch.setattr(_load, "_BATCH_FILES", 1)
+    one_by_one = _cache_bytes(odd, olmkit_pm.registry, tmp_path, "one")
+
+    assert batched == one_by_one
