@@ -498,9 +498,17 @@ def test_files_scanned_together_are_each_scanned(texts):
 def test_scan_of_awkward_catalogs_of_several_files(olmkit_pm, texts):
     """Files scanned together (one call per batch): the decoding's catalog, rows in the order read."""
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp) / "catalog"
+        root.mkdir()
         for i, text in enumerate(texts):
-            (Path(tmp) / f"f{i}.json").write_text(text, encoding="utf-8")
-        assert_scan_is_the_decoding(Path(tmp), olmkit_pm.registry, mp)
+            (root / f"f{i}.json").write_text(text, encoding="utf-8")
+        assert_scan_is_the_decoding(root, olmkit_pm.registry, mp)
+        # and the catalog cache's bytes are those of files added one by one
+        from olmkit.catalog import _load
+
+        batched = _cache_bytes(root, olmkit_pm.registry, Path(tmp), "batched")
+        mp.setattr(_load, "_BATCH_FILES", 1)
+        assert _cache_bytes(root, olmkit_pm.registry, Path(tmp), "one") == batched
 
 
 @needs_native
@@ -763,10 +771,13 @@ def _cache_bytes(path: Path, registry: Any, tmp: Path, name: str) -> bytes:
     """The catalog cache file's bytes of a load of ``path`` (no cache read)."""
     from olmkit.catalog import _cache, load_catalog_result
 
-    result = load_catalog_result(path, registry, cache=False)
+    try:
+        result = load_catalog_result(path, registry, cache=False)
+    except InputError as exc:  # a malformed file: its error instead
+        return str(exc).encode()
     out = tmp / f"{name}.cache"
     _cache.write_cache(out, result.catalog, result.problems)
-    return out.read_bytes()
+    return out.read_bytes() if out.exists() else b""  # none: a value marshal cannot store
 
 
 @needs_native
