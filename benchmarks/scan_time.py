@@ -7,8 +7,9 @@ from outside the worktree, interleaved::
 
 One catalog load (no cache) records the readings the loader gives the scanner and every file
 it scans; then each round scans them all with a fresh scanner: ``scan`` (the C call and the
-Python wrapper that copies its outputs) and ``olm_scan_file`` alone. With ``RAW_ONLY=N`` in the
-environment, N more rounds of the C call alone follow (for ``perf record``).
+Python wrapper that copies its outputs) and ``olm_scan_file`` alone; then ``scan_files`` over
+the same files in the loader's batches (one call and one copy of the outputs per batch). With
+``RAW_ONLY=N`` in the environment, N more rounds of the C call alone follow (for ``perf record``).
 """
 
 from __future__ import annotations
@@ -37,11 +38,21 @@ def pscan(self: Any, data: bytes) -> Any:
     return scan(self, data)
 
 
+def pscan_files(self: Any, data: Any) -> Any:
+    rec["files"].extend(map(bytes, data))
+    return scan_files(self, data)
+
+
+scan_files = getattr(_scan.LineScanner, "scan_files", None)
 _scan.LineScanner.__init__ = pinit  # type: ignore[method-assign]
 _scan.LineScanner.scan = pscan  # type: ignore[method-assign]
+if scan_files is not None:
+    _scan.LineScanner.scan_files = pscan_files  # type: ignore[method-assign]
 registry = get_plugin_manager(entrypoints=False).registry
 load_catalog_result(sys.argv[1], registry, cache=False)
 _scan.LineScanner.__init__, _scan.LineScanner.scan = init, scan  # type: ignore[method-assign]
+if scan_files is not None:
+    _scan.LineScanner.scan_files = scan_files  # type: ignore[method-assign]
 files = rec["files"]
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 best_w = best_c = 1e9
@@ -63,6 +74,26 @@ for _ in range(n):
 mb = sum(map(len, files)) / 1e6
 print(f"{len(files)} files {mb:.1f} MB: scan best wall {best_w:.4f} s cpu {best_c:.4f} s;", end=" ")
 print(f"olm_scan_file alone cpu {raw_w:.4f} s")
+if scan_files is not None:  # the loader's way: a batch of files per call (as _load batches them)
+    from olmkit.catalog._load import _BATCH_BYTES, _BATCH_FILES
+
+    batches: list[list[bytes]] = [[]]
+    size = 0
+    for d in files:
+        batches[-1].append(d)
+        size += len(d)
+        if size >= _BATCH_BYTES or len(batches[-1]) >= _BATCH_FILES:
+            batches.append([])
+            size = 0
+    best_b = 1e9
+    for _ in range(n):
+        sc = _scan.LineScanner(rec["readings"])
+        c = time.process_time()
+        for batch in batches:
+            if batch:
+                sc.scan_files(batch)
+        best_b = min(best_b, time.process_time() - c)
+    print(f"scan_files in {len([b for b in batches if b])} batches: best cpu {best_b:.4f} s")
 if os.environ.get("RAW_ONLY"):
     for _ in range(int(os.environ["RAW_ONLY"])):
         sc = _scan.LineScanner(rec["readings"])

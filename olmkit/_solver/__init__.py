@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     # the constraint codes of Block templates and problem arrays
     from olmkit._solver._pure import CONFLICT, DEPENDENCY, MANDATORY, PROHIBITED
     from olmkit._solver._scan import CANONICALISE as SCAN_CANONICALISE
+    from olmkit._solver._scan import FILE_INTS as SCAN_FILE_INTS
     from olmkit._solver._scan import ODD as SCAN_ODD
     from olmkit._solver._scan import VALUE_FIRST as SCAN_VALUE_FIRST
     from olmkit._solver._scan import FileScan, rows_index
@@ -102,6 +103,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Problem": ("_problem", "Problem"),
     "Prohibited": ("constraints", "Prohibited"),
     "SCAN_CANONICALISE": ("_scan", "CANONICALISE"),
+    "SCAN_FILE_INTS": ("_scan", "FILE_INTS"),
     "SCAN_ODD": ("_scan", "ODD"),
     "SCAN_VALUE_FIRST": ("_scan", "VALUE_FIRST"),
     "ScanReading": ("_scan", "TypeReading"),
@@ -151,6 +153,7 @@ __all__ = [
     "PHASES",
     "PROHIBITED",
     "SCAN_CANONICALISE",
+    "SCAN_FILE_INTS",
     "SCAN_ODD",
     "SCAN_VALUE_FIRST",
     "And",

@@ -34,10 +34,20 @@ replaces. :func:`rows_index` (what the loader files once every row is read) has 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
-__all__ = ["CANONICALISE", "ODD", "VALUE_FIRST", "FileScan", "LineScanner", "TypeReading", "rows_index", "scanner"]
+__all__ = [
+    "CANONICALISE",
+    "FILE_INTS",
+    "ODD",
+    "VALUE_FIRST",
+    "FileScan",
+    "LineScanner",
+    "TypeReading",
+    "rows_index",
+    "scanner",
+]
 
 #: the property object names ``value`` before ``type``
 VALUE_FIRST: Final = 1
@@ -45,6 +55,8 @@ VALUE_FIRST: Final = 1
 CANONICALISE: Final = 2
 #: the caller reads the value itself (to canonicalise, of a type read so, or not plain)
 ODD: Final = 8
+#: ints per file in :meth:`LineScanner.scan_files`' record (``OLM_SCAN_FILE_INTS`` in scan.h)
+FILE_INTS: Final = 6
 
 
 class TypeReading(NamedTuple):
@@ -190,6 +202,34 @@ class LineScanner:
             raise MemoryError("olmkit._solver: out of memory while scanning")
         if rc:
             return None
+        return self._outputs(first)
+
+    def scan_files(self, data: Sequence[bytes]) -> tuple[FileScan, array[int]]:
+        """Scan several files' bytes in one call, their outputs one after the other as if of one file.
+
+        Returns:
+            ``(scan, files)``: ``scan`` as :meth:`scan` gives for one file, but its bundles,
+            lines, distinct properties and texts run on across the files taken (a bundle's
+            ``line_kind`` is its number in ``scan``; ``prop_start`` has one leading 0);
+            ``files``, per file :data:`FILE_INTS` ints: 0 taken (2 not taken: nothing of it
+            in ``scan``), then, once it was done, the lines and bundles in ``scan``, how many
+            of its lines it left, how many of those come before its first bundle line, and
+            ``duplicate | two_ways << 1`` as they stood then.
+        """
+        ffi, s = self._ffi, self._s
+        first = s.n_dist
+        n = len(data)
+        buffers = [ffi.from_buffer(d) for d in data]  # alive for the call
+        files = array("i", bytes(4 * FILE_INTS * n))
+        pointers, lengths = ffi.new("const char *[]", buffers), ffi.new("size_t[]", list(map(len, data)))
+        rc = self._lib.olm_scan_files(s, pointers, lengths, n, ffi.from_buffer("int[]", files))
+        if rc:
+            raise MemoryError("olmkit._solver: out of memory while scanning")
+        return self._outputs(first), files
+
+    def _outputs(self, first: int) -> FileScan:
+        """The last call's outputs, copied (``first``: the number of its first distinct property)."""
+        ffi, s = self._ffi, self._s
         # every attribute set here, once (a FileScan() first would make arrays only to replace them)
         out = FileScan.__new__(FileScan)
         n_lines, n_bundles = s.n_lines, s.n_bundles
@@ -204,7 +244,8 @@ class LineScanner:
         if n_bundles:
             out.occ = _ints(buffer, s.occ, s.n_occ)
             out.names = _lines(buffer(s.names, s.names_len))
-            out.images = [image or None for image in _lines(buffer(s.images, s.images_len))]
+            images = _lines(buffer(s.images, s.images_len))
+            out.images = [image or None for image in images] if "" in images else images  # type: ignore[assignment]
         else:
             out.occ = array("i")
             out.names = []
@@ -314,9 +355,9 @@ def rows_index(
 
     n_rows = len(row_start) - 1
     n_ex = len(ex_start) - 1 if ex_start else 0
-    if n_rows < 0 or len(value) != len(d_list) or (refs and (min(refs) < 0 or max(refs) >= len(value))):
+    if n_rows < 0 or len(value) != len(d_list):
         raise ValueError("rows_index: inconsistent arrays")
-    if _encode.current() == "native":
+    if _encode.current() == "native":  # it checks every ref, list and extra itself
         from olmkit._solver._native import ffi, lib  # type: ignore[attr-defined]
 
         first = array("i", bytes(4 * n_rows))
@@ -342,9 +383,11 @@ def rows_index(
         if rc == 1:
             raise MemoryError("olmkit._solver: out of memory while indexing rows")
         if rc:
-            raise ValueError("rows_index: a list or an extra out of range")
+            raise ValueError("rows_index: a distinct property out of range, or a list or an extra")
         del rows[list_start[-1] :]
         return first, list_start, rows
+    if refs and (min(refs) < 0 or max(refs) >= len(value)):
+        raise ValueError("rows_index: a distinct property out of range")
     # each distinct property's lists, checked once
     lists_of: list[Any] = [
         () if dl == -1 else (dl,) if dl >= 0 else ex_lists[ex_start[-2 - dl] : ex_start[-1 - dl]] for dl in d_list

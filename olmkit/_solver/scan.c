@@ -1105,21 +1105,25 @@ int olm_scan_type(olm_scan *sc, const char *type, int len, int kind, const char 
     return 0;
 }
 
-int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
-    priv_t *pv = sc->priv;
-    int first_dist = sc->n_dist;
-    size_t arena_n = pv->arena.n;
-    int rc = 0;
-    sc->arena_first = arena_n;
-    pv->new_texts.n = 0;
-    pv->odd.n = 0;
-    pv->line_kind.n = pv->line_start.n = pv->line_end.n = pv->b_line.n = pv->occ.n = pv->b_ndist.n = 0;
-    pv->b_prop_start.n = 0;
-    pv->names.n = pv->images.n = pv->b_pkg.n = 0;
-    size_t bh_first = pv->n_bh;
-    sc->n_bundles = 0;
+/* where the outputs stood before a file: what its rollback returns them to */
+typedef struct {
+    size_t line_kind, line_start, line_end, b_line, b_prop_start, b_ndist, occ, names, images, b_pkg;
+    size_t arena, new_texts, odd, bh;
+    int n_dist, n_bundles;
+} marks_t;
+
+/* scan one file, its outputs appended to those of the files before it (b_prop_start already
+ * holds the offset its first bundle starts at); on failure (1 out of memory, 2 not taken)
+ * everything it added is forgotten but its types, strings and keys (the caller reads them
+ * in order, and they are found again as they were). *left and *prefix: how many lines it
+ * left to the caller, and how many of them come before its first bundle line. */
+static int scan_append(olm_scan *sc, priv_t *pv, const char *data, size_t n, int *left, int *prefix) {
+    marks_t m = {pv->line_kind.n, pv->line_start.n, pv->line_end.n, pv->b_line.n, pv->b_prop_start.n,
+                 pv->b_ndist.n,   pv->occ.n,        pv->names.n,    pv->images.n, pv->b_pkg.n,
+                 pv->arena.n,     pv->new_texts.n,  pv->odd.n,      pv->n_bh,     sc->n_dist,
+                 sc->n_bundles};
+    int rc = 0, n_left = 0, before = 0, bundles = 0;
     if (n > INT_MAX / 2) return 2;
-    if (put_int(&pv->b_prop_start, 0)) return 1;
     size_t body = n;
     while (body > 0 && data[body - 1] == '\n') body--;
     size_t start = 0;
@@ -1137,9 +1141,15 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
             rc = 2;
             break;
         }
-        if (kind == LINE_OTHER && put_int(&pv->line_kind, -1)) {
-            rc = 1;
-            break;
+        if (kind == LINE_OTHER) {
+            if (put_int(&pv->line_kind, -1)) {
+                rc = 1;
+                break;
+            }
+            n_left++;
+            if (!bundles) before++;
+        } else {
+            bundles = 1;
         }
         if (put_int(&pv->line_start, (int)start) || put_int(&pv->line_end, (int)stop)) {
             rc = 1;
@@ -1149,20 +1159,72 @@ int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
         start = stop + 1;
     }
     if (rc) {
-        /* not taken: forget the distinct properties it added (its types, strings and keys
-         * stay: the caller reads them in order, and they are found again as they were) */
-        sc->n_dist = first_dist;
-        pv->arena.n = arena_n;
-        pv->new_texts.n = 0;
-        pv->odd.n = 0;
-        pv->n_bh = bh_first;
+        sc->n_dist = m.n_dist;
+        sc->n_bundles = m.n_bundles;
+        pv->line_kind.n = m.line_kind;
+        pv->line_start.n = m.line_start;
+        pv->line_end.n = m.line_end;
+        pv->b_line.n = m.b_line;
+        pv->b_prop_start.n = m.b_prop_start;
+        pv->b_ndist.n = m.b_ndist;
+        pv->occ.n = m.occ;
+        pv->names.n = m.names;
+        pv->images.n = m.images;
+        pv->b_pkg.n = m.b_pkg;
+        pv->arena.n = m.arena;
+        pv->new_texts.n = m.new_texts;
+        pv->odd.n = m.odd;
+        pv->n_bh = m.bh;
         if (pv->table_cap && rehash(sc, pv, pv->table_cap)) rc = 1;
         if (pv->bh_table_cap && bh_rehash(pv, pv->bh_table_cap)) rc = 1;
-        sc->n_bundles = 0;
     }
+    *left = n_left;
+    *prefix = before;
+    return rc;
+}
+
+/* forget the last call's outputs (not the distinct properties, tables and bundles met) */
+static int start_outputs(olm_scan *sc, priv_t *pv) {
+    sc->arena_first = pv->arena.n;
+    pv->new_texts.n = 0;
+    pv->odd.n = 0;
+    pv->line_kind.n = pv->line_start.n = pv->line_end.n = pv->b_line.n = pv->occ.n = pv->b_ndist.n = 0;
+    pv->b_prop_start.n = 0;
+    pv->names.n = pv->images.n = pv->b_pkg.n = 0;
+    sc->n_bundles = 0;
+    return put_int(&pv->b_prop_start, 0);
+}
+
+int olm_scan_file(olm_scan *sc, const char *data, size_t n) {
+    priv_t *pv = sc->priv;
+    int left, prefix;
+    if (start_outputs(sc, pv)) return 1;
+    int rc = scan_append(sc, pv, data, n, &left, &prefix);
     publish(sc, pv);
     if (rc) sc->n_lines = 0;
     return rc;
+}
+
+int olm_scan_files(olm_scan *sc, const char *const *data, const size_t *n, int n_files, int *out) {
+    priv_t *pv = sc->priv;
+    if (start_outputs(sc, pv)) return 1;
+    for (int f = 0; f < n_files; f++) {
+        int left = 0, prefix = 0;
+        int rc = scan_append(sc, pv, data[f], n[f], &left, &prefix);
+        if (rc == 1) {
+            publish(sc, pv);
+            return 1;
+        }
+        int *o = out + (size_t)f * OLM_SCAN_FILE_INTS;
+        o[0] = rc;
+        o[1] = (int)pv->line_kind.n;
+        o[2] = sc->n_bundles;
+        o[3] = left;
+        o[4] = prefix;
+        o[5] = (sc->duplicate ? 1 : 0) | (sc->two_ways ? 2 : 0);
+    }
+    publish(sc, pv);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ rows' index */

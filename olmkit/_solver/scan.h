@@ -55,6 +55,14 @@ olm_scan *olm_scan_new(void);
 void olm_scan_free(olm_scan *s);
 /* 0 scanned, 1 out of memory, 2 not a file of one plain JSON value per line */
 int olm_scan_file(olm_scan *s, const char *data, size_t n);
+/* scan n_files files one after the other, their outputs one after the other as if of one file
+ * (line_kind's bundle numbers, b_prop_start's offsets and the new texts run on across them; a
+ * file not taken adds nothing). Per file, OLM_SCAN_FILE_INTS ints in out: its status (0 taken,
+ * 2 not taken), then once it is done: the lines and bundles of the outputs, how many of its
+ * lines it left, how many of those come before its first bundle line, and flags (1 duplicate,
+ * 2 two_ways, as they stood then). Returns 0, or 1 out of memory (outputs then unusable). */
+#define OLM_SCAN_FILE_INTS 6
+int olm_scan_files(olm_scan *s, const char *const *data, const size_t *n, int n_files, int *out);
 /* how to read properties of a type (0, 1 out of memory, 2 bad arguments): kind 1 an identity
  * (interned whatever its form; its version is field 1), 2 read through its fields, 4 every one
  * odd (for the caller to read; else, without 2, not read); fields: n_fields names each followed by a newline; the key is

@@ -20,7 +20,9 @@ With the C part, a file is not decoded whole: :func:`olmkit._solver.line_scanner
 plain bundle blobs as rows and hands over each distinct property once, as the text orjson
 writes for it (or flagged, to be made so here); the lines it leaves are decoded one by one,
 and a file it does not take (a line that is not exactly one JSON value) is decoded whole,
-as without the C part. The catalog is the same either way (``tests/catalog/test_scan.py``).
+as without the C part. The loader hands files over a batch at a time (:meth:`ColumnBuilder.add_files`):
+one scan call per batch, and the batch's bundles added at once, in the order read. The
+catalog is the same either way (``tests/catalog/test_scan.py``).
 
 Per distinct property the loader keeps numbers: its index list and, for an identity, its
 version. A value of a type declaring :class:`~olmkit.types.ValueFields` that is plain is not
@@ -37,13 +39,22 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
-from operator import sub
+from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
-from olmkit._solver import SCAN_CANONICALISE, SCAN_ODD, SCAN_VALUE_FIRST, ScanReading, line_scanner, rows_index
+from olmkit._solver import (
+    SCAN_CANONICALISE,
+    SCAN_FILE_INTS,
+    SCAN_ODD,
+    SCAN_VALUE_FIRST,
+    ScanReading,
+    ascending,
+    line_scanner,
+    rows_index,
+)
 from olmkit.catalog._columns import BundleColumns
 from olmkit.model import Bundle, Origin, Property
 from olmkit.model import _bundle as new_bundle
@@ -60,6 +71,8 @@ if TYPE_CHECKING:
 __all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
 
 _BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
+_FILE_INTS: Final = SCAN_FILE_INTS
+_SECOND: Final = itemgetter(1)
 _FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
 #: a distinct property not parsed (yet)
 NOT_PARSED: Final = _FAILED
@@ -74,6 +87,12 @@ SCAN = True
 _DECODED: Final = 2  # a distinct property made from a decoded blob (or an identity)
 #: a scanned distinct property's flags -> its form (SCAN_VALUE_FIRST or 0)
 _FORM_OF_FLAGS: Final = bytes(f & SCAN_VALUE_FIRST for f in range(256))
+
+
+def _json_file(path: str, data: bytes) -> bool:
+    """Whether a file is read as JSON (by its suffix, else by its first character)."""
+    suffix = os.path.splitext(path)[1].lower()
+    return suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))
 
 
 def _blob(ptype: str, text: bytes, form: int) -> bytes:
@@ -125,8 +144,9 @@ class ColumnBuilder:
         self.r_image: list[str | None] = []
         self.r_file = array("i")
         self.r_line = array("i")
-        self.r_count = array("i")
         self.refs = array("i")  # every bundle's distinct properties, one after the other
+        #: per bundle, where its properties start in ``refs`` (and where the last one's end)
+        self.r_start = array("i", [0])
         self.extra: dict[int, Mapping[str, Any]] = {}
         self.packages: dict[str, int] = {}
         #: per package: its bundles' names (without the scan: it finds duplicates itself)
@@ -181,6 +201,7 @@ class ColumnBuilder:
         self.parsed_types: set[int] = set()
         self.package_names: list[str] = []
         self.package_of: list[int] = []  # the scan's package -> its number here (-1: not yet)
+        self.same_packages = True  # package_of[c] in (c, -1) for every scanned package c so far
 
     def add_file(self, path: str, data: bytes) -> None:
         """Add every blob of one JSON file (one blob per line): bundles as rows, the rest to ``rest``.
@@ -193,29 +214,15 @@ class ColumnBuilder:
             Bail: not such a file, or a bundle blob the fast path does not take as it is (one
                 not plainly well formed, or naming a bundle already read).
         """
-        suffix = os.path.splitext(path)[1].lower()
-        if not (suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))):
+        if not _json_file(path, data):
             raise Bail
         scan = self.scanner.scan(data) if self.scanner is not None else None
         if scan is None:
-            try:
-                # as serde.decode_json_texts: success means value i is line i + 1
-                values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
-            except orjson.JSONDecodeError:
-                raise Bail from None
-            file = len(self.files)
-            self.files.append(path)
-            self._add_values(path, file, enumerate(values, 1))
+            self._add_whole(path, data)
             return
         if scan.two_ways or scan.duplicate:
             raise Bail  # a property written two ways, a duplicate bundle: the object loader tells
-        for ptype in scan.new_types:
-            if ptype in self.by_parser:
-                self.parsed_types.add(len(self.type_names))
-            self.type_names.append(ptype)
-        self.package_names += scan.new_packages
-        self.package_of += [-1] * len(scan.new_packages)
-        self.strings += scan.new_strings
+        self._take_tables(scan)
         file = len(self.files)
         self.files.append(path)
         kinds, starts, ends = scan.line_kind, scan.line_start, scan.line_end
@@ -225,16 +232,117 @@ class ColumnBuilder:
                 first = line
                 while line < n and kinds[line] < 0:
                     line += 1
-                try:
-                    values = self.rest.decode_lines(path, data, starts, ends, first, line)
-                except orjson.JSONDecodeError:  # a number orjson does not read (1e400): as a whole file
-                    raise Bail from None
-                self._add_values(path, file, values)
+                self._add_values(path, file, self._decode_lines(path, data, starts, ends, first, line))
             else:  # a run of bundles the scan took
                 first = line
                 while line < n and kinds[line] >= 0:
                     line += 1
-                self._add_scanned(scan, kinds[first], kinds[line - 1] + 1, file)
+                self._add_scanned(scan, kinds[first], kinds[line - 1] + 1, [(file, line - first)])
+
+    def add_files(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """:meth:`add_file` of each ``(path, bytes)`` in order, the same rows and distinct properties.
+
+        With the C part, the files are scanned in one call and the bundles they give one
+        after the other are added at once (up to a file, or lines, the scan left that hold
+        a bundle: the rows stay in the order read): no Python work per file for them.
+
+        Raises:
+            Bail: as :meth:`add_file`.
+        """
+        scanner = self.scanner
+        if scanner is None or len(items) < 2:
+            for path, data in items:
+                self.add_file(path, data)
+            return
+        for path, data in items:
+            if not _json_file(path, data):
+                raise Bail
+        scan, records = scanner.scan_files([data for _, data in items])
+        self._take_tables(scan)
+        kinds, all_starts, all_ends = scan.line_kind, scan.line_start, scan.line_end
+        # the bundles scanned but not added yet (lo .. hi - 1 of the scan's), and their files
+        lo = hi = 0
+        pieces: list[tuple[int, int]] = []
+        lines_at = 0
+        for k, (path, data) in enumerate(items):
+            rc, lines_end, bundles_end, left, prefix, flags = records[_FILE_INTS * k : _FILE_INTS * k + _FILE_INTS]
+            if rc:  # not taken: decoded whole, after the rows before it
+                if hi > lo:
+                    self._add_scanned(scan, lo, hi, pieces)
+                    lo, pieces = hi, []
+                self._add_whole(path, data)
+                continue
+            if flags:
+                raise Bail  # a property written two ways, a duplicate bundle: the object loader tells
+            file = len(self.files)
+            self.files.append(path)
+            if left:
+                starts, ends = all_starts[lines_at:lines_end], all_ends[lines_at:lines_end]
+                if left == prefix:  # the lines left, then the bundles (the usual file)
+                    runs = [(0, left)]
+                else:
+                    runs = []
+                    line, n = 0, lines_end - lines_at
+                    while line < n:
+                        first = line
+                        if kinds[lines_at + line] < 0:
+                            while line < n and kinds[lines_at + line] < 0:
+                                line += 1
+                            runs.append((first, line))
+                        else:
+                            while line < n and kinds[lines_at + line] >= 0:
+                                line += 1
+                            runs.append((kinds[lines_at + first], -(kinds[lines_at + line - 1] + 1)))
+                for first, last in runs:
+                    if last < 0:  # bundles lo .. -last - 1 of the scan's
+                        pieces.append((file, -last - first))
+                        hi = -last
+                        continue
+                    values = self._decode_lines(path, data, starts, ends, first, last)
+                    if values:  # a bundle the scan left: after the rows before it
+                        if hi > lo:
+                            self._add_scanned(scan, lo, hi, pieces)
+                            lo, pieces = hi, []
+                        self._add_values(path, file, values)
+                if left == prefix and bundles_end > hi:
+                    pieces.append((file, bundles_end - hi))
+                    hi = bundles_end
+            elif bundles_end > hi:
+                pieces.append((file, bundles_end - hi))
+                hi = bundles_end
+            lines_at = lines_end
+        if hi > lo:
+            self._add_scanned(scan, lo, hi, pieces)
+
+    def _decode_lines(
+        self, path: str, data: bytes, starts: array[int], ends: array[int], first: int, last: int
+    ) -> list[tuple[int, Any]]:
+        """The bundle blobs of the lines the scan left ``first .. last - 1`` (the rest go to ``rest``)."""
+        try:
+            return self.rest.decode_lines(path, data, starts, ends, first, last)
+        except orjson.JSONDecodeError:  # a number orjson does not read (1e400): as a whole file
+            raise Bail from None
+
+    def _add_whole(self, path: str, data: bytes) -> None:
+        """Add a file the scan did not take (or without it): decoded whole."""
+        try:
+            # as serde.decode_json_texts: success means value i is line i + 1
+            values = orjson.loads(b"".join((b"[", data.rstrip(b"\n").replace(b"\n", b","), b"]")))
+        except orjson.JSONDecodeError:
+            raise Bail from None
+        file = len(self.files)
+        self.files.append(path)
+        self._add_values(path, file, enumerate(values, 1))
+
+    def _take_tables(self, scan: FileScan) -> None:
+        """The scan's types, packages and strings first numbered since the last call."""
+        for ptype in scan.new_types:
+            if ptype in self.by_parser:
+                self.parsed_types.add(len(self.type_names))
+            self.type_names.append(ptype)
+        self.package_names += scan.new_packages
+        self.package_of += [-1] * len(scan.new_packages)
+        self.strings += scan.new_strings
 
     def _add_values(self, path: str, file: int, values: Iterable[tuple[int, Any]]) -> None:
         """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
@@ -242,9 +350,10 @@ class ColumnBuilder:
         packages, names, extra = self.packages, self.names, self.extra
         met = self.scanner.bundle if self.scanner is not None else None
         r_pkg, r_name, r_image = self.r_pkg.append, self.r_name, self.r_image.append
-        r_file, r_line, r_count = self.r_file.append, self.r_line.append, self.r_count.append
+        r_file, r_line, r_start = self.r_file.append, self.r_line.append, self.r_start.append
         known = self.by_blob.get
-        extend = self.refs.extend
+        refs = self.refs
+        extend = refs.extend
         distinct = self._distinct
         own = self._identity
         identity = self.identity
@@ -292,20 +401,24 @@ class ColumnBuilder:
             r_image(image)
             r_file(file)
             r_line(line)
-            r_count(len(ds))
+            r_start(len(refs))
             if not _BUNDLE_KEYS.issuperset(raw):
                 extra[number] = {k: v for k, v in raw.items() if k not in _BUNDLE_KEYS}
 
-    def _add_scanned(self, scan: FileScan, lo: int, hi: int, file: int) -> None:
-        """Add the bundles ``lo`` to ``hi`` the scan took from the file numbered ``file`` (as :meth:`_add_values`)."""
-        cmap = self.cmap
-        c_lo, c_hi = len(cmap), scan.b_ndist[hi - 1]
+    def _add_scanned(self, scan: FileScan, lo: int, hi: int, pieces: list[tuple[int, int]]) -> None:
+        """Add the bundles ``lo`` to ``hi`` the scan took (as :meth:`_add_values`); ``pieces``: their
+        files in order, each ``(file number, how many of them)``."""
+        cmap, b_ndist = self.cmap, scan.b_ndist
+        c_lo, c_hi = len(cmap), b_ndist[hi - 1]
         # the distinct properties first met in these bundles, in the order met (bundles make
         # no distinct property: numbering them first numbers them as reading bundle by bundle)
         if c_hi > c_lo:
-            self._take_distinct(scan, c_lo, c_hi)
+            # where each piece's distinct properties end: taken as file by file (see _take_plain)
+            cuts = [b_ndist[end - 1] for end in accumulate(map(_SECOND, pieces), initial=lo)][1:]
+            self._take_distinct(scan, c_lo, c_hi, cuts if len(cuts) > 1 else ())
         starts = scan.prop_start
         occ = scan.occ[starts[lo] : starts[hi]]
+        shift = len(self.refs) - starts[lo]  # from the scan's offsets to the rows' in refs
         self.refs.extend(occ if self.same else array("i", map(cmap.__getitem__, occ)))
         b_pkg = scan.b_pkg[lo:hi]
         package_of, packages = self.package_of, self.packages
@@ -316,13 +429,17 @@ class ColumnBuilder:
                 if pn is None:
                     pn = packages[name] = len(packages)
                 package_of[c] = pn
-        bounds = starts[lo : hi + 1]
-        self.r_pkg.extend(map(package_of.__getitem__, b_pkg))
+                if pn != c:
+                    self.same_packages = False
+        self.r_pkg.extend(b_pkg if self.same_packages else map(package_of.__getitem__, b_pkg))
         self.r_name += scan.names[lo:hi]
         self.r_image += scan.images[lo:hi]
-        self.r_file.extend(repeat(file, hi - lo))
+        r_file = self.r_file.extend
+        for file, n in pieces:
+            r_file(repeat(file, n))
         self.r_line.extend(scan.b_line[lo:hi])
-        self.r_count.extend(map(sub, bounds[1:], bounds))
+        ends = starts[lo + 1 : hi + 1]
+        self.r_start.extend(map(shift.__add__, ends) if shift else ends)
 
     def _take_keys(self, scan: FileScan, end: int) -> None:
         """Number the lists of the scan's keys up to ``end`` (their order first met)."""
@@ -340,21 +457,22 @@ class ColumnBuilder:
             new.append(lists(ptype, key))
         key_list[-1:] = [*new, -1]
 
-    def _take_distinct(self, scan: FileScan, c_lo: int, c_hi: int) -> None:
+    def _take_distinct(self, scan: FileScan, c_lo: int, c_hi: int, cuts: Sequence[int] = ()) -> None:
         """Number the scan's distinct properties ``c_lo`` to ``c_hi`` in the columns, in order.
 
         Odd ones one by one (read here), the others at once unless a text was met another
-        way already (decoded, or canonicalised).
+        way already (decoded, or canonicalised); ``cuts``: where the files' (runs') distinct
+        properties end, ascending (see :meth:`_take_plain`).
         """
         odd = scan.odd
         at = c_lo
         for c in odd[bisect_left(odd, c_lo) : bisect_left(odd, c_hi)]:
             if c > at:
-                self._take_plain(scan, at, c)
+                self._take_plain(scan, at, c, cuts)
             self._take_one(scan, c)
             at = c + 1
         if at < c_hi:
-            self._take_plain(scan, at, c_hi)
+            self._take_plain(scan, at, c_hi, cuts)
 
     def _take_one(self, scan: FileScan, c: int) -> None:
         d = self._scanned(scan, c)
@@ -362,10 +480,24 @@ class ColumnBuilder:
             self.same = False
         self.cmap.append(d)
 
-    def _take_plain(self, scan: FileScan, c_lo: int, c_hi: int) -> None:
-        """:meth:`_take_distinct` of distinct properties none of which is odd."""
+    def _take_plain(self, scan: FileScan, c_lo: int, c_hi: int, cuts: Sequence[int] = ()) -> None:
+        """:meth:`_take_distinct` of distinct properties none of which is odd.
+
+        Where a text was met another way, the distinct properties are taken one by one (a
+        new one's type is then the string the decoded blobs gave, not the scan's: marshal
+        shows which objects are shared, so the catalog cache's bytes depend on it), as file
+        by file: only those of the files (runs, ended at ``cuts``) that hold such a text.
+        """
         i0, i1 = c_lo - scan.first, c_hi - scan.first
         if self.known_texts and not self.known_texts.isdisjoint(scan.texts[i0:i1]):
+            inner = cuts[bisect_right(cuts, c_lo) : bisect_left(cuts, c_hi)]
+            if inner:  # each file's part as its own (known_texts does not grow meanwhile: no odd one)
+                at = c_lo
+                for c in (*inner, c_hi):
+                    if c > at:
+                        self._take_plain(scan, at, c)
+                    at = c
+                return
             for c in range(c_lo, c_hi):
                 self._take_one(scan, c)
             return
@@ -568,13 +700,11 @@ class ColumnBuilder:
 
     def _filed(self) -> tuple[list[str | None], array[int], array[int]]:
         """Each row's version (in the order read) and each list's rows: ``rows[start[l]:start[l + 1]]``."""
-        starts = array("i", [0])
-        starts.extend(accumulate(self.r_count))
         ex_start = array("i", [0])
         ex_start.extend(accumulate(map(len, self.ex_lists)))
         ex = array("i", [lst for lists in self.ex_lists for lst in lists])
         first, list_start, rows = rows_index(
-            starts, self.refs, self.d_ver, self.d_list, ex_start, ex, len(self.list_keys)
+            self.r_start, self.refs, self.d_ver, self.d_list, ex_start, ex, len(self.list_keys)
         )
         return list(map(_versions(self.strings, self.py_versions).__getitem__, first)), list_start, rows
 
@@ -588,22 +718,20 @@ class ColumnBuilder:
         versions, list_start, rows = self._filed()
         self.list_start, self.rows = list_start, rows
         b_pkg, names, images = self.r_pkg, self.r_name, self.r_image
-        files, lines, counts = self.r_file, self.r_line, self.r_count
-        starts = array("i", [0])
+        files, lines = self.r_file, self.r_line
         dist_type, dist_json = self.dist_type, self.dist_json
         row_of: dict[int, int] | None = None
-        if all(map(int.__le__, b_pkg, b_pkg[1:])):
-            refs = self.refs
-            starts.extend(accumulate(counts))
+        if ascending(b_pkg):
+            refs, starts = self.refs, self.r_start
         else:  # packages interleaved across files: group them
             groups: list[list[int]] = [[] for _ in packages]
             for i, pn in enumerate(b_pkg):
                 groups[pn].append(i)
             order = [i for g in groups for i in g]
             row_of = {i: r for r, i in enumerate(order)}
-            offsets = array("i", [0])
-            offsets.extend(accumulate(counts))
+            offsets = self.r_start
             refs = array("i")
+            starts = array("i", [0])
             for i in order:
                 refs.extend(self.refs[offsets[i] : offsets[i + 1]])
                 starts.append(len(refs))
@@ -639,7 +767,7 @@ class ColumnBuilder:
         self.forms = bytearray()
         columns, files, lines, row_of = self.columns()
         self.r_pkg, self.r_name, self.r_image = array("i"), [], []
-        self.r_file, self.r_line, self.r_count = array("i"), array("i"), array("i")
+        self.r_file, self.r_line, self.r_start = array("i"), array("i"), array("i", [0])
         extra = self.extra
         index: dict[str, dict[Hashable, Any]] = {}
         if len(columns):

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, Final
 
 from olmkit.errors import InputError
@@ -172,11 +173,14 @@ def read_signed(path: str) -> tuple[bytes, Signature]:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         try:
             st = os.fstat(fd)
-            chunks = []
             size = max(st.st_size, 0) + 1  # one more, to see the end in one read
-            while chunk := os.read(fd, size):
-                chunks.append(chunk)
-                size = 1 << 20
+            chunk = os.read(fd, size)
+            chunks = [chunk]
+            # a regular file's read stops short only at its end (Linux caps one read at just
+            # under 2 GiB): no second read to see it
+            if len(chunk) == size or not S_ISREG(st.st_mode) or size >= 1 << 30:
+                while chunk := os.read(fd, 1 << 20):
+                    chunks.append(chunk)
         finally:
             os.close(fd)
     except OSError as exc:

@@ -80,6 +80,10 @@ BACKGROUND_MIN_BUNDLES: Final = 5000
 #: Read JSON catalogs into columns, bundles built on demand (``_fast``); tests turn it off
 #: to compare with the object loader.
 FAST = True
+#: the files the columns take in one batch (see ColumnBuilder.add_files): at most so many, or
+#: so many bytes (then held at once)
+_BATCH_FILES: Final = 64
+_BATCH_BYTES: Final = 1 << 20
 #: a blob kept as its text (see :meth:`_Builder.decode_lines`)
 _TEXT: Final = object()
 #: the schemas as a blob's text spells them unescaped
@@ -524,17 +528,34 @@ def _load(
         while True:
             builder = _Builder(registry)
             columns = ColumnBuilder(registry, builder) if fast else None
-            add_file = builder.add_file if columns is None else columns.add_file
             seen = []
+            # with the columns, files are added a batch at a time (one C scan call for the batch)
+            batch: list[tuple[str, bytes]] = []
+            size = 0
             try:
                 for p, rel in files:
-                    data, signature = _files.read_signed(p)  # signed as opened: a later change shows
+                    try:
+                        data, signature = _files.read_signed(p)  # signed as opened: a later change shows
+                    except InputError:
+                        if columns is not None:  # the files before it first, as one by one (they may bail)
+                            columns.add_files(batch)
+                        raise
                     if cache:  # the digest is the cache's key; without the cache there is none, as before
                         file_digest = _files.file_digest(data)
                         seen.append((rel, file_digest))
                         digests.record(rel, signature, file_digest)
-                    add_file(p, data)
+                    if columns is None:
+                        builder.add_file(p, data)
+                        continue
+                    batch.append((p, data))
+                    size += len(data)
+                    if size >= _BATCH_BYTES or len(batch) >= _BATCH_FILES:
+                        columns.add_files(batch)
+                        batch, size = [], 0
                     del data
+                if columns is not None:
+                    columns.add_files(batch)
+                    batch = []
                 builder.finish()
             except Bail:
                 fast = False  # something unusual: the whole catalog the usual way, for exact problems

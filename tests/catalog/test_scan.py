@@ -10,6 +10,7 @@ load problems, and both the object loader's.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -77,13 +78,19 @@ def assert_scan_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.M
     from olmkit.catalog import _fast, _load, load_catalog_result
 
     taken = 0
-    scan = _scan.LineScanner.scan
+    scan, scan_files = _scan.LineScanner.scan, _scan.LineScanner.scan_files
 
     def counting(self: Any, data: bytes) -> Any:
         nonlocal taken
         out = scan(self, data)
         taken += len(out.b_line) if out is not None else 0
         return out
+
+    def counting_files(self: Any, data: Any) -> Any:
+        nonlocal taken
+        out, files = scan_files(self, data)
+        taken += len(out.b_line)
+        return out, files
 
     def load() -> Any:
         try:
@@ -103,8 +110,10 @@ def assert_scan_is_the_decoding(path: Path, registry: Any, monkeypatch: pytest.M
     decoded = load()
     monkeypatch.setattr(_fast, "SCAN", True)
     monkeypatch.setattr(_scan.LineScanner, "scan", counting)
+    monkeypatch.setattr(_scan.LineScanner, "scan_files", counting_files)
     scanned = load()
     monkeypatch.setattr(_scan.LineScanner, "scan", scan)
+    monkeypatch.setattr(_scan.LineScanner, "scan_files", scan_files)
     if isinstance(decoded, str):
         assert decoded == scanned
         return None, taken
@@ -331,14 +340,18 @@ def write(draw: Any, value: Any) -> str:
 
 
 @st.composite
-def awkward_files(draw: Any) -> str:
-    """A file of one package: its blobs, bundles with awkward property values, written awkwardly."""
+def awkward_files(draw: Any, package: str = "a", pool: Any = None) -> str:
+    """A file of one package: its blobs, bundles with awkward property values, written awkwardly.
+
+    ``pool``: values its properties draw from (shared by several files), else drawn here.
+    """
     n = draw(st.integers(1, 6))
-    pool = draw(st.lists(VALUES | IDENTITY_VALUES, min_size=1, max_size=4))  # shared: distinct properties recur
+    if pool is None:
+        pool = draw(st.lists(VALUES | IDENTITY_VALUES, min_size=1, max_size=4))  # shared: distinct properties recur
     types = ["x.io/t", "olm.gvk", "olm.label", "olm.package.required", "olm.constraint", "olm.package"]
-    lines = [json.dumps(pkg("a")), json.dumps(chan("a", [{"name": f"a.v{i}.0.0"} for i in range(n)]))]
+    lines = [json.dumps(pkg(package)), json.dumps(chan(package, [{"name": f"{package}.v{i}.0.0"} for i in range(n)]))]
     for i in range(n):
-        blob: dict[str, Any] = bundle("a", f"{i}.0.0")
+        blob: dict[str, Any] = bundle(package, f"{i}.0.0")
         props = []
         for _ in range(draw(st.integers(0, 4))):
             value = draw(st.sampled_from(pool) if draw(st.booleans()) else VALUES)
@@ -384,6 +397,118 @@ def test_scan_of_awkward_json(olmkit_pm, text):
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         (Path(tmp) / "index.json").write_text(text, encoding="utf-8")
         assert_scan_is_the_decoding(Path(tmp), olmkit_pm.registry, mp)
+
+
+@st.composite
+def awkward_catalogs(draw: Any) -> list[str]:
+    """Files of several packages sharing property values, a file's lines sometimes shuffled (its
+    channel after its bundles) and a bundle the scan leaves (an extra field) among them."""
+    pool = draw(st.lists(VALUES | IDENTITY_VALUES, min_size=1, max_size=4))
+    files = []
+    for f in range(draw(st.integers(2, 5))):
+        package = draw(st.sampled_from([f"p{f}", "p0"]))  # sometimes a package met before: duplicates
+        lines = draw(awkward_files(package, pool)).split("\n")
+        if draw(st.booleans()):
+            lines = draw(st.permutations(lines))
+        if draw(st.integers(0, 3)) == 0:
+            extra = bundle(package, f"9.{f}.0")
+            extra["x"] = draw(VALUES)
+            lines.insert(draw(st.integers(0, len(lines))), json.dumps(extra))
+        files.append("\n".join(line for line in lines if line) + "\n")
+    return files
+
+
+@needs_native
+@settings(max_examples=60, deadline=None)
+@given(texts=awkward_catalogs())
+def test_files_scanned_together_are_each_scanned(texts):
+    """One scan call over several files gives each file's scan, one after the other (a file not
+    taken: nothing of it), with the same distinct properties and tables as file by file."""
+    from olmkit._solver import SCAN_FILE_INTS, ScanReading, line_scanner
+
+    readings = [
+        ScanReading("olm.package", ("packageName", "version"), 1, (), True),
+        ScanReading("olm.gvk", ("group", "version", "kind"), 3, ("group",)),
+        ScanReading("olm.constraint", odd=True),
+    ]
+    data = [t.encode() for t in texts]
+    one, together = line_scanner(readings), line_scanner(readings)
+    assert one is not None
+    assert together is not None
+    got, records = together.scan_files(data)
+
+    want: dict[str, list[Any]] = {k: [] for k in ("line_kind", "line_start", "line_end", "b_line", "b_pkg", "occ")}
+    for k in ("names", "images", "texts", "new_types", "new_strings", "new_packages", "key_type", "key_strs"):
+        want[k] = []
+    want_starts = [0]
+    n_lines = n_bundles = 0
+    for i, d in enumerate(data):
+        scan = one.scan(d)
+        rc, lines_end, bundles_end, left, prefix, flags = records[SCAN_FILE_INTS * i : SCAN_FILE_INTS * (i + 1)]
+        if scan is None:
+            assert rc == 2
+            assert (lines_end, bundles_end) == (n_lines, n_bundles)
+            continue
+        kinds = list(scan.line_kind)
+        assert rc == 0
+        assert left == kinds.count(-1)
+        assert prefix == next((j for j, k in enumerate(kinds) if k >= 0), len(kinds))
+        assert flags == scan.duplicate | scan.two_ways << 1
+        want["line_kind"] += [k + n_bundles if k >= 0 else k for k in kinds]
+        want_starts += [at + want_starts[-1] for at in scan.prop_start[1:]]
+        for k in ("line_start", "line_end", "b_line", "b_pkg", "occ", "names", "images", "texts"):
+            want[k] += list(getattr(scan, k))
+        for k in ("new_types", "new_strings", "new_packages", "key_type"):
+            want[k] += getattr(scan, k)
+        want["key_strs"] += [list(scan.key_strs[a:b]) for a, b in zip(scan.key_start, scan.key_start[1:], strict=False)]
+        n_lines += len(kinds)
+        n_bundles += len(scan.b_line)
+        assert (lines_end, bundles_end) == (n_lines, n_bundles)
+    # the tables a last file not taken added: handed with the next file taken
+    rest = one.scan(b"")
+    assert rest is not None
+    after = together.scan(b"")
+    assert after is not None
+    for k in ("new_types", "new_strings", "new_packages", "key_type"):
+        assert list(getattr(after, k)) == []
+        want[k] += getattr(rest, k)
+    want["key_strs"] += [list(rest.key_strs[a:b]) for a, b in zip(rest.key_start, rest.key_start[1:], strict=False)]
+    for k, v in want.items():
+        if k == "key_strs":
+            assert [list(got.key_strs[a:b]) for a, b in zip(got.key_start, got.key_start[1:], strict=False)] == v
+        else:
+            assert list(getattr(got, k)) == v, k
+    assert list(got.prop_start) == want_starts
+    # the same distinct properties, flags, types, keys and versions
+    assert one._s.n_dist == together._s.n_dist
+    n = together._s.n_dist
+    if n == 0:
+        return
+    assert (got.flags, list(got.types), list(got.keys), list(got.versions)) == (
+        bytes(one._ffi.buffer(one._s.d_flags, n)),
+        list(one._ffi.unpack(one._s.d_type, n)),
+        list(one._ffi.unpack(one._s.d_key, n)),
+        list(one._ffi.unpack(one._s.d_version, n)),
+    )
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=awkward_catalogs())
+def test_scan_of_awkward_catalogs_of_several_files(olmkit_pm, texts):
+    """Files scanned together (one call per batch): the decoding's catalog, rows in the order read."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp) / "catalog"
+        root.mkdir()
+        for i, text in enumerate(texts):
+            (root / f"f{i}.json").write_text(text, encoding="utf-8")
+        assert_scan_is_the_decoding(root, olmkit_pm.registry, mp)
+        # and the catalog cache's bytes are those of files added one by one
+        from olmkit.catalog import _load
+
+        batched = _cache_bytes(root, olmkit_pm.registry, Path(tmp), "batched")
+        mp.setattr(_load, "_BATCH_FILES", 1)
+        assert _cache_bytes(root, olmkit_pm.registry, Path(tmp), "one") == batched
 
 
 @needs_native
@@ -505,6 +630,14 @@ def test_rows_index_files_rows_once_per_list_and_finds_first_values():
             rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
     with pytest.raises(ValueError, match="out of range"):
         rows_index(row_start, refs, value, d_list, ex_start, ex_lists, 2)
+    for bad in (5, -1):  # a distinct property out of range: C and pure alike
+        wrong = array("i", [*refs[:-1], bad])
+        with pytest.raises(ValueError, match="distinct property out of range"):
+            rows_index(row_start, wrong, value, d_list, ex_start, ex_lists, 3)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_encode, "current", lambda: "pure")
+            with pytest.raises(ValueError, match="distinct property out of range"):
+                rows_index(row_start, wrong, value, d_list, ex_start, ex_lists, 3)
 
 
 @needs_native
@@ -633,3 +766,44 @@ def test_strings_are_read_alike_wherever_an_odd_byte_falls(odd):
         assert out.names == [name.decode()]
         texts = dict(zip(range(out.first, out.first + len(out.texts)), out.texts, strict=True))
         assert texts[out.occ[0]] == orjson.dumps(orjson.loads(value))
+
+
+def _cache_bytes(path: Path, registry: Any, tmp: Path, name: str) -> bytes:
+    """The catalog cache file's bytes of a load of ``path`` (no cache read)."""
+    from olmkit.catalog import _cache, load_catalog_result
+
+    try:
+        result = load_catalog_result(path, registry, cache=False)
+    except InputError as exc:  # a malformed file: its error instead
+        return str(exc).encode()
+    out = tmp / f"{name}.cache"
+    _cache.write_cache(out, result.catalog, result.problems)
+    return out.read_bytes() if out.exists() else b""  # none: a value marshal cannot store
+
+
+@needs_native
+def test_files_in_batches_give_the_cache_bytes_of_files_one_by_one(generated, olmkit_pm, tmp_path, monkeypatch):  # noqa: F811
+    """The same objects where marshal would show a difference (a type's name decoded or scanned):
+    files with bundles the scan leaves (an extra field, an escape) and lines after bundles, among plain ones."""
+    from olmkit.catalog import _load
+
+    odd = tmp_path / "catalog"
+    shutil.copytree(generated, odd)
+    for k, f in enumerate(sorted(odd.glob("*/index.json"))[:30]):
+        lines = f.read_text().splitlines()
+        if k % 3 == 0:  # the channel after the bundles
+            lines = [lines[0], *lines[2:], lines[1]]
+        at = next(i for i, line in enumerate(lines) if '"olm.bundle"' in line)
+        if k % 3 == 1:  # a bundle with an extra field
+            blob = json.loads(lines[at])
+            blob["x"] = {"k": 1}
+            lines[at] = json.dumps(blob)
+        if k % 3 == 2:  # an escape in a bundle's image
+            lines[at] = lines[at].replace('"image": "example', '"image": "ex\\u0061mple', 1)
+        f.write_text("\n".join(lines) + "\n")
+
+    batched = _cache_bytes(odd, olmkit_pm.registry, tmp_path, "batched")
+    monkeypatch.setattr(_load, "_BATCH_FILES", 1)
+    one_by_one = _cache_bytes(odd, olmkit_pm.registry, tmp_path, "one")
+
+    assert batched == one_by_one
