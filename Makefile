@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 # users install them, so the suite tests them through their entry points.
 CONTRIB := $(wildcard plugins_contrib/olmkit-*)
 
-$(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/_speedups_build.py) $(wildcard plugins_contrib/*/pyproject.toml)
+$(STAMP): pyproject.toml setup.py $(wildcard olmkit/_solver/*.c olmkit/_solver/*.h olmkit/_solver/_speedups_build.py) $(wildcard plugins_contrib/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,lint]' $(foreach dist,$(CONTRIB),-e $(dist))

@@ -11,6 +11,7 @@
  * as are null and an empty skips) get one number: the caller builds one object for each.
  */
 #include "channels.h"
+#include "hash.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -360,35 +361,7 @@ static int line(priv_t *pv, const char *p, const char *e, span *pkg, span *name,
 
 /* ------------------------------------------------------------------ distinct entries */
 
-/* eight bytes at a time (as scan.c's hash; byte-wise FNV-1a was most of the reader's time),
- * finished with MurmurHash3's fmix64. Only ever compared with hashes made here, in one
- * process: it decides where the tables look, never an output. */
-#define HASH_K 0x9E3779B97F4A7C15ULL
-static inline uint64_t hash_word(uint64_t h, uint64_t w) {
-    h = (h ^ w) * HASH_K;
-    return h ^ (h >> 32);
-}
-
-static uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    size_t len = n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = hash_word(h, w);
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t w = 0;
-        memcpy(&w, p, n);
-        h = hash_word(h, w);
-    }
-    h = hash_word(h, (uint64_t)len);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 33);
-}
+static uint64_t hash_bytes(const char *p, size_t n) { return olm_hash_bytes(OLM_HASH_SEED, p, n); }
 
 static int put(char **buf, int *len, size_t *cap, const char *s, int n) {
     if (grow((void **)buf, cap, (size_t)*len + (size_t)n + 1, 1))

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "scan.h"
 
 #define MAX_DEPTH 64
@@ -500,61 +501,9 @@ static int scan_properties(priv_t *pv, parser_t *s, int *usual) {
     }
 }
 
-/* A hash of n bytes after h, eight bytes at a time (a byte-wise FNV-1a was most of the scan's
- * time): each word is mixed in by a multiply whose high half is folded back into the low
- * bits (the tables probe from the low bits), the length closes it. Only ever compared with
- * hashes made here, in one process: any change of it changes no output. */
-#define HASH_K 0x9E3779B97F4A7C15ULL
-static inline uint64_t hash_word(uint64_t h, uint64_t w) {
-    h = (h ^ w) * HASH_K;
-    return h ^ (h >> 32);
-}
-
-/* the final mix of MurmurHash3's fmix64 */
-static inline uint64_t fmix(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 33);
-}
-
-/* the bytes mixed into h, not yet finished by fmix */
-static uint64_t hash_raw(uint64_t h, const char *p, size_t n) {
-    size_t len = n;
-    if (n >= 16) { /* two lanes, sixteen bytes at a time: half the multiplies' latency */
-        uint64_t h2 = h ^ HASH_K;
-        while (n >= 16) {
-            uint64_t w, w2;
-            memcpy(&w, p, 8);
-            memcpy(&w2, p + 8, 8);
-            h = hash_word(h, w);
-            h2 = hash_word(h2, w2);
-            p += 16;
-            n -= 16;
-        }
-        h = hash_word(h, h2);
-    }
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = hash_word(h, w);
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t w = 0;
-        memcpy(&w, p, n);
-        h = hash_word(h, w);
-    }
-    return hash_word(h, (uint64_t)len);
-}
-
-static uint64_t hash_bytes(uint64_t h, const char *p, size_t n) {
-    return fmix(hash_raw(h, p, n));
-}
-
 static uint64_t hash_of(int flags, const char *type, size_t type_len, const char *value, size_t value_len) {
-    uint64_t h = hash_raw(1469598103934665603ULL ^ (uint64_t)flags, type, type_len);
-    return fmix(hash_raw(h, value, value_len));
+    uint64_t h = olm_hash_raw(OLM_HASH_SEED ^ (uint64_t)flags, type, type_len);
+    return olm_hash_fmix(olm_hash_raw(h, value, value_len));
 }
 
 /* an open-addressing table (cap a power of two) of the numbers 0 .. n - 1 by their hashes:
@@ -604,7 +553,7 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
 
 /* the number of a text in t, added when new (-1 out of memory) */
 static int string_of(strings_t *t, const char *p, size_t n) {
-    uint64_t h = hash_bytes(1469598103934665603ULL, p, n);
+    uint64_t h = olm_hash_bytes(OLM_HASH_SEED, p, n);
     h ^= h >> 29;
     if (room(&t->table, &t->table_cap, t->hash, t->n)) return -1;
     size_t mask = t->table_cap - 1, i = (size_t)h & mask;
@@ -638,7 +587,7 @@ static void strings_free(strings_t *t) {
 
 /* the number of the key (type, strs[0:n]), added when new (-1 out of memory) */
 static int key_of_strings(priv_t *pv, int type, const int *strs, int n) {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(unsigned)type;
+    uint64_t h = OLM_HASH_SEED ^ (uint64_t)(unsigned)type;
     for (int j = 0; j < n; j++) h = (h ^ (uint64_t)(unsigned)strs[j]) * 1099511628211ULL;
     h ^= h >> 29;
     size_t n_keys = pv->key_type.n;
@@ -844,9 +793,9 @@ int olm_scan_find(olm_scan *sc, const char *type, int type_len, const char *text
 /* ------------------------------------------------------------------ bundles met */
 
 static uint64_t bundle_hash(const char *package, size_t pl, const char *name, size_t nl) {
-    uint64_t h = hash_bytes(1469598103934665603ULL, package, pl);
+    uint64_t h = olm_hash_bytes(OLM_HASH_SEED, package, pl);
     h = (h ^ 0xFF) * 1099511628211ULL;
-    h = hash_bytes(h, name, nl);
+    h = olm_hash_bytes(h, name, nl);
     return h ^ (h >> 29);
 }
 
