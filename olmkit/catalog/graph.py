@@ -93,6 +93,8 @@ class _Upgrades:
                 with contextlib.suppress(ValueError):  # OLM ignores an unparsable range
                     self._ranged.append((i, parse_range(e.skip_range)))
         self._first = (replacer, skipper)
+        # no skipRange before it: no version to read
+        self._first_ranged = self._ranged[0][0] if self._ranged else len(self.order)
         self._table: dict[str, tuple[str, str] | None] | None = None
 
     def _version(self, name: str) -> str | None:
@@ -118,7 +120,7 @@ class _Upgrades:
         first_skip = skipper.get(name, end)
         if first_skip < best:
             best, how = first_skip, "skips"
-        if self._ranged:
+        if self._first_ranged < best:
             text = self._version(name)
             if text:
                 try:
@@ -137,35 +139,9 @@ class _Upgrades:
 
     def table(self) -> dict[str, tuple[str, str] | None]:
         """:meth:`next` of every entry of the channel (kept for :meth:`next`)."""
-        if self._table is None:  # _next of each entry, inline
-            replacer, skipper = self._first
-            order, end, ranged, position = self.order, len(self.order), self._ranged, self.position
-            first_ranged = ranged[0][0] if ranged else end  # no skipRange before it: no version to read
-            table: dict[str, tuple[str, str] | None] = {}
-            for entry in self.entries:
-                name = entry.name
-                best = replacer.get(name, end)
-                how = "replaces" if best < end else ""
-                first_skip = skipper.get(name, end)
-                if first_skip < best:
-                    best, how = first_skip, "skips"
-                if first_ranged < best:
-                    text = self._version(name)
-                    if text:
-                        try:
-                            version = parse_version(text, tolerant=True)
-                        except ValueError:
-                            version = None
-                        if version is not None:
-                            own = position.get(name, -1)
-                            for i, rng in ranged:
-                                if i >= best:
-                                    break
-                                if i != own and version in rng:
-                                    best, how = i, "skipRange"
-                                    break
-                table[name] = (order[best].name, how) if how else None
-            self._table = table
+        if self._table is None:
+            next_of = self._next
+            self._table = {entry.name: next_of(entry.name) for entry in self.entries}
         return self._table
 
     @functools.cached_property
