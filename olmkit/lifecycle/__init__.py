@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from olmkit._lazy import lazy_names
+
 if TYPE_CHECKING:
     from olmkit.lifecycle.context import LifecycleContext, LifecycleOptions
     from olmkit.lifecycle.runtime import Clock, ControllerManager, FakeClock, RealClock, Reporter, RunOutcome
@@ -52,13 +54,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _LAZY, keep=False)
 
 
 def build_manager(

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from olmkit import hookimpl
+from olmkit._lazy import lazy_names
 
 if TYPE_CHECKING:
     from olmkit.resolver._graph_cache import clear_graphs, graph_path
@@ -82,16 +83,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    if name != "explain":  # the submodule's name: importing it rebinds the package's attribute
-        globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 @hookimpl(trylast=True)

@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from olmkit._lazy import lazy_names
 
 if TYPE_CHECKING:
     from olmkit.store._api import (
@@ -107,15 +109,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 DEFAULT_STORE_PATH = Path(".olmkit") / "cluster.db"

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from olmkit import hookimpl
+from olmkit._lazy import lazy_names
 from olmkit.types import InstallStrategy
 
 if TYPE_CHECKING:
@@ -36,19 +37,13 @@ NAME: Final = "deployment"
 
 #: the names the strategy's work defines (imported on first use, with the lifecycle and store
 #: modules it needs: a command that installs nothing does not pay for them)
-_LAZY: Final = frozenset(
-    ("DEFAULT_ACCOUNT", "PROJECTED_ANNOTATIONS", "RBAC_GROUP", "DeploymentInstaller", "rule_granted")
+__getattr__ = lazy_names(
+    __name__,
+    dict.fromkeys(
+        ("DEFAULT_ACCOUNT", "PROJECTED_ANNOTATIONS", "RBAC_GROUP", "DeploymentInstaller", "rule_granted"),
+        "olmkit.plugins.deployment._installer",
+    ),
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from olmkit.plugins.deployment import _installer
-
-    value = getattr(_installer, name)
-    globals()[name] = value
-    return value
 
 
 def _installer_for(context: Any) -> Any:

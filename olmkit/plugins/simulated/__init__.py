@@ -19,9 +19,10 @@ On a real cluster neither runs: the cluster does this itself.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from olmkit import hookimpl
+from olmkit._lazy import lazy_names
 
 if TYPE_CHECKING:
     from olmkit.lifecycle.runtime import Controller
@@ -31,17 +32,13 @@ __all__ = ["SimulatedApiServer", "SimulatedKubelet"]
 
 #: the names the controllers' module defines (imported on first use, with the lifecycle
 #: runtime: a command that runs no controller does not pay for it)
-_LAZY: Final = frozenset(("NEVER_READY", "SIMULATE_ANNOTATION", "SimulatedApiServer", "SimulatedKubelet"))
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from olmkit.plugins.simulated import _controllers
-
-    value = getattr(_controllers, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(
+    __name__,
+    dict.fromkeys(
+        ("NEVER_READY", "SIMULATE_ANNOTATION", "SimulatedApiServer", "SimulatedKubelet"),
+        "olmkit.plugins.simulated._controllers",
+    ),
+)
 
 
 @hookimpl
