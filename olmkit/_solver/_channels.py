@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 
-from olmkit._solver._scan import _lines
+from olmkit._solver._scan import _ints, _lines
 
 __all__ = ["ChannelLines", "ChannelReader", "reader"]
 
@@ -82,16 +82,12 @@ class ChannelReader:
             raise MemoryError("olmkit._solver: out of memory while reading channels")
         out = ChannelLines()
         buffer = ffi.buffer
-        out.counts.frombytes(buffer(c.line_nent, 4 * c.n_lines))
-        if c.n_ids:
-            out.ids.frombytes(buffer(c.ids, 4 * c.n_ids))
+        out.counts = _ints(buffer, c.line_nent, c.n_lines)
+        out.ids = _ints(buffer, c.ids, c.n_ids)
         if c.text_len:
             out.texts = _lines(buffer(c.text, c.text_len))
-        n_channels = sum(1 for k in out.counts if k >= 0)
-        if n_channels:
-            out.chain_len.frombytes(buffer(c.chain_len, 4 * n_channels))
-        if c.n_chain_pos:
-            out.chain_pos.frombytes(buffer(c.chain_pos, 4 * c.n_chain_pos))
+        out.chain_len = _ints(buffer, c.chain_len, sum(1 for k in out.counts if k >= 0))
+        out.chain_pos = _ints(buffer, c.chain_pos, c.n_chain_pos)
         n_new = c.n_new
         out.first_new = c.n_entries - n_new
         if n_new:
@@ -103,9 +99,7 @@ class ChannelReader:
             n_skipped = c.n_skipped
             if n_skipped:
                 texts = _lines(buffer(c.e_skips, c.e_skips_len))
-                which, counts = array("i"), array("i")
-                which.frombytes(buffer(c.e_skipped, 4 * n_skipped))
-                counts.frombytes(buffer(c.e_nskips, 4 * n_skipped))
+                which, counts = _ints(buffer, c.e_skipped, n_skipped), _ints(buffer, c.e_nskips, n_skipped)
                 at = 0
                 for j, k in zip(which, counts, strict=True):
                     skips[j] = tuple(texts[at : at + k])
