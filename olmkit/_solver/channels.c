@@ -372,25 +372,6 @@ static int put(char **buf, int *len, size_t *cap, const char *s, int n) {
     return 0;
 }
 
-static int rehash(priv_t *pv, size_t n_slots) {
-    int *slots = calloc(n_slots, sizeof(int));
-    if (!slots)
-        return 1;
-    for (size_t i = 0; i < pv->n_slots; i++) {
-        int id = pv->slots[i];
-        if (!id)
-            continue;
-        size_t at = (size_t)(pv->k_hash[id - 1] & (n_slots - 1));
-        while (slots[at])
-            at = (at + 1) & (n_slots - 1);
-        slots[at] = id;
-    }
-    free(pv->slots);
-    pv->slots = slots;
-    pv->n_slots = n_slots;
-    return 0;
-}
-
 /* the number of entry en of the current line (a new one written to the outputs); -1 out of memory */
 static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
     size_t need = (size_t)en->name.n + (size_t)en->replaces.n + (size_t)en->skip_range.n + 3;
@@ -416,22 +397,17 @@ static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
         k[n++] = 2;
     }
     uint64_t h = hash_bytes(k, n);
-    if (pv->n_slots) {
-        size_t at = (size_t)(h & (pv->n_slots - 1));
-        for (;;) {
-            int id = pv->slots[at];
-            if (!id)
-                break;
-            id--;
-            if (pv->k_hash[id] == h && (size_t)pv->k_len[id] == n && memcmp(pv->karena + pv->k_off[id], k, n) == 0)
-                return id;
-            at = (at + 1) & (pv->n_slots - 1);
-        }
-    }
-    /* a new one */
     int id = c->n_entries;
-    if ((size_t)(id + 1) * 2 > pv->n_slots && rehash(pv, pv->n_slots ? pv->n_slots * 2 : 1024))
+    if (olm_table_room(&pv->slots, &pv->n_slots, pv->k_hash, (size_t)id))
         return -1;
+    size_t mask = pv->n_slots - 1, at = (size_t)h & mask;
+    for (; pv->slots[at]; at = (at + 1) & mask) {
+        int known = pv->slots[at] - 1;
+        if (pv->k_hash[known] == h && (size_t)pv->k_len[known] == n &&
+            memcmp(pv->karena + pv->k_off[known], k, n) == 0)
+            return known;
+    }
+    /* a new one, at slot at */
     size_t old_cap = pv->k_cap;
     if (grow((void **)&pv->k_off, &pv->k_cap, (size_t)id + 1, sizeof(size_t)))
         return -1;
@@ -452,9 +428,6 @@ static int intern(olm_chan *c, priv_t *pv, const entry_t *en) {
     pv->k_len[id] = (int)n;
     pv->k_hash[id] = h;
     pv->karena_len += n;
-    size_t at = (size_t)(h & (pv->n_slots - 1));
-    while (pv->slots[at])
-        at = (at + 1) & (pv->n_slots - 1);
     pv->slots[at] = id + 1;
     c->n_entries++;
     if (en->skip_count) {

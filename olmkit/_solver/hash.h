@@ -1,4 +1,5 @@
-/* The hash the C readers' tables probe with (scan.c, channels.c): eight bytes at a time (a
+/* The hash the C readers' tables probe with (scan.c, channels.c), and the open-addressing
+ * tables of numbers they share. The hash: eight bytes at a time (a
  * byte-wise FNV-1a was most of either reader's time), each word mixed in by a multiply whose
  * high half is folded back into the low bits (the tables probe from the low bits), the length
  * closing it, finished by MurmurHash3's fmix64. Only ever compared with hashes made in the same
@@ -8,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define OLM_HASH_SEED 1469598103934665603ULL
@@ -58,5 +60,31 @@ static inline uint64_t olm_hash_raw(uint64_t h, const char *p, size_t n) {
 
 /* n bytes after h, finished */
 static inline uint64_t olm_hash_bytes(uint64_t h, const char *p, size_t n) { return olm_hash_fmix(olm_hash_raw(h, p, n)); }
+
+/* an open-addressing table (cap a power of two) of the numbers 0 .. n - 1 by their hashes:
+ * a slot holds a number + 1, 0 when empty; NULL out of memory */
+static inline int *olm_table_of(const uint64_t *hash, size_t n, size_t cap) {
+    int *table = calloc(cap, sizeof(int));
+    if (!table) return NULL;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (size_t)hash[k] & (cap - 1);
+        while (table[i]) i = (i + 1) & (cap - 1);
+        table[i] = (int)k + 1;
+    }
+    return table;
+}
+
+/* room in an olm_table_of table for one more of n numbers (at most half full), grown if
+ * need be: 0, 1 out of memory */
+static inline int olm_table_room(int **table, size_t *cap, const uint64_t *hash, size_t n) {
+    if ((n + 1) * 2 <= *cap) return 0;
+    size_t cap2 = *cap ? *cap * 2 : 1024;
+    int *grown = olm_table_of(hash, n, cap2);
+    if (!grown) return 1;
+    free(*table);
+    *table = grown;
+    *cap = cap2;
+    return 0;
+}
 
 #endif

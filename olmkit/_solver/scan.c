@@ -506,31 +506,6 @@ static uint64_t hash_of(int flags, const char *type, size_t type_len, const char
     return olm_hash_fmix(olm_hash_raw(h, value, value_len));
 }
 
-/* an open-addressing table (cap a power of two) of the numbers 0 .. n - 1 by their hashes:
- * a slot holds a number + 1, 0 when empty; NULL out of memory */
-static int *table_of(const uint64_t *hash, size_t n, size_t cap) {
-    int *table = calloc(cap, sizeof(int));
-    if (!table) return NULL;
-    for (size_t k = 0; k < n; k++) {
-        size_t i = (size_t)hash[k] & (cap - 1);
-        while (table[i]) i = (i + 1) & (cap - 1);
-        table[i] = (int)k + 1;
-    }
-    return table;
-}
-
-/* room in a table_of table for one more of n numbers (at most half full), grown if need be: 0, 1 out of memory */
-static int room(int **table, size_t *cap, const uint64_t *hash, size_t n) {
-    if ((n + 1) * 2 <= *cap) return 0;
-    size_t cap2 = *cap ? *cap * 2 : 1024;
-    int *grown = table_of(hash, n, cap2);
-    if (!grown) return 1;
-    free(*table);
-    *table = grown;
-    *cap = cap2;
-    return 0;
-}
-
 /* the distinct properties' table: a slot holds the high half of the hash over the number + 1
  * (0 empty), so that a probe rejects another property without reading its hash */
 #define SLOT(h, d) (((h) & 0xFFFFFFFF00000000ULL) | (uint64_t)(unsigned)((d) + 1))
@@ -555,7 +530,7 @@ static int rehash(olm_scan *sc, priv_t *pv, size_t cap) {
 static int string_of(strings_t *t, const char *p, size_t n) {
     uint64_t h = olm_hash_bytes(OLM_HASH_SEED, p, n);
     h ^= h >> 29;
-    if (room(&t->table, &t->table_cap, t->hash, t->n)) return -1;
+    if (olm_table_room(&t->table, &t->table_cap, t->hash, t->n)) return -1;
     size_t mask = t->table_cap - 1, i = (size_t)h & mask;
     for (; t->table[i]; i = (i + 1) & mask) {
         size_t k = (size_t)t->table[i] - 1;
@@ -591,7 +566,7 @@ static int key_of_strings(priv_t *pv, int type, const int *strs, int n) {
     for (int j = 0; j < n; j++) h = (h ^ (uint64_t)(unsigned)strs[j]) * 1099511628211ULL;
     h ^= h >> 29;
     size_t n_keys = pv->key_type.n;
-    if (room(&pv->key_table, &pv->key_table_cap, pv->key_hash, n_keys)) return -1;
+    if (olm_table_room(&pv->key_table, &pv->key_table_cap, pv->key_hash, n_keys)) return -1;
     size_t mask = pv->key_table_cap - 1, i = (size_t)h & mask;
     for (; pv->key_table[i]; i = (i + 1) & mask) {
         size_t k = (size_t)pv->key_table[i] - 1;
@@ -800,7 +775,7 @@ static uint64_t bundle_hash(const char *package, size_t pl, const char *name, si
 }
 
 static int bh_rehash(priv_t *pv, size_t cap) {
-    int *table = table_of(pv->bh, pv->n_bh, cap);
+    int *table = olm_table_of(pv->bh, pv->n_bh, cap);
     if (!table) return 1;
     free(pv->bh_table);
     pv->bh_table = table;
@@ -810,7 +785,7 @@ static int bh_rehash(priv_t *pv, size_t cap) {
 
 /* add a bundle by the hash of its package and name: 0 new, 1 met before (or a hash met before), -1 out of memory */
 static int bundle_met(priv_t *pv, uint64_t h) {
-    if (room(&pv->bh_table, &pv->bh_table_cap, pv->bh, pv->n_bh)) return -1;
+    if (olm_table_room(&pv->bh_table, &pv->bh_table_cap, pv->bh, pv->n_bh)) return -1;
     size_t mask = pv->bh_table_cap - 1, i = (size_t)h & mask;
     for (; pv->bh_table[i]; i = (i + 1) & mask) {
         if (pv->bh[pv->bh_table[i] - 1] == h) return 1;
