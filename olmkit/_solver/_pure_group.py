@@ -15,7 +15,7 @@ def group(keys: array[int], n_keys: int) -> tuple[array[int], array[int]]:
     Raises:
         ValueError: a key is not in ``0 .. n_keys-1``.
     """
-    if keys and not within(keys, 0, n_keys):
+    if not within(keys, 0, n_keys):
         raise ValueError("group: a key is out of range")
     counts = [0] * n_keys
     for k in keys:
@@ -35,7 +35,7 @@ def ascending(a: array[int]) -> bool:
 
 
 def within(a: array[int], lo: int, hi: int) -> bool:
-    """Whether every item of ``a`` is in ``lo .. hi-1``."""
+    """Whether every item of ``a`` is in ``lo .. hi-1`` (an empty ``a``: ``True``)."""
     return not a or (min(a) >= lo and max(a) < hi)
 
 
@@ -48,7 +48,7 @@ def scatter(dest: array[int], at: array[int], values: array[int]) -> None:
     """
     if len(at) != len(values):
         raise ValueError("scatter: as many indices as values")
-    if at and not within(at, 0, len(dest)):
+    if not within(at, 0, len(dest)):
         raise ValueError("scatter: an index is out of range")
     for i, value in zip(at, values, strict=True):
         dest[i] = value
@@ -60,6 +60,6 @@ def take(table: array[int], at: array[int]) -> array[int]:
     Raises:
         ValueError: an index of ``at`` is not in ``0 .. len(table)-1``.
     """
-    if at and not within(at, 0, len(table)):
+    if not within(at, 0, len(table)):
         raise ValueError("take: an index is out of range")
     return array("i", map(table.__getitem__, at))

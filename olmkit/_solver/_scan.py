@@ -352,6 +352,7 @@ def rows_index(
         ``rows[list_start[l]:list_start[l + 1]]``.
     """
     from olmkit._solver import _encode
+    from olmkit._solver._group import within
 
     n_rows = len(row_start) - 1
     n_ex = len(ex_start) - 1 if ex_start else 0
@@ -386,7 +387,7 @@ def rows_index(
             raise ValueError("rows_index: a distinct property out of range, or a list or an extra")
         del rows[list_start[-1] :]
         return first, list_start, rows
-    if refs and (min(refs) < 0 or max(refs) >= len(value)):
+    if not within(refs, 0, len(value)):
         raise ValueError("rows_index: a distinct property out of range")
     # each distinct property's lists, checked once
     lists_of: list[Any] = [
