@@ -95,6 +95,24 @@ def _json_file(path: str, data: bytes) -> bool:
     return suffix == ".json" or (suffix not in (".yaml", ".yml") and data.lstrip()[:1] in (b"{", b"["))
 
 
+def _runs(kinds: array[int], at: int, end: int) -> list[tuple[int, int]]:
+    """The runs of a file's lines ``at .. end - 1`` of a scan (numbered from ``at``): ``(first, last)``
+    for lines ``first .. last - 1`` the scan left, ``(lo, -hi)`` for its bundles ``lo .. hi - 1``."""
+    runs = []
+    line, n = 0, end - at
+    while line < n:
+        first = line
+        if kinds[at + line] < 0:
+            while line < n and kinds[at + line] < 0:
+                line += 1
+            runs.append((first, line))
+        else:
+            while line < n and kinds[at + line] >= 0:
+                line += 1
+            runs.append((kinds[at + first], -(kinds[at + line - 1] + 1)))
+    return runs
+
+
 def _blob(ptype: str, text: bytes, form: int) -> bytes:
     """The text orjson writes for a property blob ``{"type": ptype, "value": <text>}``.
 
@@ -226,18 +244,11 @@ class ColumnBuilder:
         file = len(self.files)
         self.files.append(path)
         kinds, starts, ends = scan.line_kind, scan.line_start, scan.line_end
-        line, n = 0, len(kinds)
-        while line < n:
-            if kinds[line] < 0:  # a run of lines the scan left: decoded here
-                first = line
-                while line < n and kinds[line] < 0:
-                    line += 1
-                self._add_values(path, file, self._decode_lines(path, data, starts, ends, first, line))
-            else:  # a run of bundles the scan took
-                first = line
-                while line < n and kinds[line] >= 0:
-                    line += 1
-                self._add_scanned(scan, kinds[first], kinds[line - 1] + 1, [(file, line - first)])
+        for first, last in _runs(kinds, 0, len(kinds)):
+            if last < 0:  # a run of bundles the scan took
+                self._add_scanned(scan, first, -last, [(file, -last - first)])
+            else:  # a run of lines the scan left: decoded here
+                self._add_values(path, file, self._decode_lines(path, data, starts, ends, first, last))
 
     def add_files(self, items: Sequence[tuple[str, bytes]]) -> None:
         """:meth:`add_file` of each ``(path, bytes)`` in order, the same rows and distinct properties.
@@ -278,21 +289,8 @@ class ColumnBuilder:
             self.files.append(path)
             if left:
                 starts, ends = all_starts[lines_at:lines_end], all_ends[lines_at:lines_end]
-                if left == prefix:  # the lines left, then the bundles (the usual file)
-                    runs = [(0, left)]
-                else:
-                    runs = []
-                    line, n = 0, lines_end - lines_at
-                    while line < n:
-                        first = line
-                        if kinds[lines_at + line] < 0:
-                            while line < n and kinds[lines_at + line] < 0:
-                                line += 1
-                            runs.append((first, line))
-                        else:
-                            while line < n and kinds[lines_at + line] >= 0:
-                                line += 1
-                            runs.append((kinds[lines_at + first], -(kinds[lines_at + line - 1] + 1)))
+                # the lines left, then the bundles (the usual file), or its runs
+                runs = [(0, left)] if left == prefix else _runs(kinds, lines_at, lines_end)
                 for first, last in runs:
                     if last < 0:  # bundles lo .. -last - 1 of the scan's
                         pieces.append((file, -last - first))
