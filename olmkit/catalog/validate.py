@@ -251,7 +251,7 @@ class _State:
         self.unknown_seen: set[tuple[str, str]] = set()
         self.views: dict[int, _View | _RowView] = {}
         self.programs: _Programs | None = None  # a catalog in columns: predicates' programs run on it
-        #: a bundle version's text -> the number of its version (None: invalid), see _version_key
+        #: a bundle version's text -> the number of its version (None: invalid), see _version_clash
         self.version_keys: dict[str, int | None] = {}
         self.equal_versions: dict[Any, int] = {}
 
@@ -493,29 +493,31 @@ def _identity_problems(registry: Registry, identities: int, bundle: Any) -> list
     ]
 
 
-def _version_clash(versions: dict[Any, str], name: str, version: str | None) -> str | None:
-    """The message when another bundle of the package has the same version (``versions``: version ->
-    the first bundle's name, filled as bundles are checked)."""
+def _version_clash(versions: dict[int, str], name: str, version: str | None, state: _State) -> str | None:
+    """The message when another bundle of the package has the same version (``versions``: the
+    number of a version -> the first bundle's name, filled as bundles are checked).
+
+    Equal versions share a number; each version text is parsed once for the catalog
+    (``state.version_keys``).
+    """
     if not version:
         return None
-    try:
-        key: Any = parse_version(version)
-    except ValueError:
-        return None  # reported by the identity property's own validation
+    key = state.version_keys.get(version, NOT_PARSED)
+    if key is NOT_PARSED:
+        try:
+            parsed = parse_version(version)
+        except ValueError:
+            key = None  # reported by the identity property's own validation
+        else:
+            equal = state.equal_versions
+            key = equal.setdefault(parsed, len(equal))
+        state.version_keys[version] = key
+    if key is None:
+        return None
     if key not in versions:
         versions[key] = name
         return None
     return f"version {version} is used by both {versions[key]!r} and {name!r}"
-
-
-def _version_key(version: str, equal: dict[Any, int]) -> int | None:
-    """A number shared by equal versions (``equal``: each version met so far -> its number),
-    ``None`` for a text that does not parse (see :func:`_version_clash`)."""
-    try:
-        key = parse_version(version)
-    except ValueError:
-        return None
-    return equal.setdefault(key, len(equal))
 
 
 def _check_bundles(
@@ -534,7 +536,7 @@ def _check_bundles(
     known = state.verdicts
     requirements = state.requirements
     unknown_seen = state.unknown_seen
-    versions: dict[Any, str] = {}
+    versions: dict[int, str] = {}
     # id(requirement) -> the bundles carrying it that nothing satisfies (one warning per package)
     unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
     for bundle in bundles.values():
@@ -562,7 +564,7 @@ def _check_bundles(
                     found = requirements[pid] = _check_requirement(catalog, registry, bundle, prop, state.views)
                 _requirement_problem(found, pid, bundle, i, unsatisfied, out)
         out += _identity_problems(registry, identities, bundle)
-        clash = _version_clash(versions, bundle.name, bundle.version)
+        clash = _version_clash(versions, bundle.name, bundle.version, state)
         if clash is not None:
             out.append(_bundle_problem(ERROR, clash, bundle, "properties"))
     out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
@@ -679,8 +681,7 @@ def _check_rows(
     known, read_identities = distinct.verdicts, distinct.identities
     requirements = state.requirements
     unknown_seen = state.unknown_seen
-    versions: dict[int, str] = {}  # as in _version_clash, equal versions by their number
-    version_keys, equal = state.version_keys, state.equal_versions
+    versions: dict[int, str] = {}
     unsatisfied: dict[int, list[tuple[Any, int, str]]] = {}
     for name, row in rows.items():
         bundle: _Row | None = None
@@ -723,16 +724,9 @@ def _check_rows(
                 _requirement_problem(found, d, bundle, i, unsatisfied, out)
         if identities != 1 and has_identity:
             out += _identity_problems(registry, identities, bundle or _Row(lazy, row, pkg_name))
-        version = bundle_versions[row]
-        if version:  # as _version_clash, each version text parsed once for the catalog
-            key = version_keys.get(version, NOT_PARSED)
-            if key is NOT_PARSED:
-                key = version_keys[version] = _version_key(version, equal)
-            if key is not None:
-                first = versions.setdefault(key, name)
-                if first is not name:
-                    clash = f"version {version} is used by both {first!r} and {name!r}"
-                    out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
+        clash = _version_clash(versions, name, bundle_versions[row], state)
+        if clash is not None:
+            out.append(_bundle_problem(ERROR, clash, bundle or _Row(lazy, row, pkg_name), "properties"))
     out += [_unsatisfied_problem(pkg_name, hits) for hits in unsatisfied.values()]
 
 
