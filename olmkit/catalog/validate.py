@@ -53,7 +53,7 @@ from olmkit.errors import CatalogError
 from olmkit.model import Bundle, Channel, Origin, Property
 from olmkit.registry import Registry
 from olmkit.serde import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE
-from olmkit.types import PackageIdentity
+from olmkit.types import PackageIdentity, PropertyType
 
 __all__ = ["validate_catalog", "validate_path"]
 
@@ -352,16 +352,7 @@ class _Verdicts:
         pt = self.types.get(type_name)
         if pt is None:
             return _UNKNOWN
-        found: list[tuple[str, str]] = []
-        if pt.validate is not None:
-            try:
-                found += [
-                    (ERROR, f"invalid {type_name} value: {msg}")
-                    for msg in pt.validate(PackageIdentity(package, version))
-                ]
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                found.append((ERROR, f"invalid {type_name} value: {exc}"))
-        return tuple(found)
+        return tuple(_value_problems(pt, type_name, PackageIdentity(package, version)))
 
     def _verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
         pt = self.types.get(type_name)
@@ -384,12 +375,18 @@ class _Verdicts:
                     named = None
             if pt is None:
                 return (is_identity, named, True, (), False)
-            if pt.validate is not None:
-                try:
-                    found += [(ERROR, f"invalid {type_name} value: {msg}") for msg in pt.validate(value)]
-                except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                    found.append((ERROR, f"invalid {type_name} value: {exc}"))
+            found = _value_problems(pt, type_name, value)
         return (is_identity, named, False, tuple(found), pt.requirement is not None and not found)
+
+
+def _value_problems(pt: PropertyType, type_name: str, value: Any) -> list[tuple[str, str]]:
+    """What ``pt.validate`` says of a parsed value of ``type_name`` (a validator that raises says that)."""
+    if pt.validate is None:
+        return []
+    try:
+        return [(ERROR, f"invalid {type_name} value: {msg}") for msg in pt.validate(value)]
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        return [(ERROR, f"invalid {type_name} value: {exc}")]
 
 
 def _validate(catalog: Catalog, registry: Registry, names: list[str], state: _State) -> list[Problem]:
