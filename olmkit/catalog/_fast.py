@@ -54,6 +54,8 @@ from olmkit._solver import (
     ascending,
     line_scanner,
     rows_index,
+    scatter,
+    take,
 )
 from olmkit.catalog._columns import BundleColumns
 from olmkit.model import Bundle, Origin, Property
@@ -888,8 +890,6 @@ class _PlainIdentities:
         number into; ``None`` unless each of ``ds`` was read through its fields (not
         parsed), with one key field and a version the scan kept.
         """
-        from olmkit._solver import scatter, take
-
         codes = take(self._d_ver, ds)
         if codes and min(codes) < 0:
             return None  # no version read (-1), or one kept in Python (<= -2)
