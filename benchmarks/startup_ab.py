@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from olmkit.catalog import wait_for_writers
+
 
 def run(olmkit: str, args: list[str]) -> tuple[float, float, bytes, int]:
     """Wall s, CPU s, stdout and exit code of ``olmkit args`` with a fresh cache directory."""
@@ -39,7 +41,7 @@ def run(olmkit: str, args: list[str]) -> tuple[float, float, bytes, int]:
         wall = time.perf_counter() - start
         out.seek(0)
         stdout = out.read()
-    time.sleep(0.05)  # the detached cache writer
+    wait_for_writers(Path(cache))  # the detached cache writer
     shutil.rmtree(cache, ignore_errors=True)
     return wall, usage.ru_utime + usage.ru_stime, stdout, os.waitstatus_to_exitcode(status)
 
