@@ -248,16 +248,7 @@ class _Encoder:
                     identities = list(compress(identities, keep))
                 packages = list(map(_package, identities))
                 versions = list(map(_version, identities))
-            # each distinct version text read once (tolerantly, as ``matches`` reads it); None: unread
-            version_key: dict[Any, Any] = {}
-            for text in set(versions):
-                try:
-                    version_key[text] = parse_version(text, tolerant=True)._key if text is not None else None
-                except ValueError:
-                    version_key[text] = None
-            keys = sorted({key for key in version_key.values() if key is not None})
-            rank = {key: i for i, key in enumerate(keys)}
-            rank_of = {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
+            keys, rank_of = _version_ranks(versions)
             # owners: every package (one whose versions are all unread has no rank to match)
             owners = {package: i for i, package in enumerate(dict.fromkeys(packages))}
             at = ds if type(ds) is array else array("i", ds)
@@ -272,19 +263,11 @@ class _Encoder:
         """:meth:`identity` of identities read as numbers (see ``LazyBundles.identity_numbers``)."""
         from olmkit._solver import scatter, take
 
-        # each distinct version read once (tolerantly, as ``matches`` reads it); None: unread
-        version_key: dict[int, Any] = {}
-        for code in set(codes):
-            try:
-                version_key[code] = parse_version(strings[code], tolerant=True)._key
-            except ValueError:
-                version_key[code] = None
-        keys = sorted({key for key in version_key.values() if key is not None})
-        rank = {key: i for i, key in enumerate(keys)}
+        used = set(codes)
+        keys, rank_of = _version_ranks(map(strings.__getitem__, used))
         rank_by = array("i", [-1]) * len(strings)
-        for code, key in version_key.items():
-            if key is not None:
-                rank_by[code] = rank[key]
+        for code in used:
+            rank_by[code] = rank_of[strings[code]]
         # owners: every package, in order of first appearance
         owners: dict[str, int] = {}
         owner_by = array("i", [-1]) * len(table)
@@ -308,6 +291,22 @@ class _Encoder:
                     found += (_COMPARISONS.get(op, 5), bisect_left(keys, b), bisect_right(keys, b))
             self._ranges[cache_key] = found
         return found
+
+
+def _version_ranks(texts: Iterable[str | None]) -> tuple[list[Any], dict[str | None, int]]:
+    """The sorted distinct version keys of ``texts``, and each text's rank among them (-1: unread).
+
+    Each distinct text is read once (tolerantly, as ``matches`` reads it).
+    """
+    version_key: dict[str | None, Any] = {}
+    for text in set(texts):
+        try:
+            version_key[text] = parse_version(text, tolerant=True)._key if text is not None else None
+        except ValueError:
+            version_key[text] = None
+    keys = sorted({key for key in version_key.values() if key is not None})
+    rank = {key: i for i, key in enumerate(keys)}
+    return keys, {text: rank[key] if key is not None else -1 for text, key in version_key.items()}
 
 
 #: a requirement value read through its form (see :class:`_Forms`)
