@@ -180,7 +180,9 @@ def save(*, force: bool = False) -> bool:
     cache: _Index = _state["cache"]
     area = _state["area"]
     new: _Entries = _state["new"]
-    keys = set(cache) | set(new) if len(set(cache) | set(new)) <= _MAX_ENTRIES else _state["used"]
+    keys = set(cache) | set(new)
+    if len(keys) > _MAX_ENTRIES:
+        keys = _state["used"]
     index: _Index = {}
     blobs: list[bytes] = []
     offset = 0
