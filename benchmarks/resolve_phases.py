@@ -50,8 +50,8 @@ PHASES = [
     ("olmkit.resolver._compile_columns", "compile_columns", "      compile"),
     ("olmkit.catalog._catalog", "_sort_channel", "        _sort_channel"),
     ("olmkit.resolver._build", "Problem.build", "  Problem.build (with load_catalogs)"),
-    ("olmkit.resolver", "solve_problem", "  solve_problem"),
-    ("olmkit.resolver", "_steps", "  steps"),
+    ("olmkit.resolver._resolve", "solve_problem", "  solve_problem"),
+    ("olmkit.resolver._resolve", "_steps", "  steps"),
     ("olmkit.cli.resolve", "dump_json", "dump_json"),
     ("olmkit.cli", "_finish_writes", "cache writes (the fork, in the parent)"),
 ]
