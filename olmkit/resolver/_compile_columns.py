@@ -35,7 +35,7 @@ import orjson
 from olmkit.catalog.semver import Range, parse_range, parse_version
 from olmkit.model import Property
 from olmkit.registry import Registry
-from olmkit.resolver._compile import _append_lists, _Compiler, _json, compile_general
+from olmkit.resolver._compile import _append_lists, _Compiler, _file_lists, _json, compile_general
 from olmkit.resolver._graph import CatalogGraph
 from olmkit.resolver._views import Context, property_key
 from olmkit.types import EachForm, FieldsForm, KeyedForm, PackageIdentity, PatternForm, RangeForm
@@ -1101,7 +1101,7 @@ class _ColumnCompiler(_Compiler):
             g.pred_err = None
         else:
             _append_lists(g, found_lists)
-        _file_readings(g, readings)
+        _file_lists(g, lookups_of)
         g._pred_index = None  # no predicate objects: found by their requirements (pred_raw), as from disk
 
     def _program(self, p: int) -> Any:
@@ -1217,32 +1217,6 @@ class _ColumnCompiler(_Compiler):
         self.by_type = {}
         self.identity_columns = {}
         self.identity_numbers = {}
-
-
-def _file_readings(g: CatalogGraph, readings: list[Any]) -> None:
-    """:func:`_file_lists` of the readings' lookups (a reading's ``lookups``, else its ``lookup``, else a scan)."""
-    lookup_preds = g.lookup_preds
-    get = lookup_preds.get
-    scan = g.scan_preds
-    for p, reading in enumerate(readings):
-        many = reading[2]
-        if many is None:
-            one = reading[1]
-            if one is None:
-                scan.append(p)
-                continue
-            found = get(one)
-            if found is None:
-                lookup_preds[one] = [p]
-            else:
-                found.append(p)
-            continue
-        for lookup in dict.fromkeys(many) if len(many) > 1 else many:
-            found = get(lookup)
-            if found is None:
-                lookup_preds[lookup] = [p]
-            else:
-                found.append(p)
 
 
 def compile_columns(catalog: Any, columns: Any, registry: Registry) -> CatalogGraph | None:
