@@ -95,7 +95,8 @@ class FileScan:
         new_types, new_strings: the names of the types and the strings first numbered since
             the last file taken, in order; ``key_type``, ``key_start``, ``key_strs``: the keys
             likewise (each key's type and strings: ``key_strs[key_start[k]:key_start[k + 1]]``
-            for the k-th new key), ``keys_first`` the number of the first.
+            for the k-th new key), ``keys_first`` the number of the first. Those of lines
+            left and of files not taken are among them: a caller reads every one, in order.
         two_ways: some property was written both ways (value first and type first).
     """
 

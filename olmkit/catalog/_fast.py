@@ -38,7 +38,7 @@ import os
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate, repeat
+from itertools import accumulate, repeat, starmap
 from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -216,6 +216,9 @@ class ColumnBuilder:
         self.type_names: list[str] = []
         self.strings: list[str] = []
         self.key_list: list[int] = [-1]
+        #: the keys the scans met (their type and key, in the scans' numbering from
+        #: ``len(key_list) - 1`` on) whose lists are not numbered yet
+        self.keys_waiting: list[tuple[str, Hashable]] = []
         #: the identity and indexed types read by their parsers (no ValueFields), and the scan's numbers of them
         self.by_parser = {*self.identity, *self.indexers} - set(self.fields)
         self.parsed_types: set[int] = set()
@@ -343,6 +346,15 @@ class ColumnBuilder:
         self.package_names += scan.new_packages
         self.package_of += [-1] * len(scan.new_packages)
         self.strings += scan.new_strings
+        # the keys, read now: a scan numbers the keys of the lines it leaves too, and the next
+        # scan's keys come after them (their lists are numbered once a property needs them)
+        strings, type_names, fields = self.strings, self.type_names, self.fields
+        key_type, key_start, key_strs = scan.key_type, scan.key_start, scan.key_strs
+        for k, t in enumerate(key_type):
+            ptype = type_names[t]
+            parts = key_strs[key_start[k] : key_start[k + 1]]
+            key = strings[parts[0]] if fields[ptype].key_fields == 1 else tuple(map(strings.__getitem__, parts))
+            self.keys_waiting.append((ptype, key))
 
     def _add_values(self, path: str, file: int, values: Iterable[tuple[int, Any]]) -> None:
         """Add decoded blobs ``(line, blob)`` of the file numbered ``file``."""
@@ -441,21 +453,14 @@ class ColumnBuilder:
         ends = starts[lo + 1 : hi + 1]
         self.r_start.extend(map(shift.__add__, ends) if shift else ends)
 
-    def _take_keys(self, scan: FileScan, end: int) -> None:
-        """Number the lists of the scan's keys up to ``end`` (their order first met)."""
+    def _take_keys(self, end: int) -> None:
+        """Number the lists of the keys the scans met up to ``end`` (in the scans' numbering), in the order met."""
         key_list = self.key_list
-        k0 = len(key_list) - 1
-        if end <= k0:
-            return
-        strings, type_names, lists = self.strings, self.type_names, self._list
-        base, key_type, key_start, key_strs = scan.keys_first, scan.key_type, scan.key_start, scan.key_strs
-        new = []
-        for k in range(k0 - base, end - base):
-            ptype = type_names[key_type[k]]
-            parts = key_strs[key_start[k] : key_start[k + 1]]
-            key = strings[parts[0]] if self.fields[ptype].key_fields == 1 else tuple(map(strings.__getitem__, parts))
-            new.append(lists(ptype, key))
-        key_list[-1:] = [*new, -1]
+        n = end - (len(key_list) - 1)
+        if n > 0:
+            waiting = self.keys_waiting
+            key_list[-1:] = [*starmap(self._list, waiting[:n]), -1]
+            del waiting[:n]
 
     def _take_distinct(self, scan: FileScan, c_lo: int, c_hi: int, cuts: Sequence[int] = ()) -> None:
         """Number the scan's distinct properties ``c_lo`` to ``c_hi`` in the columns, in order.
@@ -502,7 +507,7 @@ class ColumnBuilder:
                 self._take_one(scan, c)
             return
         keys = scan.keys[i0:i1]
-        self._take_keys(scan, max(keys) + 1)
+        self._take_keys(max(keys) + 1)
         base = len(self.dist_type)
         if base != c_lo:
             self.same = False
@@ -569,7 +574,7 @@ class ColumnBuilder:
             self._read(d, ptype, value if value is not _UNREAD else orjson.loads(text))
         else:
             key = scan.keys[i]
-            self._take_keys(scan, key + 1)
+            self._take_keys(key + 1)
             self.d_list[d] = self.key_list[key]
             self.d_ver[d] = scan.versions[i]
         return d

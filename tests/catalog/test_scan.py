@@ -785,6 +785,46 @@ def _cache_bytes(path: Path, registry: Any, tmp: Path, name: str) -> bytes:
     return out.read_bytes() if out.exists() else b""  # none: a value marshal cannot store
 
 
+
+def _package_file(name: str, properties: bool = True, more: str = "") -> str:
+    """A package, its channel and one bundle (with its olm.package property or none), then ``more``."""
+    props = f'{{"type": "olm.package", "value": {{"packageName": "{name}", "version": "1.0.0"}}}}' if properties else ""
+    return (
+        f'{{"schema": "olm.package", "name": "{name}", "defaultChannel": "stable"}}\n'
+        f'{{"schema": "olm.channel", "package": "{name}", "name": "stable", "entries": [{{"name": "{name}.v1.0.0"}}]}}\n'
+        f'{{"schema": "olm.bundle", "package": "{name}", "name": "{name}.v1.0.0", "image": "example.invalid/{name}:1.0.0", '
+        f'"properties": [{props}]}}\n{more}'
+    )
+
+
+@needs_native
+@pytest.mark.parametrize("batch", [1, 2, 64])
+def test_keys_a_scan_met_but_did_not_need_do_not_shift_the_next_scans(olmkit_pm, tmp_path, monkeypatch, batch):
+    """A file the scan gives up on (a line nested deeper than it reads) leaves the keys it met
+    numbered; the next scan, whose bundle has no properties, hands them on without needing
+    them; the third's keys come after them. Read in that numbering, loads in batches of any
+    size are the decoding's, with the same cache bytes."""
+    from olmkit.catalog import _load
+
+    root = tmp_path / "catalog"
+    root.mkdir()
+    deep = '{"schema": "x.io/deep", "v": ' + "[" * 80 + "]" * 80 + "}\n"
+    files = [_package_file("a", more=deep), _package_file("b", properties=False), _package_file("c")]
+    for i, text in enumerate(files):
+        (root / f"f{i}.json").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(_load, "_BATCH_FILES", batch)
+    catalog, taken = assert_scan_is_the_decoding(root, olmkit_pm.registry, monkeypatch)
+    assert taken == 2  # b and c scanned, a's file decoded
+    assert {p: dict(catalog.versions(p)) for p in "abc"} == {
+        "a": {"a.v1.0.0": "1.0.0"},
+        "b": {"b.v1.0.0": None},  # no olm.package property: no version
+        "c": {"c.v1.0.0": "1.0.0"},
+    }
+    _cache_bytes(root, olmkit_pm.registry, tmp_path, "warm")  # orjson's key cache: see test_scan_of_awkward_catalogs_of_several_files
+    got = _cache_bytes(root, olmkit_pm.registry, tmp_path, "got")
+    monkeypatch.setattr(_load, "_BATCH_FILES", 64)
+    assert got == _cache_bytes(root, olmkit_pm.registry, tmp_path, "all")
+
 @needs_native
 def test_files_in_batches_give_the_cache_bytes_of_files_one_by_one(generated, olmkit_pm, tmp_path, monkeypatch):  # noqa: F811
     """The same objects where marshal would show a difference (a type's name decoded or scanned):
