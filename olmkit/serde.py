@@ -435,13 +435,35 @@ def _bundle_from_dict_slow(
     )
 
 
+class ParsedValues(dict[int, Any]):
+    """Parsed property values by ``id(property)``, keeping alive the properties filed by :meth:`remember`.
+
+    An id is an object's only while it lives: a property a load drops (a duplicate
+    bundle's, not interned) would leave its value to the next object given its address,
+    such as another bundle's property of another type.
+    """
+
+    __slots__ = ("alive",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alive: list[Any] = []
+
+    def remember(self, prop: Any, value: Any) -> Any:
+        """File ``prop``'s parsed ``value`` (``prop`` kept alive with it); returns ``value``."""
+        self[id(prop)] = value
+        self.alive.append(prop)
+        return value
+
+
 class BlobReader:
     """Converts decoded blobs to model objects in bulk: the catalog loader's fast path.
 
     Equal properties become one :class:`Property` object, interned by their JSON text,
     so that a catalog holds each distinct property once and plugins parse it once. A
     bundle's version comes from its identity property, parsed by ``identity[type]``;
-    the parsed identity values are kept in :attr:`parsed` by ``id(property)``.
+    the parsed identity values are kept in :attr:`parsed` by ``id(property)`` (a
+    :class:`ParsedValues`: the catalog takes it over).
 
     A blob the fast path does not take as it is goes through the careful converters,
     whose :class:`WireError` names the offending field.
@@ -467,9 +489,10 @@ class BlobReader:
         self.collect = collect
         self.properties: dict[bytes, tuple[Property, tuple[list[Any], ...]]] = {}
         self.entries: dict[tuple[str, str | None, tuple[str, ...], str | None], ChannelEntry] = {}
-        self.parsed: dict[int, Any] = {}
+        self.parsed = ParsedValues()
         self.gathered: list[list[Any]] = []
-        self._lists: dict[int, tuple[list[Any], ...]] = {}  # for properties built outside the fast path
+        #: for properties built outside the fast path (kept alive in ``parsed``, as its own)
+        self._lists: dict[int, tuple[list[Any], ...]] = {}
 
     def property(self, ptype: str, value: Any) -> Property:
         """The interned property ``ptype``/``value`` (a fresh one if the value is not JSON)."""
@@ -494,7 +517,7 @@ class BlobReader:
             value = parsed.get(id(p))
             if value is None:
                 try:
-                    value = parsed[id(p)] = parse(p.value)
+                    value = parsed.remember(p, parse(p.value))
                 except (ValueError, TypeError, AttributeError, KeyError):
                     continue
             return getattr(value, "version", None)
@@ -510,6 +533,7 @@ class BlobReader:
         identity = self.identity
         parsed = self.parsed
         collect = self.collect
+        alive = parsed.alive.append
         dumps = orjson.dumps
         gathered: list[list[Any]] = []
         try:
@@ -543,6 +567,7 @@ class BlobReader:
                         except (ValueError, TypeError, AttributeError, KeyError):
                             pass
                         else:
+                            alive(prop)  # as ParsedValues.remember
                             versioned = True
                             version = getattr(value, "version", None)
                     lists = collect(prop) if collect else ()
@@ -573,6 +598,7 @@ class BlobReader:
             lists = self._lists.get(id(p))
             if lists is None:
                 lists = self._lists[id(p)] = collect(p)
+                self.parsed.alive.append(p)
             gathered += lists
         return gathered
 

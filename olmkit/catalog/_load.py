@@ -402,7 +402,7 @@ class _Builder:
         try:
             value = parsed.get(id(prop))
             if value is None:
-                value = parsed[id(prop)] = pt.parse(prop.value)
+                value = parsed.remember(prop, pt.parse(prop.value))
             keys = pt.index_keys(value)  # type: ignore[misc]
             idx = self.index[prop.type]
             return tuple(idx.setdefault(k, []) for k in keys)

@@ -260,3 +260,40 @@ def test_problem_to_dict_has_every_field():
 
     assert attrs.asdict(problem) == problem.to_dict()
     assert [f.name for f in attrs.fields(Problem)] == list(problem.to_dict())
+
+
+def test_a_dropped_bundles_parsed_identity_goes_to_no_later_property(olmkit_pm):
+    """The loader drops a duplicate bundle after its identity property was parsed (filed by
+    ``id()``): that property stays alive with its value, so no property made later takes its
+    id and, with it, a value of another type (a PackageIdentity as an olm.label's index key)."""
+    from olmkit.model import Property
+    from olmkit.serde import BlobReader
+
+    reader = BlobReader({"olm.package": olmkit_pm.registry.property_types["olm.package"].parse})
+    dropped = reader.bundle(bundle("a", "1.0.0"), None)
+    assert reader.parsed[id(dropped.properties[0])].version == "1.0.0"
+    del dropped  # as the loader does with a duplicate
+    later = [Property("olm.label", i) for i in range(1000)]
+    assert [p for p in later if id(p) in reader.parsed] == []
+
+
+def test_a_catalog_with_a_duplicate_bundle_files_the_others_by_their_own_values(tmp_path, olmkit_pm):
+    """Loaded whole with duplicates dropped (see the test above), every bundle after them is
+    indexed by its own properties' values and has its own version."""
+    blobs = [pkg("a"), chan("a", [{"name": f"a.v{k}.0.0"} for k in range(1, 40)]), bundle("a", "1.0.0")]
+    for k in range(2, 40):
+        blobs.append(bundle("a", "1.0.0", [{"type": "olm.label", "value": f"l{k}"}]))  # a duplicate
+        b = bundle("a", f"{k}.0.0", [{"type": "olm.label", "value": f"m{k}"}])
+        # new indexed properties first: made first after the duplicate is dropped
+        gvks = [{"type": "olm.gvk", "value": {"group": "g", "version": f"v{j}", "kind": f"K{k}"}} for j in range(3)]
+        b["properties"][:0] = gvks
+        blobs.append(b)
+    (tmp_path / "c.json").write_bytes(dump_json_stream(blobs))
+    result = load_catalog_result(tmp_path, olmkit_pm.registry, cache=False)
+    catalog = result.catalog
+    assert sum("duplicate bundle 'a.v1.0.0'" in p.message for p in result.problems) == 38
+    assert dict(catalog.versions("a")) == {f"a.v{k}.0.0": f"{k}.0.0" for k in range(1, 40)}
+    for k in range(2, 40):
+        for j in range(3):
+            assert [b.name for b in catalog.lookup("olm.gvk", ("g", f"v{j}", f"K{k}"))] == [f"a.v{k}.0.0"]
+    assert {type(key) for keys in catalog._index.values() for key in keys} <= {str, tuple}
