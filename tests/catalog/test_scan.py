@@ -822,18 +822,10 @@ def _cache_bytes_in_a_fresh_process(path: Path, tmp: Path, name: str, batch: int
 
 def _package_file(name: str, properties: bool = True, more: str = "") -> str:
     """A package, its channel and one bundle (with its olm.package property or none), then ``more``."""
-    identity = {"type": "olm.package", "value": {"packageName": name, "version": "1.0.0"}}
-    blobs = [
-        {"schema": "olm.package", "name": name, "defaultChannel": "stable"},
-        {"schema": "olm.channel", "package": name, "name": "stable", "entries": [{"name": f"{name}.v1.0.0"}]},
-        {
-            "schema": "olm.bundle",
-            "package": name,
-            "name": f"{name}.v1.0.0",
-            "image": f"example.invalid/{name}:1.0.0",
-            "properties": [identity] if properties else [],
-        },
-    ]
+    one = bundle(name, "1.0.0")
+    if not properties:
+        one["properties"] = []
+    blobs = [pkg(name), chan(name, [{"name": one["name"]}]), one]
     return "".join(json.dumps(b) + "\n" for b in blobs) + more
 
 
