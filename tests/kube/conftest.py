@@ -35,7 +35,8 @@ class Proxy:
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
 
     def _accept(self) -> None:
         while not self._closed:
@@ -86,8 +87,22 @@ class Proxy:
 
     def close(self) -> None:
         self._closed = True
-        self._listener.close()
+        close_listener(self._listener, self._accepting)
         self.drop()
+
+
+def close_listener(listener: socket.socket, accepting: threading.Thread) -> None:
+    """Close a listening socket and wait for the thread blocked in its ``accept()``.
+
+    Closing alone does not wake that thread (on Linux): it would outlive the test, and while
+    a process has other threads olmkit does not fork (its parallel validation and background
+    cache writes), so the tests after it would take the serial paths only.
+    """
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+    accepting.join(timeout=10)
+    assert not accepting.is_alive(), "the accept thread did not end"
 
 
 def watching(informer: Any, timeout: float = 10.0) -> None:

@@ -18,6 +18,7 @@ from kubernetes import client  # a test dependency (pyproject's test extra)
 
 from olmkit.kube.transport import ApiUnreachable, Ref, Transport
 from olmkit.store import Expired, NotFound
+from tests.kube.conftest import close_listener
 
 
 class Scripted:
@@ -29,7 +30,8 @@ class Scripted:
         self.connections = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
 
     def _accept(self) -> None:
         while True:
@@ -61,7 +63,7 @@ class Scripted:
                     return
 
     def close(self) -> None:
-        self._listener.close()
+        close_listener(self._listener, self._accepting)
 
 
 @pytest.fixture
