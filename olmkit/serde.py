@@ -533,7 +533,6 @@ class BlobReader:
         identity = self.identity
         parsed = self.parsed
         collect = self.collect
-        alive = parsed.alive.append
         dumps = orjson.dumps
         gathered: list[list[Any]] = []
         try:
@@ -563,11 +562,10 @@ class BlobReader:
                     prop = new_property(ptype, p["value"])
                     if not versioned:
                         try:
-                            value = parsed[id(prop)] = parse(prop.value)
+                            value = parsed.remember(prop, parse(prop.value))
                         except (ValueError, TypeError, AttributeError, KeyError):
                             pass
                         else:
-                            alive(prop)  # as ParsedValues.remember
                             versioned = True
                             version = getattr(value, "version", None)
                     lists = collect(prop) if collect else ()

@@ -95,8 +95,8 @@ class FileScan:
         new_types, new_strings: the names of the types and the strings first numbered since
             the last file taken, in order; ``key_type``, ``key_start``, ``key_strs``: the keys
             likewise (each key's type and strings: ``key_strs[key_start[k]:key_start[k + 1]]``
-            for the k-th new key), ``keys_first`` the number of the first. Those of lines
-            left and of files not taken are among them: a caller reads every one, in order.
+            for the k-th new key). Those of lines left and of files not taken are among
+            them: a caller reads every one, in order (they number on from the last call's).
         two_ways: some property was written both ways (value first and type first).
     """
 
@@ -112,7 +112,6 @@ class FileScan:
         "key_strs",
         "key_type",
         "keys",
-        "keys_first",
         "line_end",
         "line_kind",
         "line_start",
@@ -151,7 +150,6 @@ class FileScan:
         self.odd = array("i")
         self.new_types: list[str] = []
         self.new_strings: list[str] = []
-        self.keys_first = 0
         self.key_type = array("i")
         self.key_start = array("i", [0])
         self.key_strs = array("i")
@@ -281,7 +279,7 @@ class LineScanner:
             )
             self._packages_at = s.new_packages_len
         out.duplicate = bool(s.duplicate)
-        out.keys_first = k0 = self._keys_at
+        k0 = self._keys_at
         if s.n_keys > k0:
             k1 = self._keys_at = s.n_keys
             out.key_type = _ints(buffer, s.key_type + k0, k1 - k0)
