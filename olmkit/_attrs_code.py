@@ -38,7 +38,7 @@ import sys
 from types import CodeType
 from typing import Any, Final
 
-__all__ = ["fill", "install", "installed", "save"]
+__all__ = ["fill", "install", "save"]
 
 #: the file's first item: what the byte code in it is valid for
 _HEADER: Final = ("olmkit attrs code", 4, sys.hexversion, sys.implementation.cache_tag, marshal.version)
@@ -93,11 +93,6 @@ def _read(path: str) -> tuple[_Index, Any]:
 
 def _placeholder(width: int) -> str:
     return "9" * width
-
-
-def installed() -> bool:
-    """Whether :func:`install` has hooked attrs in this process."""
-    return bool(_state)
 
 
 def install(path: str | None = None) -> bool:

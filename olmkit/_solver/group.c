@@ -33,9 +33,7 @@ int olm_within(int n, const int *a, int lo, int hi) {
 }
 
 int olm_scatter(int n, const int *at, const int *values, int n_dest, int *dest) {
-    for (int i = 0; i < n; i++) {
-        if (at[i] < 0 || at[i] >= n_dest) return 2;
-    }
+    if (!olm_within(n, at, 0, n_dest)) return 2;
     for (int i = 0; i < n; i++) dest[at[i]] = values[i];
     return 0;
 }

@@ -54,7 +54,6 @@ from olmkit._solver import (
     ascending,
     line_scanner,
     rows_index,
-    scatter,
     take,
 )
 from olmkit.catalog._columns import BundleColumns
@@ -73,7 +72,6 @@ if TYPE_CHECKING:
 __all__ = ["NOT_PARSED", "Bail", "ColumnBuilder", "IndexKeys", "LazyBundles"]
 
 _BUNDLE_KEYS: Final = frozenset({"schema", "name", "package", "image", "properties"})
-_FILE_INTS: Final = SCAN_FILE_INTS
 _SECOND: Final = itemgetter(1)
 _FAILED: Final[Any] = object()  # an identity property that does not parse (or none at all)
 #: a distinct property not parsed (yet)
@@ -281,7 +279,7 @@ class ColumnBuilder:
         pieces: list[tuple[int, int]] = []
         lines_at = 0
         for k, (path, data) in enumerate(items):
-            rc, lines_end, bundles_end, left, prefix, flags = records[_FILE_INTS * k : _FILE_INTS * k + _FILE_INTS]
+            rc, lines_end, bundles_end, left, prefix, flags = records[SCAN_FILE_INTS * k : SCAN_FILE_INTS * (k + 1)]
             if rc:  # not taken: decoded whole, after the rows before it
                 if hi > lo:
                     self._add_scanned(scan, lo, hi, pieces)
@@ -898,13 +896,8 @@ class _PlainIdentities:
         codes = take(self._d_ver, ds)
         if codes and min(codes) < 0:
             return None  # no version read (-1), or one kept in Python (<= -2)
-        parsed = self._parsed
-        if parsed:  # none of ds parsed: marked in one pass, read in another
-            mark = array("i", [0]) * len(self._d_ver)
-            at = array("i", parsed)
-            scatter(mark, at, array("i", [1]) * len(at))
-            if any(take(mark, ds)):
-                return None
+        if not self._parsed.keys().isdisjoint(ds):  # one of ds parsed
+            return None
         key_fields = self._key_fields
         if any(n != 1 for n in key_fields.values()) and any(
             key_fields.get(t) != 1 for t in set(map(self._dist_type.__getitem__, ds))

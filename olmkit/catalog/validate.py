@@ -217,9 +217,6 @@ _WRITE_COST: Final = 0.5
 _CHILD_COST: Final = 1.05
 
 
-#: What :meth:`_Verdicts._identity_problems` says of a type no plugin registers.
-_UNKNOWN: Final[tuple[tuple[str, str], ...]] = ((WARNING, "unknown"),)
-
 #: What a distinct property says: (identity?, package its identity names, unknown type?,
 #: problems, requirement to check?)
 _Verdict = tuple[bool, str | None, bool, tuple[tuple[str, str], ...], bool]
@@ -337,22 +334,15 @@ class _Verdicts:
         by = self.validated_by.get(type_name)
         if by is not None:
             key = (type_name, package if by[0] else None, version if by[1] else None)
-        found = self.identity_problems.get(key)
-        if found is None:
-            found = self.identity_problems[key] = self._identity_problems(type_name, package, version)
-        if found is _UNKNOWN:
-            return self.same((True, package, True, (), False))
-        return self.same((True, package, False, found, self.types[type_name].requirement is not None and not found))
-
-    def _identity_problems(self, type_name: str, package: str, version: str | None) -> tuple[tuple[str, str], ...]:
-        """What ``validate`` says of ``PackageIdentity(package, version)``.
-
-        :data:`_UNKNOWN` for a type no plugin registers.
-        """
         pt = self.types.get(type_name)
-        if pt is None:
-            return _UNKNOWN
-        return tuple(_value_problems(pt, type_name, PackageIdentity(package, version)))
+        if pt is None:  # no plugin registers the type
+            return self.same((True, package, True, (), False))
+        found = self.identity_problems.get(key)
+        if found is None:  # what ``validate`` says of PackageIdentity(package, version)
+            found = self.identity_problems[key] = tuple(
+                _value_problems(pt, type_name, PackageIdentity(package, version))
+            )
+        return self.same((True, package, False, found, pt.requirement is not None and not found))
 
     def _verdict(self, type_name: str, parsed: Callable[[Any], Any], prop: Any) -> _Verdict:
         pt = self.types.get(type_name)
@@ -593,7 +583,7 @@ class _Row:
 class _Distinct:
     """The distinct properties of a catalog read into columns, each parsed once."""
 
-    def __init__(self, catalog: Catalog, lazy: LazyBundles, identity: frozenset[str] = frozenset()) -> None:
+    def __init__(self, catalog: Catalog, lazy: LazyBundles, identity: frozenset[str]) -> None:
         self.lazy = lazy
         self.columns = lazy.columns
         self.parse = catalog._parse
